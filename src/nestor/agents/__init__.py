@@ -1,0 +1,1 @@
+"""Layer 2: agent specs (frozen data), the registry, and readers for agent files."""

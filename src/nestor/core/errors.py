@@ -1,0 +1,70 @@
+"""The exception tree of nestor.
+
+Every error a user can cause carries a one-line cause and a hint saying what to do; the CLI
+prints ``error: <cause>`` and ``hint: <hint>`` and never a traceback (unless ``--debug``)::
+
+    NestorError                      base: message + hint
+    ├── ConfigError                  a config file or flag is invalid (file, key)
+    ├── ProviderError                a model cannot be built or reached
+    │   ├── UnknownProviderError     "foo:bar" names no known or configured provider
+    │   ├── MissingCredentialsError  the provider's API key is not set
+    │   └── ModelRequestError        the provider failed after retries (429, 5xx, network)
+    ├── StoreError                   the session database cannot be used
+    │   └── SessionNotFoundError     no session with that id (or prefix)
+    └── ToolError                    a tool refuses its input; becomes an error tool result
+        └── PermissionDeniedError    a rule or the user denied a tool call
+"""
+
+from __future__ import annotations
+
+
+class NestorError(Exception):
+    """Base of every error nestor reports to a user: a one-line cause plus what to do."""
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class ConfigError(NestorError):
+    """A configuration file, environment variable or flag is invalid."""
+
+
+class ProviderError(NestorError):
+    """A model cannot be built from the configuration or reached."""
+
+
+class UnknownProviderError(ProviderError):
+    """A ``provider:model`` string names a provider nestor does not know."""
+
+
+class MissingCredentialsError(ProviderError):
+    """The provider needs an API key that is not set."""
+
+
+class ModelRequestError(ProviderError):
+    """A model request failed, after retries where retrying made sense."""
+
+    def __init__(self, message: str, *, hint: str | None = None, retryable: bool = False) -> None:
+        super().__init__(message, hint=hint)
+        self.retryable = retryable
+
+
+class StoreError(NestorError):
+    """The session database cannot be opened, read or written."""
+
+
+class SessionNotFoundError(StoreError):
+    """No stored session matches the given id."""
+
+
+class ToolError(NestorError):
+    """A tool refuses its input or cannot do its job; the model sees the message as an error result."""
+
+
+class PermissionDeniedError(ToolError):
+    """A permission rule or the user denied a tool call."""

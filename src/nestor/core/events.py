@@ -1,0 +1,143 @@
+"""The events an agent run emits, one union discriminated by ``type``.
+
+Every event names the agent (``agent_id``, which is also its session id) it comes from, so a UI can
+route events of a whole agent tree. ``stream-json`` output is one of these per line.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    agent_id: str
+    timestamp: float = Field(default_factory=time.time)
+
+
+class AgentStarted(_Event):
+    """An agent began a run (a turn of its session)."""
+
+    type: Literal["agent_started"] = "agent_started"
+    parent_id: str | None = None
+    depth: int = 0
+    agent_type: str = "coder"
+    description: str = ""
+    model: str = ""
+
+
+class TextDelta(_Event):
+    """A piece of the assistant's visible text, as it streams."""
+
+    type: Literal["text_delta"] = "text_delta"
+    text: str
+
+
+class ThinkingDelta(_Event):
+    """A piece of the model's reasoning, as it streams (when the provider exposes it)."""
+
+    type: Literal["thinking_delta"] = "thinking_delta"
+    text: str
+
+
+class ToolStarted(_Event):
+    """A tool call began running."""
+
+    type: Literal["tool_started"] = "tool_started"
+    tool_call_id: str
+    tool_name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolFinished(_Event):
+    """A tool call ended, with its outcome and a short preview of its result."""
+
+    type: Literal["tool_finished"] = "tool_finished"
+    tool_call_id: str
+    tool_name: str
+    outcome: Literal["success", "failed", "denied", "interrupted", "retried"] = "success"
+    preview: str = ""
+    duration_s: float = 0.0
+
+
+class PermissionAsked(_Event):
+    """A tool call needs the user's permission."""
+
+    type: Literal["permission_asked"] = "permission_asked"
+    tool_call_id: str
+    tool_name: str
+    target: str
+    decision: Literal["allow", "deny"] | None = None
+    reason: str = ""
+
+
+class RequestFinished(_Event):
+    """A model request completed; carries that request's usage and the run's totals so far."""
+
+    type: Literal["request_finished"] = "request_finished"
+    model: str
+    usage: dict[str, Any]
+    run_usage: dict[str, Any]
+
+
+class Retrying(_Event):
+    """A model request failed and will be retried after ``delay_s``."""
+
+    type: Literal["retrying"] = "retrying"
+    attempt: int
+    delay_s: float
+    reason: str
+
+
+class PromptQueued(_Event):
+    """A prompt arrived while the agent was busy; it is taken at the next turn."""
+
+    type: Literal["prompt_queued"] = "prompt_queued"
+    prompt: str
+
+
+class AgentFinished(_Event):
+    """An agent run ended: why, its final text, and what it spent."""
+
+    type: Literal["agent_finished"] = "agent_finished"
+    stop_reason: str
+    result: str
+    is_error: bool = False
+    num_turns: int = 0
+    usage: dict[str, Any] = Field(default_factory=dict)
+    cost_usd: float | None = None
+    duration_s: float = 0.0
+
+
+class ErrorEvent(_Event):
+    """Something went wrong that the user should see (the run may still continue)."""
+
+    type: Literal["error"] = "error"
+    message: str
+    hint: str | None = None
+
+
+Event = Annotated[
+    AgentStarted
+    | TextDelta
+    | ThinkingDelta
+    | ToolStarted
+    | ToolFinished
+    | PermissionAsked
+    | RequestFinished
+    | Retrying
+    | PromptQueued
+    | AgentFinished
+    | ErrorEvent,
+    Field(discriminator="type"),
+]
+
+EventAdapter: TypeAdapter[Event] = TypeAdapter(Event)
+"""Parses one event from JSON or a dict (used by consumers of ``stream-json``)."""
+
+LOSSY_EVENT_TYPES = frozenset({"text_delta", "thinking_delta"})
+"""Event types a slow subscriber may miss: the final message carries their content anyway."""

@@ -1,0 +1,32 @@
+"""What a tool call asks permission for: plain data shared by tools, permissions and UIs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+PermissionAction = Literal["read", "write", "execute", "network"]
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionRequest:
+    """What a tool call wants to do, for the permission rules and the user to judge.
+
+    Attributes:
+        tool_name: The tool asking.
+        action: The kind of effect; ``read`` is allowed by default inside the project.
+        target: What rules match against: an absolute path, a shell command or a URL.
+        description: One line for the user, e.g. ``Run: git status``.
+        outside_project: True when a path lies outside the project root (always needs approval
+            unless a rule allows it).
+        grant_key: What "allow for this session" covers; calls with the same tool and grant key
+            are allowed from then on.
+
+    """
+
+    tool_name: str
+    action: PermissionAction
+    target: str
+    description: str
+    outside_project: bool = False
+    grant_key: str = "*"

@@ -1,0 +1,78 @@
+"""Token and cost accounting, with roll-up from requests to runs to sessions.
+
+Cost is honest: a request whose model has no known price contributes tokens but no cost, and is
+counted in ``unpriced_requests``. ``cost_usd`` is ``None`` only when no request had a price, so a
+total is never a made-up number; a total that misses some requests says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+
+@dataclass(slots=True)
+class Usage:
+    """Tokens and cost of one request or the sum of many."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+    requests: int = 0
+    cost_usd: float | None = None
+    unpriced_requests: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        """Input plus output tokens (cache tokens are part of the input)."""
+        return self.input_tokens + self.output_tokens
+
+    def add(self, other: Usage) -> None:
+        """Add ``other`` into this usage in place."""
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.cache_read_tokens += other.cache_read_tokens
+        self.cache_write_tokens += other.cache_write_tokens
+        self.reasoning_tokens += other.reasoning_tokens
+        self.requests += other.requests
+        self.unpriced_requests += other.unpriced_requests
+        if other.cost_usd is not None:
+            self.cost_usd = (self.cost_usd or 0.0) + other.cost_usd
+
+    def __add__(self, other: Usage) -> Usage:
+        total = Usage()
+        total.add(self)
+        total.add(other)
+        return total
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-ready dict, including ``total_tokens``."""
+        data = asdict(self)
+        data["total_tokens"] = self.total_tokens
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Usage:
+        """Rebuild a usage from :meth:`to_dict` output, ignoring unknown keys."""
+        fields = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in data.items() if k in fields})
+
+
+def format_tokens(count: int) -> str:
+    """Return a short human form of a token count: ``950``, ``12.4k``, ``1.2M``."""
+    if count < 1000:
+        return str(count)
+    if count < 1_000_000:
+        return f"{count / 1000:.1f}k"
+    return f"{count / 1_000_000:.1f}M"
+
+
+def format_cost(cost_usd: float | None) -> str:
+    """Return ``$0.0042`` style cost, or ``cost unknown`` when no price was known."""
+    if cost_usd is None:
+        return "cost unknown"
+    if cost_usd < 0.01:
+        return f"${cost_usd:.4f}"
+    return f"${cost_usd:.2f}"

@@ -1,0 +1,93 @@
+"""Turning a tool call's permission request into a decision.
+
+Order of precedence: a matching ``deny`` rule, then a matching ``ask`` rule, then a matching
+``allow`` rule, then a grant the user gave earlier in this session, then ``--yolo``, then the
+defaults (reads inside the project need no request at all; reads outside it, writes, commands and
+network access ask). Deny rules hold even with ``--yolo``: a rule written down is a decision the
+user already made.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from nestor.core.permission import PermissionRequest
+from nestor.permissions.rules import Rule, RuleAction, parse_rule
+
+DecisionKind = Literal["allow", "ask", "deny"]
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The outcome for one request, and why (shown to the user and, when denied, to the model)."""
+
+    kind: DecisionKind
+    reason: str
+
+
+@dataclass
+class PermissionPolicy:
+    """Rules plus session grants; one policy per agent session tree.
+
+    Attributes:
+        rules: Parsed rules from configuration, in the order written.
+        project_root: Used to match project-relative path patterns.
+        yolo: Allow everything that no deny rule forbids.
+
+    """
+
+    rules: list[Rule] = field(default_factory=list[Rule])
+    project_root: str = "/"
+    yolo: bool = False
+    _grants: set[tuple[str, str]] = field(default_factory=set[tuple[str, str]])
+
+    @classmethod
+    def from_config(
+        cls,
+        allow: Iterable[str],
+        ask: Iterable[str],
+        deny: Iterable[str],
+        *,
+        project_root: str,
+        yolo: bool = False,
+        source: str = "config",
+    ) -> PermissionPolicy:
+        """Build a policy from the ``[permissions]`` lists of the settings."""
+        rules: list[Rule] = []
+        groups: list[tuple[RuleAction, Iterable[str]]] = [("deny", deny), ("ask", ask), ("allow", allow)]
+        for action, texts in groups:
+            rules.extend(parse_rule(action, text, source=source) for text in texts)
+        return cls(rules=rules, project_root=project_root, yolo=yolo)
+
+    def decide(self, request: PermissionRequest) -> Decision:
+        """Return the decision for ``request`` under the rules, grants and defaults."""
+        for action in ("deny", "ask", "allow"):
+            for rule in self.rules:
+                if rule.action == action and rule.matches(
+                    request.tool_name, request.target, self.project_root
+                ):
+                    return Decision(action, f"rule {action} {rule}")
+        if (request.tool_name, request.grant_key) in self._grants or (request.tool_name, "*") in self._grants:
+            return Decision("allow", "allowed for this session")
+        if self.yolo:
+            return Decision("allow", "--yolo")
+        if request.action == "read" and not request.outside_project:
+            return Decision("allow", "reading inside the project")
+        return Decision("ask", _default_reason(request))
+
+    def grant_for_session(self, request: PermissionRequest) -> None:
+        """Allow calls like ``request`` (same tool and grant key) for the rest of the session."""
+        self._grants.add((request.tool_name, request.grant_key))
+
+
+def _default_reason(request: PermissionRequest) -> str:
+    if request.outside_project:
+        return f"{request.target} is outside the project"
+    return {
+        "read": "reading needs approval",
+        "write": "changing files needs approval",
+        "execute": "running commands needs approval",
+        "network": "network access needs approval",
+    }[request.action]

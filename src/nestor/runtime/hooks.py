@@ -1,0 +1,120 @@
+"""The hook protocol: how features attach to the agent loop without editing it.
+
+The loop calls every hook at three points:
+
+- :meth:`Hook.before_request` before each model request: a hook may stop the run (a budget is
+  spent) or add a reminder the model sees in that request;
+- :meth:`Hook.after_tool_result` after each tool call: a hook may replace the result the model
+  sees (trim it, append a reminder);
+- :meth:`Hook.on_run_end` when a run ends, whatever the reason.
+
+Built-in hooks live here too; :class:`BudgetHook` enforces iteration and token budgets.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+from pydantic_ai.messages import ToolCallPart, ToolReturnPart
+
+from nestor.core.usage import Usage
+
+if TYPE_CHECKING:
+    from nestor.runtime.loop import RunResult
+
+StopReason = Literal["completed", "max_iterations", "token_budget", "timeout", "cancelled", "error", "loop"]
+
+
+@dataclass(slots=True)
+class RunState:
+    """What hooks may read about the run in progress."""
+
+    agent_id: str
+    agent_type: str
+    iteration: int = 0
+    usage: Usage = field(default_factory=Usage)
+    started_at: float = field(default_factory=time.monotonic)
+    tool_calls: int = 0
+
+    @property
+    def elapsed_s(self) -> float:
+        """Seconds since the run started."""
+        return time.monotonic() - self.started_at
+
+
+@dataclass(frozen=True, slots=True)
+class Stop:
+    """Returned by :meth:`Hook.before_request` to end the run before the next request."""
+
+    reason: StopReason
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Remind:
+    """Returned by :meth:`Hook.before_request` to add a system reminder to the next request."""
+
+    text: str
+
+
+HookAction = Stop | Remind | None
+
+
+class Hook:
+    """Base class of hooks; every method is a no-op until overridden."""
+
+    async def before_request(self, state: RunState) -> HookAction:
+        """Called before each model request; return :class:`Stop`, :class:`Remind` or None."""
+        return None
+
+    async def after_tool_result(
+        self, state: RunState, call: ToolCallPart, result: ToolReturnPart
+    ) -> ToolReturnPart:
+        """Called after each tool call; return the result the model should see."""
+        return result
+
+    async def on_run_end(self, state: RunState, result: RunResult) -> None:
+        """Called once when a run ends, whatever the reason."""
+
+
+@dataclass(frozen=True, slots=True)
+class Budgets:
+    """Limits of one run; 0 means unlimited.
+
+    Attributes:
+        max_iterations: Model requests per run.
+        max_total_tokens: Input plus output tokens over the run's requests.
+        max_time_s: Wall time of the run (enforced by the loop as a deadline, so a slow model
+            request or command is interrupted too).
+
+    """
+
+    max_iterations: int = 1000
+    max_total_tokens: int = 0
+    max_time_s: float = 0.0
+
+
+class BudgetHook(Hook):
+    """Ends a run gracefully when its iteration or token budget is spent."""
+
+    def __init__(self, budgets: Budgets) -> None:
+        self.budgets = budgets
+
+    async def before_request(self, state: RunState) -> HookAction:
+        """Stop before a request that would exceed a budget."""
+        budgets = self.budgets
+        if budgets.max_iterations and state.iteration >= budgets.max_iterations:
+            return Stop(
+                "max_iterations",
+                f"Stopped after {state.iteration} model requests "
+                f"(max_iterations = {budgets.max_iterations}).",
+            )
+        if budgets.max_total_tokens and state.usage.total_tokens >= budgets.max_total_tokens:
+            return Stop(
+                "token_budget",
+                f"Stopped after using {state.usage.total_tokens} tokens "
+                f"(max_tokens = {budgets.max_total_tokens}).",
+            )
+        return None

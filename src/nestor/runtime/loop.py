@@ -1,0 +1,561 @@
+"""SessionAgent: one agent's turn loop over one stored session.
+
+A run takes a prompt and loops: ask the model (streamed, retried on transient failures), store
+the response, run its tool calls in parallel, store their results, until the model answers without
+calling a tool, a hook stops the run (a budget is spent), the wall-time deadline passes, or the run
+is cancelled. Every completed message is written to the store as soon as it completes, so a killed
+process loses at most the response being streamed. Nothing here prints: everything the user sees
+is an event on the bus.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import ValidationError
+from pydantic_ai.direct import model_request_stream
+from pydantic_ai.messages import (
+    InstructionPart,
+    ModelMessage,
+    ModelRequest,
+    ModelRequestPart,
+    ModelResponse,
+    PartDeltaEvent,
+    PartStartEvent,
+    SystemPromptPart,
+    TextPart,
+    TextPartDelta,
+    ThinkingPart,
+    ThinkingPartDelta,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from pydantic_ai.models import Model, ModelRequestParameters
+from pydantic_ai.settings import ModelSettings
+from pydantic_ai.tools import ToolDefinition
+
+from nestor.bus import EventBus
+from nestor.core.errors import ModelRequestError, PermissionDeniedError, ToolError
+from nestor.core.events import (
+    AgentFinished,
+    AgentStarted,
+    ErrorEvent,
+    PermissionAsked,
+    PromptQueued,
+    RequestFinished,
+    Retrying,
+    TextDelta,
+    ThinkingDelta,
+    ToolFinished,
+    ToolStarted,
+)
+from nestor.core.permission import PermissionRequest
+from nestor.core.usage import Usage
+from nestor.permissions import PermissionPolicy
+from nestor.providers.retry import RetryPolicy, describe_error, is_retryable
+from nestor.providers.usage import usage_from_response
+from nestor.runtime.hooks import BudgetHook, Budgets, Hook, Remind, RunState, Stop, StopReason
+from nestor.store.messages import MessageStore
+from nestor.store.sessions import SessionStore
+from nestor.tools.base import Tool, ToolContext, ToolResult
+
+PermissionAnswer = Literal["once", "session", "deny"]
+PermissionAsker = Callable[[PermissionRequest, str], Awaitable[PermissionAnswer]]
+"""Asks the user about ``request`` for agent ``agent_id``; None where nobody can answer (headless)."""
+
+_PREVIEW_CHARS = 200
+
+
+@dataclass(slots=True)
+class RunResult:
+    """How a run ended and what it produced."""
+
+    stop_reason: StopReason
+    text: str
+    usage: Usage
+    num_turns: int
+    duration_s: float
+    is_error: bool = False
+    error: str | None = None
+
+
+@dataclass(slots=True)
+class AgentSetup:
+    """Everything a :class:`SessionAgent` needs besides its session id.
+
+    Attributes:
+        model: The pydantic-ai model to request.
+        model_name: ``provider:model``, for events and the store.
+        system_prompt: Sent as instructions with every request; never stored in the history, so a
+            resumed session gets a fresh one (current date, git status).
+        tools: The tools this agent may call.
+        sessions: Session rows (status, usage roll-up).
+        messages: Message rows.
+        bus: Where events go.
+        policy: Permission rules and grants.
+        asker: Asks the user; None in headless runs (then "ask" means "deny").
+        project_root: Working directory of tools.
+        model_settings: Per-model options (max_tokens, temperature, thinking, ...).
+        hooks: Extra hooks, after the built-in budget hook.
+        budgets: Iteration, token and time limits of a run.
+        retry: Retry policy for model requests.
+        sleep: Waits between retries (tests inject a fast one).
+        agent_type: The agent spec's name, for events.
+        parent_id: Parent agent id, for sub-agents.
+        depth: 0 for the main agent.
+
+    """
+
+    model: Model
+    model_name: str
+    system_prompt: str
+    tools: Sequence[Tool[Any]]
+    sessions: SessionStore
+    messages: MessageStore
+    bus: EventBus
+    policy: PermissionPolicy
+    asker: PermissionAsker | None
+    project_root: Any
+    model_settings: ModelSettings | None = None
+    hooks: Sequence[Hook] = ()
+    budgets: Budgets = field(default_factory=Budgets)
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+    agent_type: str = "coder"
+    parent_id: str | None = None
+    depth: int = 0
+
+
+class SessionAgent:
+    """Runs turns of one session: the model, its tools, persistence and events."""
+
+    def __init__(self, session_id: str, setup: AgentSetup, history: list[ModelMessage] | None = None) -> None:
+        self.session_id = session_id
+        self.setup = setup
+        self.history: list[ModelMessage] = history if history is not None else setup.messages.list(session_id)
+        self._tools = {tool.name: tool for tool in setup.tools}
+        self._tool_definitions = [
+            ToolDefinition(
+                name=t.name, description=t.description, parameters_json_schema=t.parameters_schema()
+            )
+            for t in setup.tools
+        ]
+        self._request_parameters = ModelRequestParameters(
+            function_tools=self._tool_definitions,
+            allow_text_output=True,
+            instruction_parts=[InstructionPart(content=setup.system_prompt)] if setup.system_prompt else None,
+        )
+        self._hooks: list[Hook] = [BudgetHook(setup.budgets), *setup.hooks]
+        self._queue: list[str] = []
+        self._task: asyncio.Task[RunResult] | None = None
+        self._cancel_requested = False
+
+    # -- public API -------------------------------------------------------------------------
+
+    @property
+    def busy(self) -> bool:
+        """True while a run is in progress."""
+        return self._task is not None and not self._task.done()
+
+    def enqueue(self, prompt: str) -> None:
+        """Queue a prompt sent while busy; the run takes it at its next turn."""
+        self._queue.append(prompt)
+        self.setup.bus.publish(PromptQueued(agent_id=self.session_id, prompt=prompt))
+
+    def cancel(self) -> None:
+        """Stop the current run as soon as possible; completed messages are kept."""
+        if self._task is not None and not self._task.done():
+            self._cancel_requested = True
+            self._task.cancel()
+
+    async def run(self, prompt: str) -> RunResult:
+        """Run until the model is done with ``prompt`` (and anything queued meanwhile)."""
+        if self.busy:
+            raise RuntimeError("SessionAgent.run called while a run is in progress; use enqueue()")
+        self._task = asyncio.current_task()
+        self._cancel_requested = False
+        try:
+            return await self._run(prompt)
+        finally:
+            self._task = None
+
+    # -- the loop ---------------------------------------------------------------------------
+
+    async def _run(self, prompt: str) -> RunResult:
+        setup = self.setup
+        state = RunState(agent_id=self.session_id, agent_type=setup.agent_type)
+        setup.sessions.set_status(self.session_id, "running")
+        setup.bus.publish(
+            AgentStarted(
+                agent_id=self.session_id,
+                parent_id=setup.parent_id,
+                depth=setup.depth,
+                agent_type=setup.agent_type,
+                model=setup.model_name,
+            )
+        )
+        self._append(ModelRequest(parts=[UserPromptPart(prompt)]))
+        deadline = (time.monotonic() + setup.budgets.max_time_s) if setup.budgets.max_time_s else None
+        last_text = ""
+        stop_reason: StopReason = "completed"
+        stop_message: str | None = None
+        error: BaseException | None = None
+        try:
+            async with asyncio.timeout_at(_loop_deadline(deadline)):
+                while True:
+                    action = await self._before_request(state)
+                    if isinstance(action, Stop):
+                        stop_reason, stop_message = action.reason, action.message
+                        break
+                    response = await self._request(state, reminder=action.text if action else None)
+                    last_text = _text_of(response) or last_text
+                    calls = [part for part in response.parts if isinstance(part, ToolCallPart)]
+                    if calls:
+                        results = await self._run_tools(state, calls)
+                        self._append(ModelRequest(parts=[*results, *self._take_queue()]))
+                        continue
+                    queued = self._take_queue()
+                    if not queued:
+                        break
+                    self._append(ModelRequest(parts=queued))
+        except TimeoutError:
+            stop_reason = "timeout"
+            stop_message = f"Stopped after {setup.budgets.max_time_s:g} s (max_time_s)."
+        except asyncio.CancelledError:
+            if not self._cancel_requested:
+                raise
+            current = asyncio.current_task()
+            if current is not None:
+                current.uncancel()
+            stop_reason, stop_message = "cancelled", "Cancelled by the user."
+        except Exception as exc:  # the run ends; the error is reported, never a crash of the caller
+            stop_reason, error = "error", exc
+        return await self._finish(state, stop_reason, stop_message, last_text, error)
+
+    async def _before_request(self, state: RunState) -> Stop | Remind | None:
+        reminders: list[str] = []
+        for hook in self._hooks:
+            action = await hook.before_request(state)
+            if isinstance(action, Stop):
+                return action
+            if isinstance(action, Remind):
+                reminders.append(action.text)
+        return Remind("\n\n".join(reminders)) if reminders else None
+
+    async def _request(self, state: RunState, *, reminder: str | None) -> ModelResponse:
+        """Send the history (plus an optional reminder) and store the response."""
+        setup = self.setup
+        messages = self.history
+        if reminder:
+            messages = [
+                *messages,
+                ModelRequest(parts=[SystemPromptPart(f"<system-reminder>{reminder}</system-reminder>")]),
+            ]
+        response = await self._stream_with_retries(messages)
+        usage = usage_from_response(response)
+        state.iteration += 1
+        state.usage.add(usage)
+        self._append(response, usage=usage)
+        setup.sessions.add_usage(self.session_id, usage, roll_up=True)
+        setup.bus.publish(
+            RequestFinished(
+                agent_id=self.session_id,
+                model=setup.model_name,
+                usage=usage.to_dict(),
+                run_usage=state.usage.to_dict(),
+            )
+        )
+        return response
+
+    async def _stream_with_retries(self, messages: list[ModelMessage]) -> ModelResponse:
+        setup = self.setup
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return await self._stream_once(messages)
+            except Exception as exc:
+                if not is_retryable(exc) or attempt >= setup.retry.max_attempts:
+                    raise ModelRequestError(
+                        describe_error(exc) + (f" (after {attempt} attempts)" if attempt > 1 else ""),
+                        hint=_hint_for(exc),
+                        retryable=is_retryable(exc),
+                    ) from exc
+                delay = setup.retry.delay_for(attempt, exc)
+                setup.bus.publish(
+                    Retrying(
+                        agent_id=self.session_id, attempt=attempt, delay_s=delay, reason=describe_error(exc)
+                    )
+                )
+                await setup.sleep(delay)
+
+    async def _stream_once(self, messages: list[ModelMessage]) -> ModelResponse:
+        setup = self.setup
+        publish = setup.bus.publish
+        agent_id = self.session_id
+        async with model_request_stream(
+            setup.model,
+            messages,
+            model_settings=setup.model_settings,
+            model_request_parameters=self._request_parameters,
+        ) as stream:
+            async for event in stream:
+                if isinstance(event, PartDeltaEvent):
+                    delta = event.delta
+                    if isinstance(delta, TextPartDelta) and delta.content_delta:
+                        publish(TextDelta(agent_id=agent_id, text=delta.content_delta))
+                    elif isinstance(delta, ThinkingPartDelta) and delta.content_delta:
+                        publish(ThinkingDelta(agent_id=agent_id, text=delta.content_delta))
+                elif isinstance(event, PartStartEvent):
+                    part = event.part
+                    if isinstance(part, TextPart) and part.content:
+                        publish(TextDelta(agent_id=agent_id, text=part.content))
+                    elif isinstance(part, ThinkingPart) and part.content:
+                        publish(ThinkingDelta(agent_id=agent_id, text=part.content))
+            return stream.get()
+
+    # -- tools ------------------------------------------------------------------------------
+
+    async def _run_tools(self, state: RunState, calls: list[ToolCallPart]) -> list[ToolReturnPart]:
+        """Run ``calls`` in parallel; on cancellation, record the unfinished ones as interrupted."""
+        results: dict[str, ToolReturnPart] = {}
+
+        async def run_one(call: ToolCallPart) -> None:
+            result = await self._run_tool(call)
+            for hook in self._hooks:
+                result = await hook.after_tool_result(state, call, result)
+            results[call.tool_call_id] = result
+
+        tasks = [asyncio.create_task(run_one(call)) for call in calls]
+        try:
+            await asyncio.gather(*tasks)
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            self._append(ModelRequest(parts=_with_interrupted(calls, results)))
+            raise
+        finally:
+            state.tool_calls += len(calls)
+        return [results[call.tool_call_id] for call in calls]
+
+    async def _run_tool(self, call: ToolCallPart) -> ToolReturnPart:
+        publish = self.setup.bus.publish
+        started = time.monotonic()
+        try:
+            args = call.args_as_dict()
+        except ValueError:
+            args = {}
+        publish(
+            ToolStarted(
+                agent_id=self.session_id, tool_call_id=call.tool_call_id, tool_name=call.tool_name, args=args
+            )
+        )
+        outcome, content = await self._execute(call)
+        publish(
+            ToolFinished(
+                agent_id=self.session_id,
+                tool_call_id=call.tool_call_id,
+                tool_name=call.tool_name,
+                outcome=outcome,
+                preview=content[:_PREVIEW_CHARS],
+                duration_s=time.monotonic() - started,
+            )
+        )
+        return ToolReturnPart(call.tool_name, content, tool_call_id=call.tool_call_id, outcome=outcome)
+
+    async def _execute(
+        self, call: ToolCallPart
+    ) -> tuple[Literal["success", "failed", "denied", "retried"], str]:
+        tool = self._tools.get(call.tool_name)
+        if tool is None:
+            available = ", ".join(sorted(self._tools)) or "none"
+            return "retried", f"Unknown tool {call.tool_name!r}. Available tools: {available}."
+        try:
+            params = tool.params_model.model_validate(call.args_as_dict())
+        except ValidationError as exc:
+            return "retried", _format_validation_error(call.tool_name, exc)
+        except ValueError as exc:
+            return (
+                "retried",
+                f"The arguments of {call.tool_name} are not valid JSON ({exc}). Send a JSON object.",
+            )
+        ctx = ToolContext(
+            project_root=self.setup.project_root,
+            session_id=self.session_id,
+            tool_call_id=call.tool_call_id,
+            emit=self.setup.bus.publish,
+            ask_permission=lambda request: self._is_allowed(request, call.tool_call_id),
+        )
+        try:
+            request = tool.permission(params, ctx)
+            if request is not None:
+                allowed, reason = await self._settle_permission(request, call.tool_call_id)
+                if not allowed:
+                    raise PermissionDeniedError(self._denial_message(request, reason))
+            result = await tool.run(params, ctx)
+        except PermissionDeniedError as exc:
+            return "denied", str(exc)
+        except ToolError as exc:
+            return "failed", str(exc)
+        except Exception as exc:  # a tool's bug must not end the run
+            return "failed", f"{call.tool_name} failed: {type(exc).__name__}: {exc}"
+        if isinstance(result, str):
+            result = ToolResult(result)
+        return ("failed" if result.is_error else "success"), result.content
+
+    async def _is_allowed(self, request: PermissionRequest, tool_call_id: str) -> bool:
+        allowed, _reason = await self._settle_permission(request, tool_call_id)
+        return allowed
+
+    async def _settle_permission(self, request: PermissionRequest, tool_call_id: str) -> tuple[bool, str]:
+        """Decide ``request`` by the rules, asking the user when they say "ask" and someone can answer."""
+        setup = self.setup
+        decision = setup.policy.decide(request)
+        if decision.kind == "ask" and setup.asker is not None:
+            setup.bus.publish(
+                PermissionAsked(
+                    agent_id=self.session_id,
+                    tool_call_id=tool_call_id,
+                    tool_name=request.tool_name,
+                    target=request.target,
+                    reason=decision.reason,
+                )
+            )
+            answer = await setup.asker(request, self.session_id)
+            if answer == "session":
+                setup.policy.grant_for_session(request)
+            allowed = answer != "deny"
+        else:
+            allowed = decision.kind == "allow"
+        if decision.kind != "allow":
+            setup.bus.publish(
+                PermissionAsked(
+                    agent_id=self.session_id,
+                    tool_call_id=tool_call_id,
+                    tool_name=request.tool_name,
+                    target=request.target,
+                    decision="allow" if allowed else "deny",
+                    reason=decision.reason,
+                )
+            )
+        return allowed, decision.reason
+
+    def _denial_message(self, request: PermissionRequest, reason: str) -> str:
+        if self.setup.asker is None and not reason.startswith("rule deny"):
+            return (
+                f"Permission denied: {request.description} ({reason}). This is a non-interactive run, so "
+                "nobody can approve it; the user can rerun with --yolo or allow it with a rule in "
+                f'nestor.toml, e.g. [permissions] allow = ["{request.tool_name}"]. Do not retry this call.'
+            )
+        if reason.startswith("rule deny"):
+            rule = reason.removeprefix("rule deny ")
+            return f"Permission denied by rule {rule}: {request.description}. Do not retry it."
+        return f"The user denied: {request.description}. Do not retry it; ask the user what to do instead."
+
+    # -- bookkeeping ------------------------------------------------------------------------
+
+    def _append(self, message: ModelMessage, *, usage: Usage | None = None) -> None:
+        self.history.append(message)
+        self.setup.messages.append(self.session_id, message, usage=usage)
+
+    def _take_queue(self) -> list[ModelRequestPart]:
+        queued: list[ModelRequestPart] = [UserPromptPart(prompt) for prompt in self._queue]
+        self._queue.clear()
+        return queued
+
+    async def _finish(
+        self,
+        state: RunState,
+        stop_reason: StopReason,
+        stop_message: str | None,
+        last_text: str,
+        error: BaseException | None,
+    ) -> RunResult:
+        setup = self.setup
+        is_error = error is not None
+        text = last_text
+        if stop_message and stop_reason != "completed":
+            text = f"{last_text}\n\n[{stop_message}]" if last_text else f"[{stop_message}]"
+        if error is not None:
+            hint = getattr(error, "hint", None)
+            text = str(error) if isinstance(error, ModelRequestError) else f"{type(error).__name__}: {error}"
+            setup.bus.publish(ErrorEvent(agent_id=self.session_id, message=text, hint=hint))
+        result = RunResult(
+            stop_reason=stop_reason,
+            text=text,
+            usage=state.usage,
+            num_turns=state.iteration,
+            duration_s=state.elapsed_s,
+            is_error=is_error,
+            error=str(error) if error else None,
+        )
+        setup.sessions.set_status(self.session_id, "idle" if stop_reason == "completed" else stop_reason)
+        for hook in self._hooks:
+            await hook.on_run_end(state, result)
+        setup.bus.publish(
+            AgentFinished(
+                agent_id=self.session_id,
+                stop_reason=stop_reason,
+                result=text,
+                is_error=is_error,
+                num_turns=state.iteration,
+                usage=state.usage.to_dict(),
+                cost_usd=state.usage.cost_usd,
+                duration_s=result.duration_s,
+            )
+        )
+        return result
+
+
+def _loop_deadline(deadline: float | None) -> float | None:
+    """Translate a ``time.monotonic`` deadline into the event loop's clock."""
+    if deadline is None:
+        return None
+    return asyncio.get_running_loop().time() + (deadline - time.monotonic())
+
+
+def _text_of(response: ModelResponse) -> str:
+    return "".join(part.content for part in response.parts if isinstance(part, TextPart))
+
+
+def _with_interrupted(calls: list[ToolCallPart], done: dict[str, ToolReturnPart]) -> list[ModelRequestPart]:
+    parts: list[ModelRequestPart] = []
+    for call in calls:
+        parts.append(
+            done.get(call.tool_call_id)
+            or ToolReturnPart(
+                call.tool_name,
+                "Interrupted: the run was stopped before this call finished.",
+                tool_call_id=call.tool_call_id,
+                outcome="interrupted",
+            )
+        )
+    return parts
+
+
+def _format_validation_error(tool_name: str, error: ValidationError) -> str:
+    lines = [f"Invalid arguments for {tool_name}; fix them and call it again:"]
+    for item in error.errors(include_url=False):
+        location = ".".join(str(part) for part in item["loc"]) or "(arguments)"
+        lines.append(f"- {location}: {item['msg']}")
+    return "\n".join(lines)
+
+
+def _hint_for(error: BaseException) -> str | None:
+    from pydantic_ai.exceptions import ModelAuthenticationError, ModelNotFoundError, ModelQuotaExceededError
+
+    if isinstance(error, ModelAuthenticationError):
+        return "check the provider's API key (nestor models shows which key each model uses)"
+    if isinstance(error, ModelNotFoundError):
+        return "check the model name (--model provider:model) and the provider's base URL"
+    if isinstance(error, ModelQuotaExceededError):
+        return "the account's quota or credit is exhausted; top it up or use another model"
+    if is_retryable(error):
+        return "the provider kept failing; try again later, or use another model with --model"
+    return None

@@ -1,0 +1,121 @@
+"""System prompt assembly: the agent's prompt, the project's instructions and the environment.
+
+Instruction files are read fresh for every run, so edits to ``AGENTS.md`` apply at the next prompt:
+the user's (``~/.config/nestor/AGENTS.md``) first, then the project's ``AGENTS.md``, ``CLAUDE.md``
+and ``NESTOR.md``, in that order, each under a heading naming its file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import platform
+from datetime import datetime
+from importlib import resources
+from pathlib import Path
+
+PROJECT_INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md", "NESTOR.md")
+_MAX_INSTRUCTION_CHARS = 40_000
+_MAX_GIT_STATUS_LINES = 40
+
+
+def builtin_agent_prompt(name: str) -> str:
+    """Return the body (after the YAML front matter) of a built-in agent's Markdown file."""
+    text = resources.files("nestor.agents.builtin").joinpath(f"{name}.md").read_text(encoding="utf-8")
+    return strip_front_matter(text)
+
+
+def strip_front_matter(text: str) -> str:
+    """Return ``text`` without a leading ``---`` ... ``---`` YAML block."""
+    if text.startswith("---"):
+        end = text.find("\n---", 3)
+        if end != -1:
+            return text[end + 4 :].lstrip("\n")
+    return text
+
+
+async def build_system_prompt(
+    agent_prompt: str,
+    project_root: Path,
+    *,
+    user_config_dir: Path | None,
+    now: datetime | None = None,
+) -> str:
+    """Compose the system prompt of an agent working in ``project_root``."""
+    sections = [agent_prompt.strip(), await environment_section(project_root, now=now)]
+    instructions = read_instructions(project_root, user_config_dir)
+    if instructions:
+        sections.append(instructions)
+    return "\n\n".join(sections)
+
+
+def read_instructions(project_root: Path, user_config_dir: Path | None) -> str:
+    """Return the user's and the project's instruction files as one tagged block ('' when none)."""
+    candidates: list[tuple[str, Path]] = []
+    if user_config_dir is not None:
+        candidates.append(("user instructions", user_config_dir / "AGENTS.md"))
+    candidates.extend(
+        (f"project instructions ({name})", project_root / name) for name in PROJECT_INSTRUCTION_FILES
+    )
+    blocks: list[str] = []
+    for label, path in candidates:
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace").strip()
+        except OSError:
+            continue
+        if not text:
+            continue
+        if len(text) > _MAX_INSTRUCTION_CHARS:
+            text = (
+                text[:_MAX_INSTRUCTION_CHARS]
+                + f"\n[... {path.name} cut at {_MAX_INSTRUCTION_CHARS} characters]"
+            )
+        blocks.append(f'<instructions source="{label}" path="{path}">\n{text}\n</instructions>')
+    return "\n\n".join(blocks)
+
+
+async def environment_section(project_root: Path, *, now: datetime | None = None) -> str:
+    """Describe where the agent works: directory, platform, date, git branch and status."""
+    now = now or datetime.now().astimezone()
+    lines = [
+        "<environment>",
+        f"Working directory (project root): {project_root}",
+        f"Platform: {platform.system()} {platform.release()} ({platform.machine()})",
+        f"Date: {now:%Y-%m-%d %A}",
+    ]
+    branch = await _git(project_root, "rev-parse", "--abbrev-ref", "HEAD")
+    if branch is None:
+        lines.append("Git repository: no")
+    else:
+        lines.append(f"Git repository: yes, branch {branch.strip() or '(none)'}")
+        status = await _git(project_root, "status", "--short")
+        status_lines = (status or "").splitlines()
+        if not status_lines:
+            lines.append("Git status: clean")
+        else:
+            shown = status_lines[:_MAX_GIT_STATUS_LINES]
+            more = len(status_lines) - len(shown)
+            lines.append("Git status:")
+            lines.extend(f"  {line}" for line in shown)
+            if more:
+                lines.append(f"  ... and {more} more")
+    lines.append("</environment>")
+    return "\n".join(lines)
+
+
+async def _git(cwd: Path, *args: str) -> str | None:
+    """Run a read-only git command; None when git is missing or this is not a repository."""
+    try:
+        process = await asyncio.create_subprocess_exec(
+            "git",
+            *args,
+            cwd=cwd,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
+    except OSError:
+        return None
+    stdout, _ = await process.communicate()
+    if process.returncode != 0:
+        return None
+    return stdout.decode("utf-8", errors="replace")

@@ -1,0 +1,153 @@
+"""What a tool is, and what it gets to do its job.
+
+A tool is a class with a ``name``, a pydantic ``Params`` model (its JSON schema is what the model
+sees, and validation errors go back to the model as a retry), a description kept in ``<name>.md``
+beside its module, and an async ``run``. Before ``run``, the runtime asks the tool which
+permission the call needs (:meth:`Tool.permission`) and settles it against the rules; tools never
+decide permissions themselves.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, ClassVar, Generic, TypeVar
+
+from pydantic import BaseModel
+
+from nestor.core.errors import ToolError
+from nestor.core.events import Event
+from nestor.core.permission import PermissionAction, PermissionRequest
+
+
+@dataclass(slots=True)
+class ToolResult:
+    """What a tool returns: text for the model, whether it is an error, and data for the UI/store."""
+
+    content: str
+    is_error: bool = False
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+async def _deny_all(_request: PermissionRequest) -> bool:
+    return False
+
+
+def _drop_event(_event: Event) -> None:
+    return None
+
+
+@dataclass(slots=True)
+class ToolContext:
+    """Everything a tool call may use besides its arguments.
+
+    Attributes:
+        project_root: The project's root; relative paths resolve against it.
+        session_id: The session (and agent) the call belongs to.
+        tool_call_id: The model's id for this call.
+        emit: Publishes an event (progress of a long-running tool, for instance).
+        ask_permission: Asks for a permission a tool discovers only while running; returns True
+            when granted. Permissions known up front go through :meth:`Tool.permission` instead.
+        scratch_dir: A directory this session may write temporary files to, if any.
+
+    """
+
+    project_root: Path
+    session_id: str = ""
+    tool_call_id: str = ""
+    emit: Callable[[Event], None] = _drop_event
+    ask_permission: Callable[[PermissionRequest], Awaitable[bool]] = _deny_all
+    scratch_dir: Path | None = None
+
+    def resolve(self, path: str) -> Path:
+        """Resolve ``path`` (absolute, ``~``-relative or project-relative) to an absolute path."""
+        candidate = Path(path).expanduser()
+        if not candidate.is_absolute():
+            candidate = self.project_root / candidate
+        return candidate.resolve()
+
+    def is_inside_project(self, path: Path) -> bool:
+        """Return True when the resolved ``path`` lies within the project root."""
+        return path.is_relative_to(self.project_root.resolve())
+
+    def display_path(self, path: Path) -> str:
+        """Return ``path`` relative to the project root when inside it, else absolute."""
+        try:
+            return str(path.relative_to(self.project_root.resolve()))
+        except ValueError:
+            return str(path)
+
+
+ParamsT = TypeVar("ParamsT", bound=BaseModel)
+
+
+class Tool(ABC, Generic[ParamsT]):
+    """Base class of every tool.
+
+    Subclasses set ``name``, ``params_model`` and ``read_only``, put their description in
+    ``<module>.md`` beside their module (or override :attr:`description`), and implement
+    :meth:`run`; tools that touch paths, commands or the network override :meth:`permission`.
+    """
+
+    name: ClassVar[str]
+    params_model: ClassVar[type[BaseModel]]
+    read_only: ClassVar[bool] = False
+
+    @property
+    def description(self) -> str:
+        """The model-facing description, read from the ``.md`` file beside the tool's module."""
+        module = type(self).__module__
+        package, _, stem = module.rpartition(".")
+        return resources.files(package).joinpath(f"{stem}.md").read_text(encoding="utf-8").strip()
+
+    def parameters_schema(self) -> dict[str, Any]:
+        """The JSON schema of the parameters, as sent to the model."""
+        return self.params_model.model_json_schema()
+
+    def permission(self, params: ParamsT, ctx: ToolContext) -> PermissionRequest | None:
+        """Return the permission this call needs, or None when it needs none.
+
+        The default suits read-only tools over one path: nothing inside the project, a ``read``
+        request outside it. Tools with a ``path`` parameter get this for free.
+        """
+        raw_path = getattr(params, "path", None)
+        if not isinstance(raw_path, str):
+            return None
+        return path_permission(self.name, "read", raw_path, ctx)
+
+    @abstractmethod
+    async def run(self, params: ParamsT, ctx: ToolContext) -> ToolResult | str:
+        """Do the work. Raise :class:`ToolError` for a clear error message to the model."""
+
+
+def path_permission(
+    tool_name: str, action: PermissionAction, raw_path: str, ctx: ToolContext
+) -> PermissionRequest | None:
+    """Build the permission request of a file tool: reads inside the project need none."""
+    path = ctx.resolve(raw_path)
+    outside = not ctx.is_inside_project(path)
+    if action == "read" and not outside:
+        return None
+    verb = "Read" if action == "read" else "Write"
+    return PermissionRequest(
+        tool_name=tool_name,
+        action=action,
+        target=str(path),
+        description=f"{verb} {ctx.display_path(path)}",
+        outside_project=outside,
+        grant_key=str(path.parent) if outside else "*",
+    )
+
+
+__all__ = [
+    "PermissionAction",
+    "PermissionRequest",
+    "Tool",
+    "ToolContext",
+    "ToolError",
+    "ToolResult",
+    "path_permission",
+]
