@@ -1,6 +1,7 @@
 """Permission rules: ``tool`` or ``tool(pattern)``, e.g. ``bash(git status*)`` or ``write(src/**)``.
 
-Patterns are shell-style globs matched against the call's target: the command for ``bash``, the
+Patterns are shell-style globs (``*`` also crosses ``/``, so ``src/*`` covers the whole tree) matched
+against the call's target: the command for ``bash``, the
 path for file tools (absolute, or relative to the project root), the URL for ``fetch``. Claude
 Code's spellings are accepted as they are (``Bash(git status:*)``, ``Read``, ``Edit``, ``WebFetch``)
 so existing settings carry over.
@@ -11,7 +12,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from pathlib import PurePath
 from typing import Literal
 
 from nestor.core.errors import ConfigError
@@ -49,7 +49,7 @@ class Rule:
         # File rules may be written relative to the project root.
         if target.startswith(project_root.rstrip("/") + "/"):
             relative = target[len(project_root.rstrip("/")) + 1 :]
-            if fnmatchcase(relative, self.pattern) or PurePath(relative).full_match(self.pattern):
+            if fnmatchcase(relative, self.pattern):
                 return True
         return False
 

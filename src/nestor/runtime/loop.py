@@ -59,6 +59,7 @@ from nestor.core.usage import Usage
 from nestor.permissions import PermissionPolicy
 from nestor.providers.retry import RetryPolicy, describe_error, is_retryable
 from nestor.providers.usage import usage_from_response
+from nestor.runtime.history import repair as history_repair
 from nestor.runtime.hooks import BudgetHook, Budgets, Hook, Remind, RunState, Stop, StopReason
 from nestor.store.messages import MessageStore
 from nestor.store.sessions import SessionStore
@@ -82,6 +83,7 @@ class RunResult:
     duration_s: float
     is_error: bool = False
     error: str | None = None
+    hint: str | None = None
 
 
 @dataclass(slots=True)
@@ -199,6 +201,9 @@ class SessionAgent:
                 model=setup.model_name,
             )
         )
+        unanswered = history_repair(self.history)
+        if unanswered is not None:
+            self._append(unanswered)
         self._append(ModelRequest(parts=[UserPromptPart(prompt)]))
         deadline = (time.monotonic() + setup.budgets.max_time_s) if setup.budgets.max_time_s else None
         last_text = ""
@@ -479,11 +484,11 @@ class SessionAgent:
     ) -> RunResult:
         setup = self.setup
         is_error = error is not None
+        hint: str | None = getattr(error, "hint", None)
         text = last_text
         if stop_message and stop_reason != "completed":
             text = f"{last_text}\n\n[{stop_message}]" if last_text else f"[{stop_message}]"
         if error is not None:
-            hint = getattr(error, "hint", None)
             text = str(error) if isinstance(error, ModelRequestError) else f"{type(error).__name__}: {error}"
             setup.bus.publish(ErrorEvent(agent_id=self.session_id, message=text, hint=hint))
         result = RunResult(
@@ -494,6 +499,7 @@ class SessionAgent:
             duration_s=state.elapsed_s,
             is_error=is_error,
             error=str(error) if error else None,
+            hint=hint,
         )
         setup.sessions.set_status(self.session_id, "idle" if stop_reason == "completed" else stop_reason)
         for hook in self._hooks:

@@ -1,0 +1,142 @@
+"""Stored messages: a session's history, one pydantic-ai message per row, in order.
+
+Each message is committed on its own as soon as it is appended, so a process killed at any
+moment loses at most the message it was writing. A row holds one ``ModelMessage`` serialized
+by pydantic-ai's ``ModelMessagesTypeAdapter``, which keeps every part (tool calls, tool
+returns, thinking, ...) exactly as the model layer produced it.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pydantic
+from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
+
+from nestor.core.errors import SessionNotFoundError, StoreError
+from nestor.core.usage import Usage
+from nestor.store.db import MOVE_ASIDE_HINT, Database
+from nestor.store.sessions import LIST_HINT
+
+
+@dataclass(frozen=True, slots=True)
+class MessageRecord:
+    """One stored message with its bookkeeping, as ``nestor sessions show`` displays it.
+
+    Attributes:
+        seq: The message's 0-based position in its session.
+        kind: ``request`` (to the model) or ``response`` (from it).
+        message: The pydantic-ai message.
+        usage: The tokens and cost of the request that produced a response, if recorded.
+        created_at: When the message was stored, seconds since the epoch.
+
+    """
+
+    seq: int
+    kind: str
+    message: ModelMessage
+    usage: Usage | None
+    created_at: float
+
+
+class MessageStore:
+    """Append and read the messages of stored sessions.
+
+    Args:
+        db: The open database.
+        clock: Returns the current time in seconds; tests pass a fake one.
+
+    """
+
+    def __init__(self, db: Database, *, clock: Callable[[], float] = time.time) -> None:
+        self._db = db
+        self._clock = clock
+
+    def append(self, session_id: str, message: ModelMessage, *, usage: Usage | None = None) -> int:
+        """Store a message at the end of a session's history and commit it at once.
+
+        Also marks the session as updated now.
+
+        Args:
+            session_id: The session the message belongs to.
+            message: The request or response to store.
+            usage: The usage of the request that produced a response.
+
+        Returns:
+            The message's 0-based position in the session.
+
+        Raises:
+            SessionNotFoundError: No session has this id.
+            StoreError: The database failed.
+
+        """
+        # Serialize before taking the database lock: it is the slow part of an append.
+        data = ModelMessagesTypeAdapter.dump_json([message]).decode()
+        usage_json = None if usage is None else json.dumps(usage.to_dict())
+        now = self._clock()
+        with self._db.transaction() as connection:
+            touched = connection.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (now, session_id))
+            if touched.rowcount == 0:
+                raise SessionNotFoundError(f"no session matches '{session_id}'", hint=LIST_HINT)
+            seq: int = connection.execute(
+                "SELECT coalesce(max(seq) + 1, 0) FROM messages WHERE session_id = ?", (session_id,)
+            ).fetchone()[0]
+            connection.execute(
+                "INSERT INTO messages (session_id, seq, kind, data, usage, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (session_id, seq, message.kind, data, usage_json, now),
+            )
+        return seq
+
+    def list(self, session_id: str) -> builtins.list[ModelMessage]:
+        """Return a session's messages in order (empty for an unknown session).
+
+        Raises:
+            StoreError: A stored message cannot be read back.
+
+        """
+        rows = self._db.fetch_all(
+            "SELECT seq, data FROM messages WHERE session_id = ? ORDER BY seq", (session_id,)
+        )
+        return [self._decode(session_id, row["seq"], row["data"]) for row in rows]
+
+    def list_records(self, session_id: str) -> builtins.list[MessageRecord]:
+        """Return a session's messages in order with their position, kind, usage and time.
+
+        Raises:
+            StoreError: A stored message cannot be read back.
+
+        """
+        rows = self._db.fetch_all(
+            "SELECT seq, kind, data, usage, created_at FROM messages WHERE session_id = ? ORDER BY seq",
+            (session_id,),
+        )
+        return [
+            MessageRecord(
+                seq=row["seq"],
+                kind=row["kind"],
+                message=self._decode(session_id, row["seq"], row["data"]),
+                usage=None if row["usage"] is None else Usage.from_dict(json.loads(row["usage"])),
+                created_at=row["created_at"],
+            )
+            for row in rows
+        ]
+
+    def count(self, session_id: str) -> int:
+        """Return how many messages a session has (0 for an unknown session)."""
+        row = self._db.fetch_one("SELECT count(*) FROM messages WHERE session_id = ?", (session_id,))
+        return 0 if row is None else int(row[0])
+
+    def _decode(self, session_id: str, seq: int, data: str) -> ModelMessage:
+        try:
+            return ModelMessagesTypeAdapter.validate_json(data)[0]
+        except (pydantic.ValidationError, IndexError) as exc:
+            raise StoreError(
+                f"message {seq} of session {session_id} in {self._db.path} cannot be read: "
+                f"{(str(exc).splitlines() or [type(exc).__name__])[0]}",
+                hint=f"it may come from another nestor version; if the file is damaged, {MOVE_ASIDE_HINT}",
+            ) from exc
