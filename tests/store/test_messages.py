@@ -249,3 +249,25 @@ def test_a_killed_writer_loses_only_the_message_in_flight(tmp_path: Path) -> Non
         assert len(loaded) == 3
         # The killed transaction left no lock behind: the next message takes the lost one's place.
         assert store.append(session_id, ModelRequest(parts=[UserPromptPart(content="after")])) == 3
+
+
+def test_append_with_totals_adds_usage_to_the_session_and_its_ancestors(tmp_path: Path) -> None:
+    database = open_database(tmp_path / "db.sqlite")
+    sessions, messages = SessionStore(database), MessageStore(database)
+    parent = sessions.create(tmp_path)
+    child = sessions.create(tmp_path, parent_id=parent.id)
+    response = ModelResponse(parts=[TextPart("hi")])
+    messages.append(
+        child.id, response, usage=Usage(input_tokens=10, output_tokens=5, requests=1, cost_usd=0.5)
+    )
+    assert sessions.get(child.id).usage.total_tokens == 0  # not asked to add to totals
+    messages.append(
+        child.id,
+        response,
+        usage=Usage(input_tokens=10, output_tokens=5, requests=1, cost_usd=0.5),
+        add_to_totals=True,
+    )
+    for session_id in (child.id, parent.id):
+        usage = sessions.get(session_id).usage
+        assert (usage.total_tokens, usage.requests, usage.cost_usd) == (15, 1, 0.5)
+    database.close()

@@ -266,7 +266,6 @@ class SessionAgent:
         state.iteration += 1
         state.usage.add(usage)
         self._append(response, usage=usage)
-        setup.sessions.add_usage(self.session_id, usage, roll_up=True)
         setup.bus.publish(
             RequestFinished(
                 agent_id=self.session_id,
@@ -466,8 +465,9 @@ class SessionAgent:
     # -- bookkeeping ------------------------------------------------------------------------
 
     def _append(self, message: ModelMessage, *, usage: Usage | None = None) -> None:
+        """Keep ``message`` in memory and in the store; a response's usage joins the session totals."""
         self.history.append(message)
-        self.setup.messages.append(self.session_id, message, usage=usage)
+        self.setup.messages.append(self.session_id, message, usage=usage, add_to_totals=usage is not None)
 
     def _take_queue(self) -> list[ModelRequestPart]:
         queued: list[ModelRequestPart] = [UserPromptPart(prompt) for prompt in self._queue]

@@ -20,7 +20,7 @@ from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 from nestor.core.errors import SessionNotFoundError, StoreError
 from nestor.core.usage import Usage
 from nestor.store.db import MOVE_ASIDE_HINT, Database
-from nestor.store.sessions import LIST_HINT
+from nestor.store.sessions import LIST_HINT, add_usage_statement
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +56,14 @@ class MessageStore:
         self._db = db
         self._clock = clock
 
-    def append(self, session_id: str, message: ModelMessage, *, usage: Usage | None = None) -> int:
+    def append(
+        self,
+        session_id: str,
+        message: ModelMessage,
+        *,
+        usage: Usage | None = None,
+        add_to_totals: bool = False,
+    ) -> int:
         """Store a message at the end of a session's history and commit it at once.
 
         Also marks the session as updated now.
@@ -65,6 +72,8 @@ class MessageStore:
             session_id: The session the message belongs to.
             message: The request or response to store.
             usage: The usage of the request that produced a response.
+            add_to_totals: Also add ``usage`` to the session's totals and every ancestor's, in the
+                same transaction (one commit per response instead of two).
 
         Returns:
             The message's 0-based position in the session.
@@ -90,6 +99,8 @@ class MessageStore:
                 " VALUES (?, ?, ?, ?, ?, ?)",
                 (session_id, seq, message.kind, data, usage_json, now),
             )
+            if add_to_totals and usage is not None:
+                connection.execute(*add_usage_statement(session_id, usage, now=now, roll_up=True))
         return seq
 
     def list(self, session_id: str) -> builtins.list[ModelMessage]:

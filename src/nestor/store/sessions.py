@@ -63,6 +63,17 @@ _ADD_USAGE_TO_ONE = f"""
 """
 
 
+def add_usage_statement(session_id: str, usage: Usage, *, now: float, roll_up: bool) -> tuple[str, list[Any]]:
+    """The SQL and parameters adding ``usage`` to a session (and, when ``roll_up``, its ancestors).
+
+    Shared by :meth:`SessionStore.add_usage` and by :meth:`MessageStore.append`, which runs it in
+    the same transaction as the response it stores, so totals never disagree with the messages.
+    """
+    counts = [getattr(usage, column) for column in _USAGE_COLUMNS]
+    statement = _ADD_USAGE_TO_LINEAGE if roll_up else _ADD_USAGE_TO_ONE
+    return statement, [*counts, usage.cost_usd, usage.cost_usd, now, session_id]
+
+
 @dataclass(slots=True)
 class Session:
     """One stored conversation, as read from the database.
@@ -328,10 +339,7 @@ class SessionStore:
             SessionNotFoundError: No session has this id.
 
         """
-        counts = [getattr(usage, column) for column in _USAGE_COLUMNS]
-        cost_params = [usage.cost_usd, usage.cost_usd, self._clock()]
-        statement = _ADD_USAGE_TO_LINEAGE if roll_up else _ADD_USAGE_TO_ONE
-        cursor = self._db.execute(statement, [*counts, *cost_params, session_id])
+        cursor = self._db.execute(*add_usage_statement(session_id, usage, now=self._clock(), roll_up=roll_up))
         if cursor.rowcount == 0:
             raise _not_found(session_id)
 
