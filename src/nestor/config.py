@@ -1,0 +1,483 @@
+"""Settings from built-in defaults, user config, project config, environment and CLI flags.
+
+Sources, lowest to highest precedence::
+
+    built-in defaults
+    < user config      $XDG_CONFIG_HOME/nestor/config.toml (else ~/.config/nestor/config.toml)
+    < project config   <project>/nestor.toml
+    < environment      NESTOR_MODEL, NESTOR_SMALL_MODEL (NESTOR_HOME picks the data dir)
+    < CLI flags        --model, --small-model, --yolo, --max-iterations, --max-tokens, --max-time-s
+
+Tables merge deeply: a project ``[limits]`` table changes only the keys it names. A model role
+given as a string (``large = "openai:gpt-5"``, ``NESTOR_MODEL``, ``--model``) names the model
+outright and replaces the role; a role given as a table adjusts the role below it. Permission
+rule lists add up across sources, so a rule from the user config is never dropped by a project.
+
+Every problem becomes a one-line :class:`~nestor.core.errors.ConfigError` naming the file (or
+variable, or flag) and the dotted key. This module never imports pydantic_ai: loading settings
+must stay fast.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from types import UnionType
+from typing import Annotated, Any, Literal, TypeAlias, Union, get_args, get_origin
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictFloat,
+    StrictInt,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import ErrorDetails
+
+from nestor.core.errors import ConfigError
+
+ModelRole: TypeAlias = Literal["large", "small"]
+ThinkingEffort: TypeAlias = Literal["minimal", "low", "medium", "high", "xhigh", "max"]
+ThinkingSetting: TypeAlias = bool | ThinkingEffort
+NamedProviderType: TypeAlias = Literal["openai", "openai-responses", "anthropic"]
+
+PROJECT_CONFIG_NAME = "nestor.toml"
+_THINKING_EFFORTS: tuple[str, ...] = get_args(ThinkingEffort)
+_PROVIDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_NO_MODEL_HINT = (
+    "pass --model provider:model (e.g. anthropic:claude-sonnet-4-5), set NESTOR_MODEL, or add "
+    '`[models] large = "provider:model"` to nestor.toml; the embedded local model is not available yet'
+)
+
+
+class _ConfigModel(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ModelConfig(_ConfigModel):
+    """One model role: which model, and the settings it is asked with.
+
+    Attributes:
+        model: ``"provider:model"``, e.g. ``"anthropic:claude-sonnet-4-5"`` or ``"ollama:qwen3:8b"``.
+        max_tokens: The most output tokens per response; ``None`` leaves the provider default.
+        temperature: Sampling temperature; ``None`` leaves the provider default.
+        thinking: ``True``/``False`` or an effort level, mapped to each provider's thinking setting.
+        context_window: The model's context size in tokens; ``None`` looks it up by model family.
+
+    """
+
+    model: str
+    max_tokens: Annotated[StrictInt, Field(gt=0)] | None = None
+    temperature: Annotated[StrictFloat, Field(ge=0.0, le=2.0)] | None = None
+    thinking: ThinkingSetting | None = None
+    context_window: Annotated[StrictInt, Field(gt=0)] | None = None
+
+    @field_validator("model")
+    @classmethod
+    def _check_model_string(cls, value: str) -> str:
+        provider, colon, name = value.strip().partition(":")
+        if not (colon and provider and name):
+            raise ValueError(f"expected 'provider:model' (e.g. 'anthropic:claude-sonnet-4-5'), got {value!r}")
+        return value.strip()
+
+    @field_validator("thinking", mode="before")
+    @classmethod
+    def _check_thinking(cls, value: object) -> object:
+        if value is None or isinstance(value, bool) or value in _THINKING_EFFORTS:
+            return value
+        raise ValueError(f"expected true, false or one of {', '.join(_THINKING_EFFORTS)}, got {value!r}")
+
+
+class ModelRoles(_ConfigModel):
+    """The ``[models]`` table: ``large`` runs the main agent, ``small`` does titles and quick jobs."""
+
+    large: ModelConfig | None = None
+    small: ModelConfig | None = None
+
+    @field_validator("large", "small", mode="before")
+    @classmethod
+    def _expand_shorthand(cls, value: object) -> object:
+        if isinstance(value, str):
+            return {"model": value}
+        if value is None or isinstance(value, dict | ModelConfig):
+            return value
+        raise ValueError('expected a "provider:model" string or a table with a `model` key')
+
+
+class NamedProviderConfig(_ConfigModel):
+    """A ``[providers.NAME]`` table: a server reached under the name ``NAME:``.
+
+    ``type = "openai"`` speaks chat completions (what OpenAI-compatible servers such as vLLM,
+    llama.cpp and LM Studio implement), ``"openai-responses"`` the Responses API, ``"anthropic"``
+    the Anthropic Messages API. A named provider overrides a built-in one of the same name.
+    """
+
+    type: NamedProviderType = "openai"
+    base_url: str | None = None
+    api_key_env: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict[str, str])
+
+    @model_validator(mode="after")
+    def _check_base_url(self) -> NamedProviderConfig:
+        if self.base_url is None and self.type != "anthropic":
+            raise ValueError(f"base_url is required for type {self.type!r}")
+        return self
+
+
+class PermissionsConfig(_ConfigModel):
+    """The ``[permissions]`` table: rule strings, parsed by :mod:`nestor.permissions`."""
+
+    allow: tuple[str, ...] = ()
+    ask: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+
+
+class LimitsConfig(_ConfigModel):
+    """The ``[limits]`` table: budgets of one run of the main agent (0 means unlimited)."""
+
+    max_iterations: Annotated[StrictInt, Field(ge=1)] = 1000
+    max_tokens: Annotated[StrictInt, Field(ge=0)] = 0
+    max_time_s: Annotated[StrictFloat, Field(ge=0)] = 0.0
+
+
+class _ConfigDocument(_ConfigModel):
+    """Everything a config file may contain; the keys a user may write."""
+
+    models: ModelRoles = ModelRoles()
+    providers: dict[str, NamedProviderConfig] = Field(default_factory=dict[str, NamedProviderConfig])
+    permissions: PermissionsConfig = PermissionsConfig()
+    limits: LimitsConfig = LimitsConfig()
+
+    @field_validator("providers")
+    @classmethod
+    def _check_provider_names(cls, value: dict[str, NamedProviderConfig]) -> dict[str, NamedProviderConfig]:
+        for name in value:
+            if not _PROVIDER_NAME.fullmatch(name):
+                raise ValueError(f"provider name {name!r} must be letters, digits, '.', '_' or '-'")
+        return value
+
+
+class Settings(_ConfigDocument):
+    """The resolved configuration of one nestor process.
+
+    Attributes:
+        project_root: The directory nestor works in; its ``nestor.toml`` is the project config.
+        data_dir: Where sessions are stored (``NESTOR_HOME``, else ``$XDG_DATA_HOME/nestor``, else
+            ``~/.local/share/nestor``). Nothing is created until the store opens it.
+        yolo: Run every tool without asking (``--yolo``).
+        sources: Every source that contributed, lowest precedence first: config file paths,
+            environment variable names, ``--flags``.
+
+    """
+
+    project_root: Path
+    data_dir: Path
+    yolo: bool = False
+    sources: tuple[str, ...] = ()
+
+    @property
+    def database_path(self) -> Path:
+        """The session database file inside :attr:`data_dir`."""
+        return self.data_dir / "nestor.db"
+
+    def model_for(self, role: ModelRole) -> ModelConfig:
+        """Return the model configured for ``role``, falling back to the other role.
+
+        Raises:
+            ConfigError: No model is configured for either role.
+
+        """
+        if role == "large":
+            chosen = self.models.large or self.models.small
+        elif role == "small":
+            chosen = self.models.small or self.models.large
+        else:
+            raise ConfigError(f"unknown model role {role!r}", hint="use 'large' or 'small'")
+        if chosen is None:
+            raise ConfigError("no model configured", hint=_NO_MODEL_HINT)
+        return chosen
+
+
+@dataclass(frozen=True, slots=True)
+class CliOverrides:
+    """Command-line flags that override every config source; ``None`` means "not given"."""
+
+    model: str | None = None
+    small_model: str | None = None
+    yolo: bool | None = None
+    max_iterations: int | None = None
+    max_tokens: int | None = None
+    max_time_s: float | None = None
+
+
+_CLI_PATHS: dict[str, tuple[str, ...]] = {
+    "model": ("models", "large"),
+    "small_model": ("models", "small"),
+    "max_iterations": ("limits", "max_iterations"),
+    "max_tokens": ("limits", "max_tokens"),
+    "max_time_s": ("limits", "max_time_s"),
+}
+_ENV_PATHS: dict[str, tuple[str, ...]] = {
+    "NESTOR_MODEL": ("models", "large"),
+    "NESTOR_SMALL_MODEL": ("models", "small"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class _Layer:
+    """One source's raw data; ``path`` is set for files, ``label`` names a variable or flag."""
+
+    label: str
+    data: dict[str, Any]
+    path: Path | None = None
+
+
+def load_settings(
+    project_root: Path,
+    *,
+    env: Mapping[str, str] = os.environ,
+    overrides: CliOverrides | Mapping[str, Any] | None = None,
+    user_config_path: Path | None = None,
+) -> Settings:
+    """Read every config source and return the merged, validated settings.
+
+    Args:
+        project_root: The project directory; ``nestor.toml`` there is read if it exists.
+        env: The environment to read ``NESTOR_*``, ``XDG_*`` and ``HOME`` from.
+        overrides: Command-line flags, as :class:`CliOverrides` or a dict of its field names.
+        user_config_path: The user config file; defaults to :func:`default_user_config_path`.
+
+    Raises:
+        ConfigError: A file cannot be read or parsed, or a value is invalid. The message names
+            the file (or variable, or flag) and the dotted key.
+
+    """
+    cli = _coerce_overrides(overrides)
+    user_path = user_config_path if user_config_path is not None else default_user_config_path(env)
+    layers = [
+        layer for path in (user_path, project_root / PROJECT_CONFIG_NAME) if (layer := _read_file(path))
+    ]
+    for name, key_path in _ENV_PATHS.items():
+        if value := env.get(name, "").strip():
+            layers.append(_Layer(name, _nest(key_path, value)))
+    for field in fields(CliOverrides):
+        value = getattr(cli, field.name)
+        if value is not None and field.name in _CLI_PATHS:
+            layers.append(_Layer("--" + field.name.replace("_", "-"), _nest(_CLI_PATHS[field.name], value)))
+
+    merged: dict[str, Any] = {}
+    for layer in layers:
+        merged = _merge(merged, layer.data, ())
+    try:
+        document = _ConfigDocument.model_validate(merged)
+    except ValidationError as exc:
+        raise _config_error(exc.errors(include_url=False), layers) from None
+    return Settings(
+        **{name: getattr(document, name) for name in _ConfigDocument.model_fields},
+        project_root=project_root.absolute(),
+        data_dir=resolve_data_dir(env),
+        yolo=bool(cli.yolo),
+        sources=tuple(str(layer.path) if layer.path else layer.label for layer in layers),
+    )
+
+
+def default_user_config_path(env: Mapping[str, str] = os.environ) -> Path:
+    """Return ``$XDG_CONFIG_HOME/nestor/config.toml``, else ``~/.config/nestor/config.toml``."""
+    return _xdg_dir(env, "XDG_CONFIG_HOME", ".config") / "nestor" / "config.toml"
+
+
+def resolve_data_dir(env: Mapping[str, str] = os.environ) -> Path:
+    """Return the data dir: ``NESTOR_HOME``, else ``$XDG_DATA_HOME/nestor``, else ``~/.local/share/nestor``.
+
+    Only computes the path; nothing is created.
+    """
+    if nestor_home := env.get("NESTOR_HOME", "").strip():
+        return _expand_home(nestor_home, env)
+    return _xdg_dir(env, "XDG_DATA_HOME", ".local/share") / "nestor"
+
+
+def _home(env: Mapping[str, str]) -> Path:
+    return Path(env["HOME"]) if env.get("HOME") else Path.home()
+
+
+def _expand_home(value: str, env: Mapping[str, str]) -> Path:
+    if value == "~" or value.startswith("~/"):
+        return _home(env) / value[2:]
+    return Path(value)
+
+
+def _xdg_dir(env: Mapping[str, str], variable: str, fallback: str) -> Path:
+    value = env.get(variable, "")
+    # The XDG spec says relative paths in these variables are invalid and must be ignored.
+    if value and Path(value).is_absolute():
+        return Path(value)
+    return _home(env) / fallback
+
+
+def _coerce_overrides(overrides: CliOverrides | Mapping[str, Any] | None) -> CliOverrides:
+    if overrides is None:
+        return CliOverrides()
+    if isinstance(overrides, CliOverrides):
+        return overrides
+    known = {field.name for field in fields(CliOverrides)}
+    for key in overrides:
+        if key not in known:
+            raise ConfigError(
+                f"unknown command-line override {key!r}", hint=f"known: {', '.join(sorted(known))}"
+            )
+    return CliOverrides(**{key: value for key, value in overrides.items() if value is not None})
+
+
+def _read_file(path: Path) -> _Layer | None:
+    """Parse one TOML file, or return ``None`` when it does not exist."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ConfigError(
+            f"{path}: cannot read config file: {exc.strerror}", hint="fix its permissions or remove it"
+        ) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: config file is not UTF-8 text", hint="save it as UTF-8 TOML") from None
+    try:
+        return _Layer(str(path), tomllib.loads(text), path)
+    except tomllib.TOMLDecodeError as exc:
+        raise _syntax_error(path, text, exc) from None
+
+
+def _syntax_error(path: Path, text: str, exc: tomllib.TOMLDecodeError) -> ConfigError:
+    message = str(exc)
+    position = re.search(r"\s*\(at line (\d+), column (\d+)\)", message)
+    if position:
+        line, column = int(position.group(1)), int(position.group(2))
+    else:
+        lines = text.splitlines() or [""]
+        line, column = len(lines), len(lines[-1]) + 1
+    cause = re.sub(r"\s*\(at (line \d+, column \d+|end of document)\)", "", message)
+    return ConfigError(
+        f"{path}:{line}:{column}: invalid TOML: {cause}",
+        hint=f"fix the syntax at line {line}, column {column} of {path}",
+    )
+
+
+def _nest(key_path: tuple[str, ...], value: object) -> dict[str, Any]:
+    data: dict[str, Any] = {key_path[-1]: value}
+    for key in reversed(key_path[:-1]):
+        data = {key: data}
+    return data
+
+
+def _merge(base: dict[str, Any], top: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
+    """Deep-merge ``top`` over ``base`` (see the module docstring for models and permissions)."""
+    result = dict(base)
+    for key, value in top.items():
+        old = result.get(key)
+        if path == ("models",) and isinstance(old, str) and isinstance(value, dict):
+            old = {"model": old}
+        if isinstance(old, dict) and isinstance(value, dict):
+            result[key] = _merge(old, value, (*path, key))  # pyright: ignore[reportUnknownArgumentType]
+        elif path == ("permissions",) and isinstance(old, list) and isinstance(value, list):
+            result[key] = old + [rule for rule in value if rule not in old]  # pyright: ignore[reportUnknownVariableType]
+        else:
+            result[key] = value
+    return result
+
+
+def _config_error(errors: list[ErrorDetails], layers: list[_Layer]) -> ConfigError:
+    """Turn the first validation error into a one-line message naming its source and key."""
+    error = errors[0]
+    loc = tuple(str(part) for part in error["loc"])
+    keys, schema = _schema_keys(loc)
+    layer = _layer_for(keys, layers)
+    extra = len(errors) - 1
+    more = f" ({extra} more problem{'s' if extra > 1 else ''} after this one)" if extra else ""
+    dotted = ".".join(keys)
+    where = str(layer.path) if layer and layer.path else (layer.label if layer else "configuration")
+    if error["type"] == "extra_forbidden" and schema is not None:
+        section = f"[{'.'.join(keys[:-1])}]" if len(keys) > 1 else "the top level"
+        known = ", ".join(sorted(schema.model_fields))
+        return ConfigError(f"{where}: unknown key '{dotted}'{more}", hint=f"known keys in {section}: {known}")
+    cause = _cause(error)
+    if layer is not None and layer.path is None:
+        what = (
+            f"flag {layer.label}" if layer.label.startswith("--") else f"environment variable {layer.label}"
+        )
+        return ConfigError(f"{what}: {cause}{more}", hint=f"fix the value of {what}")
+    return ConfigError(f"{where}: {dotted}: {cause}{more}", hint=f"fix '{dotted}' in {where}")
+
+
+def _cause(error: ErrorDetails) -> str:
+    if error["type"] == "missing":
+        return "this key is required"
+    if error["type"] == "value_error":
+        return error["msg"].removeprefix("Value error, ")
+    cause = error["msg"][:1].lower() + error["msg"][1:]
+    value = error.get("input")
+    if isinstance(value, str | int | float | bool):
+        cause += f", got {value!r}"
+    return cause
+
+
+def _schema_keys(loc: tuple[str, ...]) -> tuple[tuple[str, ...], type[BaseModel] | None]:
+    """Keep the parts of a pydantic error location that are config keys.
+
+    Drops union-member tags and list indexes. Returns the keys and the model whose fields the
+    last key was looked up in (for listing known keys), if any.
+    """
+    keys: list[str] = []
+    current: type[BaseModel] | None = _ConfigDocument
+    in_dict: type[BaseModel] | None = None
+    parent: type[BaseModel] | None = None
+    for part in loc:
+        if in_dict is not None:
+            keys.append(part)
+            parent, current, in_dict = None, in_dict, None
+        elif current is not None:
+            keys.append(part)
+            parent = current
+            field = current.model_fields.get(part)
+            if field is None:
+                break
+            current, in_dict = _model_in(field.annotation), _dict_value_model(field.annotation)
+            if in_dict is not None:
+                current = None
+        else:
+            break
+    return tuple(keys), parent
+
+
+def _model_in(annotation: object) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    if get_origin(annotation) in (Union, UnionType):
+        return next((found for arg in get_args(annotation) if (found := _model_in(arg))), None)
+    return None
+
+
+def _dict_value_model(annotation: object) -> type[BaseModel] | None:
+    return _model_in(get_args(annotation)[1]) if get_origin(annotation) is dict else None
+
+
+def _layer_for(keys: tuple[str, ...], layers: list[_Layer]) -> _Layer | None:
+    """The highest-precedence layer that set the deepest part of ``keys``."""
+    best: _Layer | None = None
+    best_depth = 0
+    for layer in layers:
+        depth, node = 0, layer.data
+        for key in keys:
+            if not isinstance(node, dict) or key not in node:
+                break
+            depth, node = depth + 1, node[key]  # pyright: ignore[reportUnknownVariableType]
+        if depth >= best_depth and depth > 0:
+            best, best_depth = layer, depth
+    return best

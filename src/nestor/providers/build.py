@@ -1,0 +1,280 @@
+"""Build a pydantic-ai model from a ``"provider:model"`` config.
+
+Each provider's pydantic-ai module (and with it the provider's SDK, ~1 s to import) is imported
+inside the function that builds that provider's model, so only the provider in use is paid for.
+
+Keys and base URLs are read from the ``env`` mapping given to :func:`build_model` and passed to
+the SDKs explicitly, so an injected environment is the whole truth. Building makes no request.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeAlias
+
+from nestor.config import ModelConfig, NamedProviderConfig, Settings
+from nestor.core.errors import ProviderError
+from nestor.providers.catalog import (
+    BUILTIN_PROVIDERS,
+    api_key,
+    base_url,
+    credential_status,
+    missing_credentials_error,
+    parse_model_string,
+    unknown_provider_error,
+)
+
+if TYPE_CHECKING:
+    from httpx2 import AsyncClient, Request
+    from pydantic_ai.models import Model
+    from pydantic_ai.providers.openai import OpenAIProvider
+    from pydantic_ai.settings import ModelSettings
+
+DEFAULT_CONTEXT_WINDOW = 128_000
+OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
+ANTHROPIC_DEFAULT_BASE_URL = "https://api.anthropic.com"
+# The OpenAI and Anthropic SDKs insist on some key; a keyless local server ignores this one.
+_PLACEHOLDER_KEY = "api-key-not-set"
+
+# Prefixes of model names (vendor prefix such as "anthropic/" removed), first match wins.
+_CONTEXT_WINDOWS: tuple[tuple[str, int], ...] = (
+    ("claude-", 200_000),
+    ("gpt-5", 400_000),
+    ("gpt-4.1", 1_047_576),
+    ("gpt-4o", 128_000),
+    ("gpt-oss", 131_072),
+    ("o1", 200_000),
+    ("o3", 200_000),
+    ("o4", 200_000),
+    ("gemini-", 1_048_576),
+    ("qwen3-coder", 262_144),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class BuiltModel:
+    """A model ready for requests, with the settings to send with each one.
+
+    Attributes:
+        model: The pydantic-ai model (its defaults already include ``settings``).
+        settings: Settings for every request; ``max_retries`` is 0 because nestor's loop retries.
+        name: ``"provider:model"`` for display and storage.
+        context_window: Tokens the model can attend to: configured, else known, else 128000.
+
+    """
+
+    model: Model
+    settings: ModelSettings
+    name: str
+    context_window: int
+
+
+def build_model(
+    model_config: ModelConfig,
+    settings: Settings,
+    *,
+    env: Mapping[str, str] = os.environ,
+    http_client: AsyncClient | None = None,
+) -> BuiltModel:
+    """Build the pydantic-ai model for ``model_config.model``.
+
+    Args:
+        model_config: The role's model and its request settings.
+        settings: The settings, for named ``[providers.NAME]`` tables.
+        env: Where API keys and base URLs are read from.
+        http_client: An HTTP client for the SDK to use instead of its own (tests, transports).
+            Configured ``headers`` of a named provider are added to every request it sends.
+
+    Raises:
+        ConfigError: The model string is not ``provider:model``.
+        UnknownProviderError: The provider is neither built in nor configured.
+        MissingCredentialsError: The provider's API key is not set in ``env``.
+        ProviderError: The SDK refused the configuration.
+
+    """
+    provider, model_name = parse_model_string(model_config.model)
+    named = settings.providers.get(provider)
+    if named is None and provider not in BUILTIN_PROVIDERS:
+        raise unknown_provider_error(provider, settings)
+    status = credential_status(provider, settings, env)
+    if not status.has_credentials:
+        raise missing_credentials_error(status)
+    key = api_key(provider, settings, env)
+    model_settings = model_settings_for(model_config)
+
+    from pydantic_ai.exceptions import UserError
+
+    # The model keeps its own copy as defaults, so a caller changing BuiltModel.settings changes only its own.
+    defaults = model_settings.copy()
+    try:
+        if named is not None:
+            model = _build_named(provider, named, model_name, key, http_client, defaults)
+        else:
+            model = _BUILDERS[provider](model_name, key, env, http_client, defaults)
+    except UserError as exc:
+        raise ProviderError(
+            f"cannot build model {model_config.model!r}: {exc}", hint="check the provider's settings"
+        ) from None
+    return BuiltModel(
+        model=model,
+        settings=model_settings,
+        name=f"{provider}:{model_name}",
+        context_window=model_config.context_window or context_window_for(model_name),
+    )
+
+
+def model_settings_for(model_config: ModelConfig) -> ModelSettings:
+    """Map a role's config onto pydantic-ai's unified request settings.
+
+    ``max_retries`` is always 0: nestor's own loop retries with backoff honouring Retry-After,
+    and SDK retries underneath would multiply the attempts and hide the waits.
+    """
+    model_settings: ModelSettings = {"max_retries": 0}
+    if model_config.max_tokens is not None:
+        model_settings["max_tokens"] = model_config.max_tokens
+    if model_config.temperature is not None:
+        model_settings["temperature"] = model_config.temperature
+    if model_config.thinking is not None:
+        model_settings["thinking"] = model_config.thinking
+    return model_settings
+
+
+def context_window_for(model_name: str) -> int:
+    """Return the known context window of a model family, else a conservative 128000."""
+    bare = model_name.rsplit("/", 1)[-1].lstrip("~").lower()
+    return next(
+        (size for prefix, size in _CONTEXT_WINDOWS if bare.startswith(prefix)), DEFAULT_CONTEXT_WINDOW
+    )
+
+
+_Builder: TypeAlias = (
+    "Callable[[str, str | None, Mapping[str, str], AsyncClient | None, ModelSettings], Model]"
+)
+
+
+def _anthropic(
+    model_name: str, key: str | None, env: Mapping[str, str], client: AsyncClient | None, ms: ModelSettings
+) -> Model:
+    from pydantic_ai.models.anthropic import AnthropicModel
+    from pydantic_ai.providers.anthropic import AnthropicProvider
+
+    url = env.get("ANTHROPIC_BASE_URL") or ANTHROPIC_DEFAULT_BASE_URL
+    provider = AnthropicProvider(api_key=key, base_url=url, http_client=client)
+    return AnthropicModel(model_name, provider=provider, settings=ms)
+
+
+def _openai_provider(key: str | None, env: Mapping[str, str], client: AsyncClient | None) -> OpenAIProvider:
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    # Always explicit: left as None the SDK would read os.environ behind the injected env.
+    url = env.get("OPENAI_BASE_URL") or OPENAI_DEFAULT_BASE_URL
+    return OpenAIProvider(base_url=url, api_key=key or _PLACEHOLDER_KEY, http_client=client)
+
+
+def _openai_responses(
+    model_name: str, key: str | None, env: Mapping[str, str], client: AsyncClient | None, ms: ModelSettings
+) -> Model:
+    from pydantic_ai.models.openai import OpenAIResponsesModel
+
+    return OpenAIResponsesModel(model_name, provider=_openai_provider(key, env, client), settings=ms)
+
+
+def _openai_chat(
+    model_name: str, key: str | None, env: Mapping[str, str], client: AsyncClient | None, ms: ModelSettings
+) -> Model:
+    from pydantic_ai.models.openai import OpenAIChatModel
+
+    return OpenAIChatModel(model_name, provider=_openai_provider(key, env, client), settings=ms)
+
+
+def _google(
+    model_name: str, key: str | None, env: Mapping[str, str], client: AsyncClient | None, ms: ModelSettings
+) -> Model:
+    from pydantic_ai.models.google import GoogleModel
+    from pydantic_ai.providers.google import GoogleProvider
+
+    return GoogleModel(model_name, provider=GoogleProvider(api_key=key, http_client=client), settings=ms)
+
+
+def _openrouter(
+    model_name: str, key: str | None, env: Mapping[str, str], client: AsyncClient | None, ms: ModelSettings
+) -> Model:
+    from pydantic_ai.models.openrouter import OpenRouterModel
+    from pydantic_ai.providers.openrouter import OpenRouterProvider
+
+    title = env.get("OPENROUTER_APP_TITLE") or "nestor"
+    provider = OpenRouterProvider(
+        api_key=key, app_url=env.get("OPENROUTER_APP_URL"), app_title=title, http_client=client
+    )
+    return OpenRouterModel(model_name, provider=provider, settings=ms)
+
+
+def _ollama(
+    model_name: str, key: str | None, env: Mapping[str, str], client: AsyncClient | None, ms: ModelSettings
+) -> Model:
+    from pydantic_ai.models.ollama import OllamaModel
+    from pydantic_ai.providers.ollama import OllamaProvider
+
+    url = base_url(BUILTIN_PROVIDERS["ollama"], env)
+    provider = OllamaProvider(base_url=url, api_key=key or _PLACEHOLDER_KEY, http_client=client)
+    return OllamaModel(model_name, provider=provider, settings=ms)
+
+
+_BUILDERS: Mapping[str, _Builder] = {
+    "anthropic": _anthropic,
+    "openai": _openai_responses,
+    "openai-chat": _openai_chat,
+    "google": _google,
+    "openrouter": _openrouter,
+    "ollama": _ollama,
+}
+
+
+def _build_named(
+    name: str,
+    config: NamedProviderConfig,
+    model_name: str,
+    key: str | None,
+    client: AsyncClient | None,
+    ms: ModelSettings,
+) -> Model:
+    """Build a model on a ``[providers.NAME]`` server; ``name`` becomes the responses' provider name."""
+    if config.headers:
+        client = _with_headers(client, config.headers)
+    if config.type == "anthropic":
+        from pydantic_ai.models.anthropic import AnthropicModel
+        from pydantic_ai.providers.anthropic import AnthropicProvider
+
+        url = config.base_url or ANTHROPIC_DEFAULT_BASE_URL
+        provider = AnthropicProvider(api_key=key or _PLACEHOLDER_KEY, base_url=url, http_client=client)
+        return AnthropicModel(model_name, provider=provider, settings=ms)
+
+    from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
+    from pydantic_ai.providers.openai_compatible import OpenAICompatibleProvider
+
+    assert config.base_url is not None  # the config validator requires it for OpenAI types
+    compatible = OpenAICompatibleProvider(name, base_url=config.base_url, api_key=key, http_client=client)
+    if config.type == "openai-responses":
+        return OpenAIResponsesModel(model_name, provider=compatible, settings=ms)
+    return OpenAIChatModel(model_name, provider=compatible, settings=ms)
+
+
+def _with_headers(client: AsyncClient | None, headers: Mapping[str, str]) -> AsyncClient:
+    """Return ``client`` (or a new default one) setting ``headers`` on every request.
+
+    A request hook rather than client headers, because the SDKs set their own ``Authorization``
+    per request and a client header would lose to it; a configured header must win.
+    """
+    from pydantic_ai.models import create_async_httpx2_client
+
+    client = client or create_async_httpx2_client()
+    fixed = dict(headers)
+
+    async def set_headers(request: Request) -> None:
+        request.headers.update(fixed)
+
+    hooks = client.event_hooks
+    client.event_hooks = {**hooks, "request": [*hooks.get("request", []), set_headers]}
+    return client

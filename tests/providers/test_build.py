@@ -1,0 +1,387 @@
+import json
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, UserPromptPart
+from pydantic_ai.models import ModelRequestParameters
+
+from nestor.config import ModelConfig, NamedProviderConfig, Settings
+from nestor.core.errors import ConfigError, MissingCredentialsError, UnknownProviderError
+from nestor.providers.build import DEFAULT_CONTEXT_WINDOW, BuiltModel, build_model, context_window_for
+from nestor.providers.usage import usage_from_response
+
+FAKE_KEYS = {
+    "ANTHROPIC_API_KEY": "sk-ant-test",
+    "OPENAI_API_KEY": "sk-openai-test",
+    "GOOGLE_API_KEY": "google-test",
+    "OPENROUTER_API_KEY": "sk-or-test",
+}
+
+
+@dataclass
+class RecordedRequest:
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+
+
+Reply = dict[str, Any] | list[dict[str, Any]]
+
+
+@dataclass
+class LoopbackServer:
+    """An HTTP server on 127.0.0.1 that records requests and answers with queued replies."""
+
+    url: str = ""
+    requests: list[RecordedRequest] = field(default_factory=list[RecordedRequest])
+    # A dict is sent as JSON; a list of dicts as a server-sent event stream (what Anthropic's SDK reads).
+    replies: list[tuple[int, Reply]] = field(default_factory=list[tuple[int, Reply]])
+
+
+@pytest.fixture
+def server() -> Iterator[LoopbackServer]:
+    state = LoopbackServer()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            length = int(self.headers.get("content-length", "0"))
+            body = json.loads(self.rfile.read(length) or b"{}")
+            headers = {key.lower(): value for key, value in self.headers.items()}
+            state.requests.append(RecordedRequest(self.path, headers, body))
+            status, reply = state.replies.pop(0) if state.replies else (500, {"error": {"message": "boom"}})
+            if isinstance(reply, list):
+                content_type = "text/event-stream"
+                data = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in reply).encode()
+            else:
+                content_type, data = "application/json", json.dumps(reply).encode()
+            self.send_response(status)
+            self.send_header("content-type", content_type)
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    state.url = f"http://127.0.0.1:{httpd.server_address[1]}"
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    yield state
+    httpd.shutdown()
+    httpd.server_close()
+    thread.join()
+
+
+def chat_completion(text: str, model: str) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14},
+    }
+
+
+def anthropic_stream(text: str, model: str) -> list[dict[str, Any]]:
+    message = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {"input_tokens": 1000, "output_tokens": 1},
+    }
+    return [
+        {"type": "message_start", "message": message},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}},
+        {"type": "content_block_stop", "index": 0},
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+            "usage": {"output_tokens": 200},
+        },
+        {"type": "message_stop"},
+    ]
+
+
+async def ask(built: BuiltModel, prompt: str = "hello") -> ModelResponse:
+    messages: list[ModelMessage] = [ModelRequest(parts=[UserPromptPart(prompt)])]
+    return await built.model.request(messages, built.settings, ModelRequestParameters())
+
+
+def make_settings(tmp_path: Path, **providers: NamedProviderConfig) -> Settings:
+    return Settings(project_root=tmp_path, data_dir=tmp_path / "data", providers=providers)
+
+
+# --- every provider kind --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("model", "model_class", "system", "base_url"),
+    [
+        ("anthropic:claude-sonnet-4-5", "AnthropicModel", "anthropic", "https://api.anthropic.com"),
+        ("openai:gpt-5", "OpenAIResponsesModel", "openai", "https://api.openai.com/v1/"),
+        ("openai-chat:gpt-4o", "OpenAIChatModel", "openai", "https://api.openai.com/v1/"),
+        ("google:gemini-2.5-pro", "GoogleModel", "google", "https://generativelanguage.googleapis.com/"),
+        (
+            "openrouter:anthropic/claude-sonnet-4.5",
+            "OpenRouterModel",
+            "openrouter",
+            "https://openrouter.ai/api/v1/",
+        ),
+        ("ollama:qwen3:8b", "OllamaModel", "ollama", "http://localhost:11434/v1/"),
+    ],
+)
+def test_builds_every_builtin_provider(
+    tmp_path: Path, model: str, model_class: str, system: str, base_url: str
+) -> None:
+    built = build_model(ModelConfig(model=model), make_settings(tmp_path), env=FAKE_KEYS)
+    assert type(built.model).__name__ == model_class
+    assert built.model.system == system
+    assert built.model.base_url == base_url
+    assert built.name == model
+    assert built.model.model_name == model.split(":", 1)[1]
+
+
+@pytest.mark.parametrize("provider_type", ["openai", "openai-responses"])
+def test_builds_named_openai_compatible_provider(tmp_path: Path, provider_type: str) -> None:
+    config = NamedProviderConfig(type=provider_type, base_url="http://127.0.0.1:8000/v1")  # type: ignore[arg-type]
+    built = build_model(
+        ModelConfig(model="myvllm:qwen3-coder"), make_settings(tmp_path, myvllm=config), env={}
+    )
+    expected = "OpenAIChatModel" if provider_type == "openai" else "OpenAIResponsesModel"
+    assert type(built.model).__name__ == expected
+    assert built.model.system == "myvllm"
+    assert built.model.base_url == "http://127.0.0.1:8000/v1/"
+    assert built.name == "myvllm:qwen3-coder"
+
+
+def test_ollama_base_url_from_env(tmp_path: Path) -> None:
+    env = {"OLLAMA_BASE_URL": "http://127.0.0.1:11500/v1"}
+    built = build_model(ModelConfig(model="ollama:llama3.2"), make_settings(tmp_path), env=env)
+    assert built.model.base_url == "http://127.0.0.1:11500/v1/"
+
+
+def test_openai_base_url_needs_no_key(tmp_path: Path) -> None:
+    env = {"OPENAI_BASE_URL": "http://127.0.0.1:8000/v1"}
+    built = build_model(ModelConfig(model="openai-chat:local"), make_settings(tmp_path), env=env)
+    assert built.model.base_url == "http://127.0.0.1:8000/v1/"
+
+
+def test_building_imports_only_the_provider_in_use() -> None:
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from nestor.config import ModelConfig, Settings\n"
+        "from nestor.providers.build import build_model\n"
+        "import nestor.providers.catalog, nestor.providers.usage\n"
+        "assert not [m for m in sys.modules if m.startswith('pydantic_ai')]\n"
+        "settings = Settings(project_root=Path('.'), data_dir=Path('data'))\n"
+        "build_model(ModelConfig(model='openai-chat:gpt-4o'), settings, env={'OPENAI_API_KEY': 'k'})\n"
+        "print(sorted(m for m in ('pydantic_ai.models.openai', 'pydantic_ai.models.anthropic',\n"
+        "    'pydantic_ai.models.google', 'anthropic', 'google.genai') if m in sys.modules))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "['pydantic_ai.models.openai']"
+
+
+# --- settings and context window ------------------------------------------------------------------
+
+
+def test_model_settings_map_the_role_config(tmp_path: Path) -> None:
+    config = ModelConfig(
+        model="anthropic:claude-sonnet-4-5", max_tokens=8192, temperature=0.2, thinking="medium"
+    )
+    built = build_model(config, make_settings(tmp_path), env=FAKE_KEYS)
+    assert built.settings == {"max_retries": 0, "max_tokens": 8192, "temperature": 0.2, "thinking": "medium"}
+    assert built.model.settings == built.settings
+
+
+@pytest.mark.parametrize("thinking", [True, False, "minimal", "max"])
+def test_thinking_is_passed_as_the_unified_setting(tmp_path: Path, thinking: bool | str) -> None:
+    config = ModelConfig.model_validate({"model": "openai:gpt-5", "thinking": thinking})
+    assert build_model(config, make_settings(tmp_path), env=FAKE_KEYS).settings.get("thinking") == thinking
+
+
+def test_max_retries_is_always_zero(tmp_path: Path) -> None:
+    built = build_model(ModelConfig(model="google:gemini-2.5-flash"), make_settings(tmp_path), env=FAKE_KEYS)
+    assert built.settings == {"max_retries": 0}
+
+
+def test_context_window_from_config_then_family_then_default(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path)
+    configured = ModelConfig(model="anthropic:claude-sonnet-4-5", context_window=1_000_000)
+    assert build_model(configured, settings, env=FAKE_KEYS).context_window == 1_000_000
+    known = ModelConfig(model="anthropic:claude-sonnet-4-5")
+    assert build_model(known, settings, env=FAKE_KEYS).context_window == 200_000
+    unknown = ModelConfig(model="ollama:mystery-model")
+    assert build_model(unknown, settings, env=FAKE_KEYS).context_window == DEFAULT_CONTEXT_WINDOW == 128_000
+
+
+@pytest.mark.parametrize(
+    ("model_name", "window"),
+    [
+        ("claude-haiku-4-5", 200_000),
+        ("anthropic/claude-sonnet-4.5", 200_000),
+        ("gpt-5-mini", 400_000),
+        ("gpt-4.1", 1_047_576),
+        ("gemini-2.5-pro", 1_048_576),
+        ("google/gemini-2.5-flash", 1_048_576),
+        ("qwen3:8b", 128_000),
+    ],
+)
+def test_context_window_for_known_families(model_name: str, window: int) -> None:
+    assert context_window_for(model_name) == window
+
+
+# --- errors ---------------------------------------------------------------------------------------
+
+
+def test_unknown_provider_lists_known_and_configured(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path, myvllm=NamedProviderConfig(base_url="http://127.0.0.1:8000/v1"))
+    with pytest.raises(UnknownProviderError) as caught:
+        build_model(ModelConfig(model="mistral:large"), settings, env=FAKE_KEYS)
+    assert "unknown provider 'mistral'" in caught.value.message
+    assert "anthropic, openai, openai-chat, google, openrouter, ollama" in caught.value.message
+    assert "configured: myvllm" in caught.value.message
+
+
+@pytest.mark.parametrize(
+    ("model", "variable"),
+    [
+        ("anthropic:claude-sonnet-4-5", "ANTHROPIC_API_KEY"),
+        ("openai:gpt-5", "OPENAI_API_KEY"),
+        ("google:gemini-2.5-pro", "GOOGLE_API_KEY or GEMINI_API_KEY"),
+        ("openrouter:x/y", "OPENROUTER_API_KEY"),
+    ],
+)
+def test_missing_key_names_the_variable(tmp_path: Path, model: str, variable: str) -> None:
+    with pytest.raises(MissingCredentialsError) as caught:
+        build_model(ModelConfig(model=model), make_settings(tmp_path), env={})
+    assert f"{variable} is not set" in caught.value.message
+
+
+def test_missing_openai_key_mentions_base_url(tmp_path: Path) -> None:
+    with pytest.raises(MissingCredentialsError) as caught:
+        build_model(ModelConfig(model="openai-chat:gpt-4o"), make_settings(tmp_path), env={})
+    assert "OPENAI_BASE_URL" in (caught.value.hint or "")
+
+
+def test_named_provider_key_variable_must_be_set(tmp_path: Path) -> None:
+    config = NamedProviderConfig(base_url="http://127.0.0.1:8000/v1", api_key_env="VLLM_API_KEY")
+    with pytest.raises(MissingCredentialsError) as caught:
+        build_model(ModelConfig(model="myvllm:qwen"), make_settings(tmp_path, myvllm=config), env={})
+    assert "VLLM_API_KEY is not set" in caught.value.message
+
+
+def test_model_string_without_provider_is_a_config_error(tmp_path: Path) -> None:
+    config = ModelConfig.model_construct(model="gpt-5")
+    with pytest.raises(ConfigError):
+        build_model(config, make_settings(tmp_path), env=FAKE_KEYS)
+
+
+# --- real requests over loopback ------------------------------------------------------------------
+
+
+async def test_named_provider_talks_to_its_server(tmp_path: Path, server: LoopbackServer) -> None:
+    config = NamedProviderConfig(
+        base_url=f"{server.url}/v1", api_key_env="VLLM_API_KEY", headers={"X-Team": "core"}
+    )
+    settings = make_settings(tmp_path, myvllm=config)
+    model_config = ModelConfig(model="myvllm:qwen3-coder", max_tokens=64, temperature=0.3)
+    built = build_model(model_config, settings, env={"VLLM_API_KEY": "vllm-secret"})
+    server.replies.append((200, chat_completion("hi there", "qwen3-coder")))
+
+    response = await ask(built)
+
+    assert response.text == "hi there"
+    assert response.provider_name == "myvllm"
+    [request] = server.requests
+    assert request.path == "/v1/chat/completions"
+    assert request.headers["authorization"] == "Bearer vllm-secret"
+    assert request.headers["x-team"] == "core"
+    assert request.body["model"] == "qwen3-coder"
+    assert request.body["temperature"] == 0.3
+    assert (request.body.get("max_completion_tokens") or request.body.get("max_tokens")) == 64
+    usage = usage_from_response(response)
+    assert (usage.input_tokens, usage.output_tokens) == (11, 3)
+    assert usage.cost_usd is None and usage.unpriced_requests == 1
+
+
+async def test_configured_header_wins_over_the_sdk_default(tmp_path: Path, server: LoopbackServer) -> None:
+    config = NamedProviderConfig(base_url=f"{server.url}/v1", headers={"Authorization": "Token custom"})
+    built = build_model(ModelConfig(model="gw:m"), make_settings(tmp_path, gw=config), env={})
+    server.replies.append((200, chat_completion("ok", "m")))
+    await ask(built)
+    assert server.requests[0].headers["authorization"] == "Token custom"
+
+
+async def test_a_failed_request_is_not_retried_by_the_sdk(tmp_path: Path, server: LoopbackServer) -> None:
+    config = NamedProviderConfig(base_url=f"{server.url}/v1")
+    built = build_model(ModelConfig(model="myvllm:qwen"), make_settings(tmp_path, myvllm=config), env={})
+    server.replies.append((503, {"error": {"message": "overloaded"}}))
+    with pytest.raises(Exception):  # noqa: B017 - pydantic-ai's error type is the loop's business
+        await ask(built)
+    assert len(server.requests) == 1
+
+
+async def test_injected_env_wins_over_process_env(
+    tmp_path: Path, server: LoopbackServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "from-process-env")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/never")
+    env = {"OPENAI_API_KEY": "from-injected-env", "OPENAI_BASE_URL": f"{server.url}/v1"}
+    built = build_model(ModelConfig(model="openai-chat:gpt-4o"), make_settings(tmp_path), env=env)
+    server.replies.append((200, chat_completion("ok", "gpt-4o")))
+    await ask(built)
+    assert server.requests[0].headers["authorization"] == "Bearer from-injected-env"
+
+
+async def test_keyless_openai_compatible_server_via_base_url(tmp_path: Path, server: LoopbackServer) -> None:
+    env = {"OPENAI_BASE_URL": f"{server.url}/v1"}
+    built = build_model(ModelConfig(model="openai-chat:local-model"), make_settings(tmp_path), env=env)
+    server.replies.append((200, chat_completion("ok", "local-model")))
+    assert (await ask(built)).text == "ok"
+
+
+async def test_anthropic_request_is_priced(tmp_path: Path, server: LoopbackServer) -> None:
+    env = {"ANTHROPIC_API_KEY": "sk-ant-injected", "ANTHROPIC_BASE_URL": server.url}
+    built = build_model(ModelConfig(model="anthropic:claude-haiku-4-5"), make_settings(tmp_path), env=env)
+    server.replies.append((200, anthropic_stream("bonjour", "claude-haiku-4-5")))
+
+    response = await ask(built)
+
+    assert response.text == "bonjour"
+    headers = server.requests[0].headers
+    # The Anthropic SDK sends the key as x-api-key or, in newer versions, as a bearer token.
+    assert "sk-ant-injected" in (
+        headers.get("x-api-key"),
+        headers.get("authorization", "").removeprefix("Bearer "),
+    )
+    assert server.requests[0].path.startswith("/v1/messages")
+    usage = usage_from_response(response)
+    assert (usage.input_tokens, usage.output_tokens) == (1000, 200)
+    assert usage.cost_usd is not None and usage.cost_usd > 0
+
+
+async def test_named_anthropic_provider(tmp_path: Path, server: LoopbackServer) -> None:
+    config = NamedProviderConfig(type="anthropic", base_url=server.url, headers={"X-Proxy": "1"})
+    built = build_model(
+        ModelConfig(model="proxy:claude-haiku-4-5"), make_settings(tmp_path, proxy=config), env={}
+    )
+    server.replies.append((200, anthropic_stream("ok", "claude-haiku-4-5")))
+    assert (await ask(built)).text == "ok"
+    assert server.requests[0].headers["x-proxy"] == "1"
+    assert built.context_window == 200_000
