@@ -1,1 +1,4 @@
-"""Layer 2: the tools agents call, one module each, with the model-facing description in a ``.md`` beside it."""
+"""Layer 2: the tools agents call.
+
+One module per tool, with the model-facing description in a ``.md`` file beside it.
+"""
