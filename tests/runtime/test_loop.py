@@ -316,3 +316,38 @@ async def test_resuming_a_history_with_unanswered_calls_repairs_it(harness: Harn
     repaired = tool_results(sent[2])
     assert repaired[0].tool_call_id == "lost_1" and repaired[0].outcome == "interrupted"
     assert len(harness.messages.list(session_id)) == 5
+
+
+async def test_prompt_queued_while_the_run_is_finishing_starts_another_run(harness: Harness) -> None:
+    model = scripted(["first answer", "late answer"])
+    agent = harness.agent(model)
+
+    class QueueAtTheEnd(Hook):
+        async def on_run_end(self, state: RunState, result: Any) -> None:
+            if result.text == "first answer":
+                agent.enqueue("one more, sent as the run ended")
+
+    agent._hooks.append(QueueAtTheEnd())
+    result = await agent.run("go")
+    assert result.text == "late answer"
+    stored = harness.messages.list(agent.session_id)
+    assert [type(m).__name__ for m in stored] == ["ModelRequest", "ModelResponse"] * 2
+
+
+async def test_prompts_left_queued_by_a_cancelled_run_go_first_in_the_next_run(harness: Harness) -> None:
+    barrier = BarrierTool(parties=1)
+    requests: list[list[ModelMessage]] = []
+    model = scripted([[("barrier", {"seconds": 30})], "both seen"], requests=requests)
+    agent = harness.agent(model, [barrier])
+    task = asyncio.create_task(agent.run("go"))
+    await asyncio.wait_for(barrier.started.wait(), timeout=5)
+    agent.enqueue("queued before the cancel")
+    agent.cancel()
+    assert (await task).stop_reason == "cancelled"
+    await agent.run("new prompt")
+    last = requests[-1][-1]
+    assert isinstance(last, ModelRequest)
+    assert [p.content for p in last.parts if isinstance(p, UserPromptPart)] == [
+        "queued before the cancel",
+        "new prompt",
+    ]

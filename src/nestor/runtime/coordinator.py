@@ -23,6 +23,13 @@ class Coordinator:
         """Make ``agent`` live under its session id."""
         self._agents[agent.session_id] = agent
 
+    def remove(self, agent_id: str) -> None:
+        """Forget an agent that has no run in progress (cancel it first)."""
+        if self.busy(agent_id):
+            raise RuntimeError(f"agent {agent_id} is running; cancel it before removing it")
+        self._agents.pop(agent_id, None)
+        self._runs.pop(agent_id, None)
+
     def agent(self, agent_id: str) -> SessionAgent:
         """Return the live agent with ``agent_id``."""
         return self._agents[agent_id]

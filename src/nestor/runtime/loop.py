@@ -182,13 +182,18 @@ class SessionAgent:
         self._task = asyncio.current_task()
         self._cancel_requested = False
         try:
-            return await self._run(prompt)
+            result = await self._run(prompt)
+            # Prompts queued after the last turn took the queue (while the run was finishing)
+            # start the next run at once instead of waiting for a prompt that may never come.
+            while result.stop_reason == "completed" and self._queue:
+                result = await self._run(None)
+            return result
         finally:
             self._task = None
 
     # -- the loop ---------------------------------------------------------------------------
 
-    async def _run(self, prompt: str) -> RunResult:
+    async def _run(self, prompt: str | None) -> RunResult:
         setup = self.setup
         state = RunState(agent_id=self.session_id, agent_type=setup.agent_type)
         setup.sessions.set_status(self.session_id, "running")
@@ -204,7 +209,9 @@ class SessionAgent:
         unanswered = history_repair(self.history)
         if unanswered is not None:
             self._append(unanswered)
-        self._append(ModelRequest(parts=[UserPromptPart(prompt)]))
+        # Prompts left queued by a run that did not complete go first, in the order they came.
+        prompts = self._take_queue() + ([UserPromptPart(prompt)] if prompt is not None else [])
+        self._append(ModelRequest(parts=prompts))
         deadline = (time.monotonic() + setup.budgets.max_time_s) if setup.budgets.max_time_s else None
         last_text = ""
         stop_reason: StopReason = "completed"

@@ -1,0 +1,22 @@
+"""Run every benchmark and print its figures: ``make bench`` (or ``python bench/run.py``)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import loop_overhead
+import startup
+
+
+def main() -> None:
+    """Run the benchmarks one after the other."""
+    loop_overhead.main()
+    print()
+    startup.main()
+
+
+if __name__ == "__main__":
+    main()

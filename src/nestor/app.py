@@ -1,0 +1,122 @@
+"""The composition root: settings in, a ready-to-run main agent out.
+
+Nothing below this layer knows about files on disk besides what it is handed; here the settings
+choose the database, the model, the tools, the permission rules and the budgets, and wire them
+into a :class:`~nestor.runtime.loop.SessionAgent` registered with the coordinator.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from nestor.bus import EventBus
+from nestor.config import Settings, default_user_config_path
+from nestor.core.errors import SessionNotFoundError
+from nestor.permissions import PermissionPolicy
+from nestor.providers.build import build_model
+from nestor.runtime.coordinator import Coordinator
+from nestor.runtime.hooks import Budgets
+from nestor.runtime.loop import AgentSetup, PermissionAsker, SessionAgent
+from nestor.runtime.prompt import build_system_prompt, builtin_agent_prompt
+from nestor.runtime.toolset import coder_tools
+from nestor.store.db import Database, open_database
+from nestor.store.messages import MessageStore
+from nestor.store.sessions import Session, SessionStore
+
+
+@dataclass
+class App:
+    """Open stores, the event bus and the coordinator for one nestor process."""
+
+    settings: Settings
+    database: Database
+    sessions: SessionStore
+    messages: MessageStore
+    bus: EventBus
+    coordinator: Coordinator
+
+    @classmethod
+    def open(cls, settings: Settings) -> App:
+        """Open the database named by ``settings`` (creating it on first use)."""
+        database = open_database(settings.database_path)
+        return cls(
+            settings=settings,
+            database=database,
+            sessions=SessionStore(database),
+            messages=MessageStore(database),
+            bus=EventBus(),
+            coordinator=Coordinator(),
+        )
+
+    def close(self) -> None:
+        """Close the database."""
+        self.database.close()
+
+    def find_session(self, *, resume: str | None, continue_latest: bool) -> Session | None:
+        """Return the session to resume (by id, or this project's latest), or None for a new one."""
+        if resume:
+            return self.sessions.get(resume)
+        if continue_latest:
+            latest = self.sessions.latest(str(self.settings.project_root))
+            if latest is None:
+                raise SessionNotFoundError(
+                    f"no session to continue in {self.settings.project_root}",
+                    hint='start one with nestor run "prompt"; nestor sessions list shows the others',
+                )
+            return latest
+        return None
+
+    async def start_main_agent(
+        self,
+        *,
+        session: Session | None = None,
+        asker: PermissionAsker | None = None,
+        title: str = "",
+        env: Mapping[str, str] | None = None,
+    ) -> SessionAgent:
+        """Build the coder agent on ``session`` (or a new session) and make it live."""
+        settings = self.settings
+        built = build_model(settings.model_for("large"), settings, env=os.environ if env is None else env)
+        project_root = Path(settings.project_root)
+        if session is None:
+            session = self.sessions.create(
+                str(project_root), agent_name="coder", model=built.name, title=title
+            )
+        environment = os.environ if env is None else env
+        system_prompt = await build_system_prompt(
+            builtin_agent_prompt("coder"),
+            project_root,
+            user_config_dir=default_user_config_path(environment).parent,
+        )
+        policy = PermissionPolicy.from_config(
+            settings.permissions.allow,
+            settings.permissions.ask,
+            settings.permissions.deny,
+            project_root=str(project_root),
+            yolo=settings.yolo,
+        )
+        limits = settings.limits
+        setup = AgentSetup(
+            model=built.model,
+            model_name=built.name,
+            model_settings=built.settings,
+            system_prompt=system_prompt,
+            tools=coder_tools(),
+            sessions=self.sessions,
+            messages=self.messages,
+            bus=self.bus,
+            policy=policy,
+            asker=asker,
+            project_root=project_root,
+            budgets=Budgets(
+                max_iterations=limits.max_iterations,
+                max_total_tokens=limits.max_tokens,
+                max_time_s=limits.max_time_s,
+            ),
+        )
+        agent = SessionAgent(session.id, setup)
+        self.coordinator.add(agent)
+        return agent

@@ -1,0 +1,136 @@
+"""``nestor run``: one prompt, run to completion, printed as text, JSON or a stream of JSON events."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import sys
+from typing import Any, TextIO
+
+from nestor.cli.options import CommonOptions
+from nestor.core.events import Event
+from nestor.core.usage import format_cost, format_tokens
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_STOPPED = 3
+EXIT_CANCELLED = 130
+
+
+def run_headless(
+    options: CommonOptions,
+    prompt: str,
+    *,
+    output_format: str,
+    resume: str | None = None,
+    continue_latest: bool = False,
+) -> int:
+    """Run ``prompt`` on the main agent without asking the user anything; return the exit code."""
+    settings = options.load_settings()
+    return asyncio.run(
+        _run(settings, prompt, output_format=output_format, resume=resume, continue_latest=continue_latest)
+    )
+
+
+async def _run(
+    settings: Any, prompt: str, *, output_format: str, resume: str | None, continue_latest: bool
+) -> int:
+    from nestor.app import App
+
+    app = App.open(settings)
+    try:
+        session = app.find_session(resume=resume, continue_latest=continue_latest)
+        agent = await app.start_main_agent(session=session, asker=None, title=_title_from(prompt))
+        app.bus.subscribe(_event_printer(output_format, sys.stdout, sys.stderr))
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, app.coordinator.cancel, agent.session_id)
+        try:
+            result = await app.coordinator.run(agent.session_id, prompt)
+        finally:
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(signum)
+        outcome: dict[str, Any] = {
+            "type": "result",
+            "session_id": agent.session_id,
+            "result": result.text,
+            "is_error": result.is_error,
+            "stop_reason": result.stop_reason,
+            "num_turns": result.num_turns,
+            "duration_s": round(result.duration_s, 3),
+            "model": agent.setup.model_name,
+            "usage": result.usage.to_dict(),
+            "cost_usd": result.usage.cost_usd,
+        }
+        if result.hint:
+            outcome["hint"] = result.hint
+        if output_format == "text":
+            _print_text_outcome(outcome)
+        else:
+            print(json.dumps(outcome), flush=True)
+        return _exit_code(result.stop_reason, result.is_error)
+    finally:
+        app.close()
+
+
+def _title_from(prompt: str) -> str:
+    first_line = prompt.strip().splitlines()[0] if prompt.strip() else ""
+    return first_line if len(first_line) <= 80 else first_line[:77] + "..."
+
+
+def _exit_code(stop_reason: str, is_error: bool) -> int:
+    if is_error:
+        return EXIT_ERROR
+    if stop_reason == "cancelled":
+        return EXIT_CANCELLED
+    if stop_reason != "completed":
+        return EXIT_STOPPED
+    return EXIT_OK
+
+
+def _print_text_outcome(outcome: dict[str, Any]) -> None:
+    if outcome["is_error"]:
+        print(f"error: {outcome['result']}", file=sys.stderr)
+        if outcome.get("hint"):
+            print(f"hint: {outcome['hint']}", file=sys.stderr)
+        return
+    print(outcome["result"], flush=True)
+    usage = outcome["usage"]
+    if sys.stderr.isatty():
+        print(
+            f"[{outcome['num_turns']} turns, {format_tokens(usage['total_tokens'])} tokens, "
+            f"{format_cost(outcome['cost_usd'])}, session {outcome['session_id']}]",
+            file=sys.stderr,
+        )
+
+
+def _event_printer(output_format: str, out: TextIO, err: TextIO):
+    """Return the bus handler that shows progress for ``output_format``."""
+
+    def stream_json(event: Event) -> None:
+        out.write(event.model_dump_json() + "\n")
+        out.flush()
+
+    def text_progress(event: Event) -> None:
+        if event.type == "tool_started":
+            err.write(f"· {event.tool_name} {_short_args(event.args)}\n")
+        elif event.type == "retrying":
+            err.write(f"· retrying in {event.delay_s:.1f}s: {event.reason}\n")
+        elif event.type == "permission_asked" and event.decision == "deny":
+            err.write(f"· denied {event.tool_name}: {event.target} ({event.reason})\n")
+
+    def nothing(_event: Event) -> None:
+        return None
+
+    if output_format == "stream-json":
+        return stream_json
+    if output_format == "text":
+        return text_progress if err.isatty() else nothing
+    return nothing
+
+
+def _short_args(args: dict[str, Any]) -> str:
+    text = " ".join(str(value) for value in args.values())
+    text = " ".join(text.split())
+    return text if len(text) <= 100 else text[:97] + "..."

@@ -1,0 +1,171 @@
+"""The Typer application: ``nestor``, ``nestor run``, ``nestor models``, ``nestor sessions ...``."""
+
+from __future__ import annotations
+
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import click
+import typer
+
+from nestor.cli import sessions_cmd
+from nestor.cli.options import CommonOptions
+
+app = typer.Typer(
+    name="nestor",
+    help="nestor: a terminal AI coding assistant built around a tree of agents.\n\n"
+    "With no command, opens the interactive REPL on the current directory.",
+    no_args_is_help=False,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+app.add_typer(sessions_cmd.app, name="sessions")
+
+
+class OutputFormat(StrEnum):
+    """How ``nestor run`` prints its outcome."""
+
+    text = "text"
+    json = "json"
+    stream_json = "stream-json"
+
+
+ModelOption = Annotated[
+    str | None, typer.Option("--model", "-m", help="Model of the large role (main agent), as provider:model.")
+]
+SmallModelOption = Annotated[
+    str | None,
+    typer.Option("--small-model", help="Model of the small role (titles, research), as provider:model."),
+]
+YoloOption = Annotated[
+    bool, typer.Option("--yolo", help="Allow every tool call without asking (deny rules still apply).")
+]
+DebugOption = Annotated[bool, typer.Option("--debug", help="Show tracebacks of unexpected errors.")]
+DirOption = Annotated[
+    Path | None, typer.Option("--dir", "-C", help="Project directory (default: the current directory).")
+]
+
+
+@app.callback(invoke_without_command=True)
+def root(
+    ctx: typer.Context,
+    model: ModelOption = None,
+    small_model: SmallModelOption = None,
+    yolo: YoloOption = False,
+    debug: DebugOption = False,
+    directory: DirOption = None,
+    continue_latest: Annotated[
+        bool, typer.Option("--continue", "-c", help="Continue this project's latest session.")
+    ] = False,
+    resume: Annotated[
+        str | None, typer.Option("--resume", "-r", help="Resume the session with this id.")
+    ] = None,
+) -> None:
+    """Open the interactive REPL when no command is given."""
+    ctx.obj = CommonOptions(model=model, small_model=small_model, yolo=yolo, debug=debug, directory=directory)
+    if ctx.invoked_subcommand is not None:
+        return
+    from nestor.cli.repl import run_repl
+
+    raise typer.Exit(run_repl(ctx.obj, resume=resume, continue_latest=continue_latest))
+
+
+@app.command()
+def run(
+    ctx: typer.Context,
+    prompt: Annotated[str | None, typer.Argument(help="The prompt; read from stdin when omitted.")] = None,
+    output_format: Annotated[
+        OutputFormat,
+        typer.Option(
+            "--output-format",
+            "-o",
+            help="text: the answer; json: one object with session_id, result, usage, cost_usd...; "
+            "stream-json: one event per line as it happens.",
+        ),
+    ] = OutputFormat.text,
+    model: ModelOption = None,
+    small_model: SmallModelOption = None,
+    yolo: YoloOption = False,
+    debug: DebugOption = False,
+    directory: DirOption = None,
+    continue_latest: Annotated[
+        bool, typer.Option("--continue", "-c", help="Continue this project's latest session.")
+    ] = False,
+    resume: Annotated[
+        str | None, typer.Option("--resume", "-r", help="Resume the session with this id.")
+    ] = None,
+    max_iterations: Annotated[int | None, typer.Option(help="Most model requests in this run.")] = None,
+    max_tokens: Annotated[int | None, typer.Option(help="Most tokens (input + output) in this run.")] = None,
+    max_time: Annotated[float | None, typer.Option(help="Most seconds of wall time for this run.")] = None,
+) -> None:
+    """Run one prompt to completion without asking anything, and print the answer.
+
+    Tool calls that would ask for permission are denied (the model is told why) unless a rule in
+    nestor.toml allows them or --yolo is given. Exit codes: 0 done, 1 error, 3 stopped by a budget
+    or the time limit, 130 cancelled.
+    """
+    from nestor.cli.headless import run_headless
+
+    common = CommonOptions.merge(
+        ctx.obj,
+        model=model,
+        small_model=small_model,
+        yolo=yolo,
+        debug=debug,
+        directory=directory,
+        max_iterations=max_iterations,
+        max_tokens=max_tokens,
+        max_time_s=max_time,
+    )
+    text = prompt if prompt is not None else _read_stdin_prompt()
+    raise typer.Exit(
+        run_headless(
+            common,
+            text,
+            output_format=output_format.value,
+            resume=resume,
+            continue_latest=continue_latest,
+        )
+    )
+
+
+@app.command()
+def models(
+    ctx: typer.Context,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """List the configured model roles and whether their providers have credentials."""
+    from nestor.cli.models_cmd import show_models
+
+    show_models(ctx.obj, as_json=as_json)
+
+
+def _read_stdin_prompt() -> str:
+    from nestor.core.errors import NestorError
+
+    if sys.stdin is None or sys.stdin.isatty():
+        raise NestorError(
+            "no prompt given", hint='pass one: nestor run "what does this project do?" (or pipe it on stdin)'
+        )
+    text = sys.stdin.read().strip()
+    if not text:
+        raise NestorError("the prompt read from stdin is empty", hint='pass one: nestor run "your prompt"')
+    return text
+
+
+def run_app(args: list[str]) -> int:
+    """Run the Typer app on ``args`` and return its exit code (errors propagate to the caller)."""
+    try:
+        result = app(args=args, prog_name="nestor", standalone_mode=False)
+    except click.exceptions.Exit as done:
+        return done.exit_code
+    except click.exceptions.Abort:
+        print("\naborted", file=sys.stderr)
+        return 130
+    except click.exceptions.ClickException as usage_error:
+        usage_error.show()
+        return usage_error.exit_code
+    return result if isinstance(result, int) else 0

@@ -1,0 +1,194 @@
+"""REPL test support: a real store, bus, coordinator and scripted model behind a ReplController."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+from pydantic_ai.messages import ModelMessage, ModelRequest, UserPromptPart
+from pydantic_ai.models.function import AgentInfo
+from rich.console import Console
+
+from nestor.bus import EventBus
+from nestor.cli.render import EventRenderer
+from nestor.cli.repl import PendingQuestion
+from nestor.cli.repl_controller import PermissionPrompter, ReadAnswer, ReplController
+from nestor.core.events import AgentFinished, Event
+from nestor.core.permission import PermissionRequest
+from nestor.permissions import PermissionPolicy
+from nestor.runtime.coordinator import Coordinator
+from nestor.runtime.loop import AgentSetup, PermissionAsker, SessionAgent
+from nestor.store.db import open_database
+from nestor.store.messages import MessageStore
+from nestor.store.sessions import Session, SessionStore
+from nestor.testing.scripted_model import ScriptedModel, Step, StepFunction, StepSource, reply
+from nestor.tools.base import Tool, ToolContext
+
+
+def plain_console(buffer: io.StringIO) -> Console:
+    return Console(file=buffer, width=100, force_terminal=False)
+
+
+def lines_of(buffer: io.StringIO) -> list[str]:
+    return [line.rstrip() for line in buffer.getvalue().splitlines()]
+
+
+async def eventually(predicate: Callable[[], bool], *, timeout: float = 10.0) -> None:
+    """Wait until ``predicate()`` holds (the timeout only stops a hung test; nothing is timed)."""
+    async with asyncio.timeout(timeout):
+        # Polling, because most of what tests wait for (prompt_toolkit's state) signals no event.
+        while not predicate():  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
+
+
+def user_prompts(messages: Sequence[ModelMessage]) -> list[str]:
+    return [
+        part.content
+        for message in messages
+        if isinstance(message, ModelRequest)
+        for part in message.parts
+        if isinstance(part, UserPromptPart) and isinstance(part.content, str)
+    ]
+
+
+class Gate:
+    """A scripted step that waits to be released: the run is busy for as long as the test wants."""
+
+    def __init__(self) -> None:
+        self.entered = asyncio.Event()
+        self.release = asyncio.Event()
+
+    def step(self, then: Step) -> StepFunction:
+        async def wait_then_reply(messages: list[ModelMessage], info: AgentInfo) -> Step:
+            self.entered.set()
+            await self.release.wait()
+            return then
+
+        return wait_then_reply
+
+
+class RunParams(BaseModel):
+    command: str
+
+
+class RunTool(Tool[RunParams]):
+    """Needs an ``execute`` permission (asked by default), like the shell tool."""
+
+    name = "run"
+    params_model = RunParams
+
+    def __init__(self) -> None:
+        self.ran: list[str] = []
+
+    @property
+    def description(self) -> str:
+        return "Run a command."
+
+    def permission(self, params: RunParams, ctx: ToolContext) -> PermissionRequest | None:
+        return PermissionRequest(self.name, "execute", params.command, f"Run: {params.command}")
+
+    async def run(self, params: RunParams, ctx: ToolContext) -> str:
+        self.ran.append(params.command)
+        return f"ran {params.command}\nsecond line"
+
+
+class ReplHarness:
+    """A controller over real stores and a scripted model, printing to a string."""
+
+    def __init__(
+        self,
+        root: Path,
+        steps: Sequence[StepSource] = (),
+        *,
+        tools: Sequence[Tool[Any]] = (),
+        read_answer: ReadAnswer | None = None,
+    ) -> None:
+        self.root = root
+        self.database = open_database(root / "data" / "nestor.db")
+        self.sessions = SessionStore(self.database)
+        self.messages = MessageStore(self.database)
+        self.bus = EventBus()
+        self.coordinator = Coordinator()
+        self.model = ScriptedModel(list(steps) or [reply("hello")])
+        self.tools = list(tools)
+        self.output = io.StringIO()
+        self.renderer = EventRenderer(plain_console(self.output))
+        self.events: list[Event] = []
+        self.bus.subscribe(self.renderer.handle)
+        self.bus.subscribe(self.events.append)
+        self.start_error: Exception | None = None
+        self.question = PendingQuestion()
+        self.prompter = PermissionPrompter(read_answer or self.question.ask, self.renderer)
+        self.controller = ReplController(
+            coordinator=self.coordinator,
+            sessions=self.sessions,
+            renderer=self.renderer,
+            start_agent=self.start_agent,
+            asker=self.prompter,
+            project_root=str(root),
+        )
+
+    async def start_agent(self, session: Session | None, asker: PermissionAsker) -> SessionAgent:
+        if self.start_error is not None:
+            raise self.start_error
+        if session is None:
+            session = self.sessions.create(str(self.root), model="test:scripted")
+        setup = AgentSetup(
+            model=self.model,
+            model_name="test:scripted",
+            system_prompt="You are a test agent.",
+            tools=self.tools,
+            sessions=self.sessions,
+            messages=self.messages,
+            bus=self.bus,
+            policy=PermissionPolicy(project_root=str(self.root)),
+            asker=asker,
+            project_root=self.root,
+        )
+        agent = SessionAgent(session.id, setup)
+        self.coordinator.add(agent)
+        return agent
+
+    def lines(self) -> list[str]:
+        return lines_of(self.output)
+
+    def text(self) -> str:
+        return "\n".join(self.lines())
+
+    def finished(self) -> list[AgentFinished]:
+        return [event for event in self.events if isinstance(event, AgentFinished)]
+
+    async def wait_finished(self, count: int) -> AgentFinished:
+        await eventually(lambda: len(self.finished()) >= count)
+        return self.finished()[count - 1]
+
+    def close(self) -> None:
+        self.database.close()
+
+
+MakeHarness = Callable[..., ReplHarness]
+
+
+@pytest.fixture
+def make_harness(tmp_path: Path) -> Iterator[MakeHarness]:
+    """Build harnesses on ``tmp_path``; their databases are closed after the test."""
+    made: list[ReplHarness] = []
+
+    def make(
+        steps: Sequence[StepSource] = (),
+        *,
+        tools: Sequence[Tool[Any]] = (),
+        read_answer: ReadAnswer | None = None,
+    ) -> ReplHarness:
+        harness = ReplHarness(tmp_path, steps, tools=tools, read_answer=read_answer)
+        made.append(harness)
+        return harness
+
+    yield make
+    for harness in made:
+        harness.close()

@@ -1,0 +1,72 @@
+"""Running the real ``nestor`` command line in a subprocess against a scripted loopback server."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+PROVIDER_KEYS = (
+    "ANTHROPIC_API_KEY",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "GOOGLE_API_KEY",
+    "GEMINI_API_KEY",
+    "OPENROUTER_API_KEY",
+    "NESTOR_MODEL",
+    "NESTOR_SMALL_MODEL",
+    "NESTOR_HOME",
+)
+
+
+def clean_env(home: Path, **extra: str) -> dict[str, str]:
+    """The environment of a nestor subprocess: no provider keys, a private home and data dir."""
+    env = {key: value for key, value in os.environ.items() if key not in PROVIDER_KEYS}
+    env.update(
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(home / ".config"),
+        XDG_DATA_HOME=str(home / ".local" / "share"),
+        NESTOR_HOME=str(home / "nestor-data"),
+        PYTHONUNBUFFERED="1",
+    )
+    env.update(extra)
+    return env
+
+
+def nestor(
+    args: list[str], *, cwd: Path, env: dict[str, str], timeout: float = 60, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m nestor ARGS`` and return what it printed."""
+    return subprocess.run(
+        [sys.executable, "-m", "nestor", *args],
+        cwd=cwd,
+        env=env,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def nestor_json(args: list[str], *, cwd: Path, env: dict[str, str]) -> Any:
+    """Run a nestor command that prints JSON and return it parsed (failing loudly otherwise)."""
+    done = nestor(args, cwd=cwd, env=env)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def git_repo(path: Path, files: dict[str, str]) -> Path:
+    """Create a git repository with ``files`` committed."""
+    path.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (path / name).parent.mkdir(parents=True, exist_ok=True)
+        (path / name).write_text(text)
+    run = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t"]
+    subprocess.run(["git", "init", "-q"], cwd=path, check=True)
+    subprocess.run([*run, "add", "-A"], cwd=path, check=True)
+    subprocess.run([*run, "commit", "-qm", "init"], cwd=path, check=True)
+    return path
