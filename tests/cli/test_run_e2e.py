@@ -17,6 +17,7 @@ import pytest
 
 from nestor.testing import ScriptedOpenAIServer, ServerReply, ServerToolCall, ServerUsage
 from tests.cli.support import clean_env, git_repo, nestor, nestor_json
+from tests.processes import wait_for_group_to_die
 
 BUGGY = "def add(a, b):\n    return a - b\n\nprint(add(2, 3))\n"
 
@@ -234,3 +235,50 @@ def test_sigkill_mid_run_loses_nothing_completed_and_the_session_resumes(
     assert sent[-1] == {"role": "user", "content": "carry on"}
     final = nestor_json(["sessions", "show", session_id, "--json"], cwd=repo, env=env)
     assert len(final["messages"]) == 6 + 3  # repair, prompt, answer
+
+
+def test_ctrl_c_cancels_the_turn_kills_the_command_and_keeps_history(
+    repo: Path, tmp_path: Path, cleanup_pids: list[int]
+) -> None:
+    pid_file = tmp_path / "sleep.pid"
+    script = [
+        ServerReply(tool_calls=(ServerToolCall("bash", {"command": f"echo $$ > {pid_file}; sleep 120"}),))
+    ]
+    with ScriptedOpenAIServer(script) as server:
+        env = openai_env(tmp_path, server)
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "nestor",
+                "run",
+                "-o",
+                "json",
+                "--yolo",
+                "--model",
+                "openai-chat:gpt-4o",
+                "wait",
+            ],
+            cwd=repo,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 60
+        while not pid_file.exists() or not pid_file.read_text().strip():
+            assert process.poll() is None
+            assert time.monotonic() < deadline, "the command never started"
+            time.sleep(0.05)
+        shell_pid = int(pid_file.read_text())
+        cleanup_pids.append(shell_pid)
+        process.send_signal(signal.SIGINT)
+        stdout, _stderr = process.communicate(timeout=30)
+    assert process.returncode == 130
+    outcome = json.loads(stdout.splitlines()[-1])
+    assert outcome["stop_reason"] == "cancelled" and outcome["is_error"] is False
+    assert wait_for_group_to_die(shell_pid) == []  # the command's whole process group is gone
+    shown = nestor_json(["sessions", "show", outcome["session_id"], "--json"], cwd=repo, env=env)
+    last = shown["messages"][-1]["message"]["parts"][0]
+    assert last["part_kind"] == "tool-return" and last["outcome"] == "interrupted"
+    assert shown["session"]["status"] == "cancelled"

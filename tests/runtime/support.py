@@ -101,7 +101,9 @@ class BarrierTool(Tool[WaitParams]):
         self.started.set()
         if self.arrived >= self.parties:
             self.all_here.set()
-        await asyncio.wait_for(self.all_here.wait(), timeout=5)
+        # Not asyncio.wait_for: on Python 3.11 it swallows a cancel that lands as its inner wait ends.
+        async with asyncio.timeout(5):
+            await self.all_here.wait()
         if params.seconds:
             await asyncio.sleep(params.seconds)
         return f"arrived {self.arrived}"

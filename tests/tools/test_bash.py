@@ -18,15 +18,7 @@ from nestor.tools.bash import (
     BashTool,
     OutputBuffer,
 )
-
-
-def is_running(pid: int) -> bool:
-    """True while ``pid`` exists and is not a zombie waiting to be reaped."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rpartition(")")[2].split()[0] != "Z"
+from tests.processes import is_running
 
 
 def read_pids(path: Path) -> list[int]:
@@ -168,6 +160,18 @@ async def test_timeout_applies_after_the_command_closes_its_output(ctx: ToolCont
 async def test_cancellation_stops_the_whole_group_and_reraises(ctx: ToolContext, tmp_path: Path) -> None:
     task = asyncio.create_task(run(SPAWN_CHILDREN, ctx))
     pids = await wait_for_pids(tmp_path / "pids", 3)
+    try:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert await wait_until_gone(pids) == []
+    finally:
+        kill_leftovers(pids)
+
+
+async def test_cancellation_kills_a_group_that_ignores_sigterm(ctx: ToolContext, tmp_path: Path) -> None:
+    task = asyncio.create_task(run("trap '' TERM; echo $$ > pids; sleep 300 & wait", ctx))
+    pids = await wait_for_pids(tmp_path / "pids", 1)
     try:
         task.cancel()
         with pytest.raises(asyncio.CancelledError):

@@ -52,11 +52,9 @@ def list_sessions(
 
     from nestor.core.usage import format_cost, format_tokens
 
-    table = Table(box=None, pad_edge=False)
-    for column in ("id", "updated", "title", "model", "status", "tokens", "cost"):
-        table.add_column(column, no_wrap=column != "title")
-    for session in sessions:
-        table.add_row(
+    columns = ("id", "updated", "title", "model", "status", "tokens", "cost")
+    rows = [
+        (
             session.id,
             _when(session.updated_at),
             session.title or "(untitled)",
@@ -65,6 +63,18 @@ def list_sessions(
             format_tokens(session.usage.total_tokens),
             format_cost(session.usage.cost_usd),
         )
+        for session in sessions
+    ]
+    if not sys.stdout.isatty():
+        # Piped: whole values, tab-separated, for grep and cut; a table would be cut to 80 columns.
+        for row in (columns, *rows):
+            print("\t".join(row))
+        return
+    table = Table(box=None, pad_edge=False)
+    for column in columns:
+        table.add_column(column, no_wrap=column != "title")
+    for row in rows:
+        table.add_row(*row)
     Console().print(table)
 
 

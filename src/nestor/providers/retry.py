@@ -26,6 +26,21 @@ from pydantic_ai.exceptions import (
 )
 
 _RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
+_STATUS_PHRASES = {
+    400: "bad request",
+    401: "unauthorized",
+    402: "payment required",
+    403: "forbidden",
+    404: "not found",
+    408: "request timeout",
+    413: "request too large",
+    429: "rate limited",
+    500: "server error",
+    502: "bad gateway",
+    503: "unavailable",
+    504: "gateway timeout",
+    529: "overloaded",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +85,7 @@ def is_retryable(error: BaseException) -> bool:
 def describe_error(error: BaseException) -> str:
     """One line saying what went wrong with a model request, without the provider's whole body."""
     if isinstance(error, ModelHTTPError):
-        kind = type(error).__name__.removeprefix("Model").removesuffix("Error") or "HTTP"
+        kind = _STATUS_PHRASES.get(error.status_code, "error")
         body = error.body
         detail = ""
         if isinstance(body, dict):

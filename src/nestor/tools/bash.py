@@ -26,6 +26,8 @@ OUTPUT_LIMIT_CHARS = 30_000
 """Output beyond this many characters is cut in the middle, keeping its head and tail."""
 
 KILL_GRACE_SECONDS = 2.0
+CANCEL_GRACE_SECONDS = 0.5
+"""On cancel the user is waiting: a shorter grace keeps "Ctrl-C stops the turn within a second"."""
 """How long a process group gets to exit after SIGTERM before it is sent SIGKILL."""
 
 DEFAULT_TIMEOUT_SECONDS = 120
@@ -176,20 +178,21 @@ class BashTool(Tool[BashParams]):
                 abandoned = not await _finished_within(reader, self._kill_grace_seconds)
         except asyncio.CancelledError:
             reader.cancel()
-            await self._stop_group(process)
+            await self._stop_group(process, grace=min(self._kill_grace_seconds, CANCEL_GRACE_SECONDS))
             raise
         finally:
             if not reader.done():
                 reader.cancel()
         return _Outcome(process.returncode, timed_out, stopped_background, abandoned)
 
-    async def _stop_group(self, process: asyncio.subprocess.Process) -> None:
+    async def _stop_group(self, process: asyncio.subprocess.Process, *, grace: float | None = None) -> None:
         """SIGTERM the process group, give it the grace period, then SIGKILL what is left."""
         group = process.pid
         loop = asyncio.get_running_loop()
+        grace = self._kill_grace_seconds if grace is None else grace
         _signal_group(group, signal.SIGTERM)
         try:
-            deadline = loop.time() + self._kill_grace_seconds
+            deadline = loop.time() + grace
             # Polling: nothing signals when the last member of a process group is gone.
             while loop.time() < deadline and _group_has_live_members(group):  # noqa: ASYNC110
                 await asyncio.sleep(_POLL_SECONDS)

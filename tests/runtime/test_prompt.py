@@ -1,0 +1,75 @@
+from __future__ import annotations
+
+import subprocess
+from datetime import datetime
+from pathlib import Path
+
+from nestor.runtime.prompt import (
+    build_system_prompt,
+    builtin_agent_prompt,
+    environment_section,
+    read_instructions,
+    strip_front_matter,
+)
+
+
+def git(cwd: Path, *args: str) -> None:
+    subprocess.run(["git", "-c", "user.email=t@e", "-c", "user.name=t", *args], cwd=cwd, check=True)
+
+
+def test_builtin_coder_prompt_has_no_front_matter() -> None:
+    prompt = builtin_agent_prompt("coder")
+    assert not prompt.startswith("---")
+    assert "You are nestor" in prompt
+
+
+def test_strip_front_matter_leaves_plain_text_alone() -> None:
+    assert strip_front_matter("---\nname: x\n---\nbody\n") == "body\n"
+    assert strip_front_matter("no front matter") == "no front matter"
+
+
+async def test_environment_outside_git(tmp_path: Path) -> None:
+    text = await environment_section(tmp_path, now=datetime(2026, 11, 22))
+    assert f"Working directory (project root): {tmp_path}" in text
+    assert "Date: 2026-11-22 Sunday" in text
+    assert "Git repository: no" in text
+
+
+async def test_environment_shows_branch_and_status(tmp_path: Path) -> None:
+    git(tmp_path, "init", "-q", "-b", "trunk")
+    (tmp_path / "a.txt").write_text("a")
+    git(tmp_path, "add", "a.txt")
+    git(tmp_path, "commit", "-qm", "one")
+    clean = await environment_section(tmp_path)
+    assert "branch trunk" in clean and "Git status: clean" in clean
+    (tmp_path / "b.txt").write_text("b")
+    dirty = await environment_section(tmp_path)
+    assert "?? b.txt" in dirty
+
+
+def test_instructions_from_user_and_project_in_order(tmp_path: Path) -> None:
+    user = tmp_path / "user"
+    project = tmp_path / "project"
+    user.mkdir()
+    project.mkdir()
+    (user / "AGENTS.md").write_text("Prefer tabs.")
+    (project / "AGENTS.md").write_text("Run make test.")
+    (project / "CLAUDE.md").write_text("Use pytest.")
+    (project / "NESTOR.md").write_text("   \n")  # empty files are skipped
+    text = read_instructions(project, user)
+    assert text.index("Prefer tabs.") < text.index("Run make test.") < text.index("Use pytest.")
+    assert "NESTOR.md" not in text
+    assert 'source="project instructions (CLAUDE.md)"' in text
+
+
+def test_huge_instruction_file_is_cut(tmp_path: Path) -> None:
+    (tmp_path / "AGENTS.md").write_text("x" * 100_000)
+    text = read_instructions(tmp_path, None)
+    assert "cut at 40000 characters" in text and len(text) < 41_000
+
+
+async def test_system_prompt_joins_everything(tmp_path: Path) -> None:
+    (tmp_path / "AGENTS.md").write_text("Always answer in French.")
+    prompt = await build_system_prompt("AGENT PROMPT", tmp_path, user_config_dir=None)
+    assert prompt.startswith("AGENT PROMPT")
+    assert "<environment>" in prompt and "Always answer in French." in prompt
