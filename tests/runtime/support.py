@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel
 from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart
+from pydantic_ai.models import Model
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
 
 from nestor.bus import EventBus
@@ -173,7 +174,7 @@ class Harness:
 
     def agent(
         self,
-        model: FunctionModel,
+        model: Model,
         tools: Sequence[Tool[Any]] = (),
         *,
         budgets: Budgets | None = None,

@@ -27,6 +27,16 @@ def _open(ctx: typer.Context):
     return App.open(options.load_settings()), options
 
 
+def _load(ctx: typer.Context, session_id: str) -> tuple[Session, list[MessageRecord]]:
+    """Read one session (by id or unique prefix) and its messages."""
+    application, _ = _open(ctx)
+    try:
+        session = application.sessions.get(session_id)
+        return session, application.messages.list_records(session.id)
+    finally:
+        application.close()
+
+
 @app.command("list")
 def list_sessions(
     ctx: typer.Context,
@@ -85,12 +95,7 @@ def show_session(
     as_json: JsonOption = False,
 ) -> None:
     """Show a session: its totals and every stored message."""
-    application, _ = _open(ctx)
-    try:
-        session = application.sessions.get(session_id)
-        records = application.messages.list_records(session.id)
-    finally:
-        application.close()
+    session, records = _load(ctx, session_id)
     if as_json:
         print(json.dumps(session_export(session, records), indent=2))
         return
@@ -107,12 +112,7 @@ def export_session(
     ] = False,
 ) -> None:
     """Export a session with every message, as JSON (default) or Markdown."""
-    application, _ = _open(ctx)
-    try:
-        session = application.sessions.get(session_id)
-        records = application.messages.list_records(session.id)
-    finally:
-        application.close()
+    session, records = _load(ctx, session_id)
     text = (
         render_transcript(session, records)
         if markdown
