@@ -12,6 +12,7 @@ $(BIN)/python:
 
 install: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e .
+	$(BIN)/python -m compileall -q src  # editable installs get no .pyc otherwise when PYTHONDONTWRITEBYTECODE is set
 
 install-dev: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'

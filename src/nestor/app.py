@@ -103,6 +103,7 @@ class App:
             model=built.model,
             model_name=built.name,
             model_settings=built.settings,
+            priced=built.priced,
             system_prompt=system_prompt,
             tools=coder_tools(),
             sessions=self.sessions,

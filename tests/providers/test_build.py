@@ -166,12 +166,14 @@ def test_builds_named_openai_compatible_provider(tmp_path: Path, provider_type: 
     assert built.model.system == "myvllm"
     assert built.model.base_url == "http://127.0.0.1:8000/v1/"
     assert built.name == "myvllm:qwen3-coder"
+    assert built.priced is False  # public price tables do not apply to somebody's server
 
 
 def test_ollama_base_url_from_env(tmp_path: Path) -> None:
     env = {"OLLAMA_BASE_URL": "http://127.0.0.1:11500/v1"}
     built = build_model(ModelConfig(model="ollama:llama3.2"), make_settings(tmp_path), env=env)
     assert built.model.base_url == "http://127.0.0.1:11500/v1/"
+    assert built.priced is False
 
 
 def test_openai_base_url_needs_no_key(tmp_path: Path) -> None:

@@ -78,3 +78,12 @@ def test_usages_roll_up_honestly() -> None:
     assert total.unpriced_requests == 1
     assert total.cost_usd == priced.cost_usd
     assert total.input_tokens == 2000
+
+
+def test_unpriced_provider_gets_no_cost_from_price_tables() -> None:
+    known = response(RequestUsage(input_tokens=1200, output_tokens=300), "claude-sonnet-4-5", "anthropic")
+    assert usage_from_response(known).cost_usd is not None
+    usage = usage_from_response(known, priced=False)
+    assert usage.cost_usd is None and usage.unpriced_requests == 1 and usage.input_tokens == 1200
+    reported = response(RequestUsage(input_tokens=1, output_tokens=1, cost=Decimal("0.25")), "m", "myproxy")
+    assert usage_from_response(reported, priced=False).cost_usd == 0.25

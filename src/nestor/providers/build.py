@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 DEFAULT_CONTEXT_WINDOW = 128_000
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 ANTHROPIC_DEFAULT_BASE_URL = "https://api.anthropic.com"
+_UNPRICED_PROVIDERS = frozenset({"ollama"})
 # The OpenAI and Anthropic SDKs insist on some key; a keyless local server ignores this one.
 _PLACEHOLDER_KEY = "api-key-not-set"
 
@@ -62,6 +63,9 @@ class BuiltModel:
         settings: Settings for every request; ``max_retries`` is 0 because nestor's loop retries.
         name: ``"provider:model"`` for display and storage.
         context_window: Tokens the model can attend to: configured, else known, else 128000.
+        priced: Whether public price tables apply. Not for named providers and local servers:
+            a vLLM or proxy serving a model under a familiar name does not charge that vendor's
+            prices, and a guessed cost is worse than none.
 
     """
 
@@ -69,6 +73,7 @@ class BuiltModel:
     settings: ModelSettings
     name: str
     context_window: int
+    priced: bool = True
 
 
 def build_model(
@@ -122,6 +127,7 @@ def build_model(
         settings=model_settings,
         name=f"{provider}:{model_name}",
         context_window=model_config.context_window or context_window_for(model_name),
+        priced=named is None and provider not in _UNPRICED_PROVIDERS,
     )
 
 

@@ -10,8 +10,11 @@ if TYPE_CHECKING:
     from pydantic_ai.messages import ModelResponse
 
 
-def usage_from_response(response: ModelResponse) -> Usage:
+def usage_from_response(response: ModelResponse, *, priced: bool = True) -> Usage:
     """Return the tokens and cost of one model response.
+
+    With ``priced=False`` (named providers, local servers) only a cost the provider itself
+    reported counts; public price tables are not applied.
 
     Token counts follow pydantic-ai's convention: cache reads and writes are part of the input
     tokens, reasoning tokens part of the output tokens. The cost is the one the provider reported
@@ -25,7 +28,7 @@ def usage_from_response(response: ModelResponse) -> Usage:
         or details.get("reasoning_tokens", 0)
         or details.get("thoughts_tokens", 0)
     )
-    cost = _cost_usd(response)
+    cost = _cost_usd(response, priced=priced)
     return Usage(
         input_tokens=request_usage.input_tokens,
         output_tokens=request_usage.output_tokens,
@@ -38,9 +41,11 @@ def usage_from_response(response: ModelResponse) -> Usage:
     )
 
 
-def _cost_usd(response: ModelResponse) -> float | None:
+def _cost_usd(response: ModelResponse, *, priced: bool) -> float | None:
     if response.usage.cost is not None:
         return float(response.usage.cost)
+    if not priced:
+        return None
     try:
         price = response.cost()
     # genai-prices raises LookupError for unknown models, ValueError for responses without usage,

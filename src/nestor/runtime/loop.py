@@ -103,6 +103,7 @@ class AgentSetup:
         asker: Asks the user; None in headless runs (then "ask" means "deny").
         project_root: Working directory of tools.
         model_settings: Per-model options (max_tokens, temperature, thinking, ...).
+        priced: Whether public price tables apply to this model (see ``BuiltModel.priced``).
         hooks: Extra hooks, after the built-in budget hook.
         budgets: Iteration, token and time limits of a run.
         retry: Retry policy for model requests.
@@ -124,6 +125,7 @@ class AgentSetup:
     asker: PermissionAsker | None
     project_root: Any
     model_settings: ModelSettings | None = None
+    priced: bool = True
     hooks: Sequence[Hook] = ()
     budgets: Budgets = field(default_factory=Budgets)
     retry: RetryPolicy = field(default_factory=RetryPolicy)
@@ -269,7 +271,7 @@ class SessionAgent:
                 ModelRequest(parts=[SystemPromptPart(f"<system-reminder>{reminder}</system-reminder>")]),
             ]
         response = await self._stream_with_retries(messages)
-        usage = usage_from_response(response)
+        usage = usage_from_response(response, priced=setup.priced)
         state.iteration += 1
         state.usage.add(usage)
         self._append(response, usage=usage)

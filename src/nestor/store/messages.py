@@ -43,6 +43,13 @@ class MessageRecord:
     created_at: float
 
 
+_INSERT_AT_END = """
+    INSERT INTO messages (session_id, seq, kind, data, usage, created_at)
+    SELECT ?1, coalesce(max(seq) + 1, 0), ?2, ?3, ?4, ?5 FROM messages WHERE session_id = ?1
+    RETURNING seq
+"""
+
+
 class MessageStore:
     """Append and read the messages of stored sessions.
 
@@ -88,19 +95,18 @@ class MessageStore:
         usage_json = None if usage is None else json.dumps(usage.to_dict())
         now = self._clock()
         with self._db.transaction() as connection:
-            touched = connection.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (now, session_id))
+            # The totals update also stamps updated_at (on the whole lineage): one statement less.
+            if add_to_totals and usage is not None:
+                touched = connection.execute(*add_usage_statement(session_id, usage, now=now, roll_up=True))
+            else:
+                touched = connection.execute(
+                    "UPDATE sessions SET updated_at = ? WHERE id = ?", (now, session_id)
+                )
             if touched.rowcount == 0:
                 raise SessionNotFoundError(f"no session matches '{session_id}'", hint=LIST_HINT)
             seq: int = connection.execute(
-                "SELECT coalesce(max(seq) + 1, 0) FROM messages WHERE session_id = ?", (session_id,)
+                _INSERT_AT_END, (session_id, message.kind, data, usage_json, now)
             ).fetchone()[0]
-            connection.execute(
-                "INSERT INTO messages (session_id, seq, kind, data, usage, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                (session_id, seq, message.kind, data, usage_json, now),
-            )
-            if add_to_totals and usage is not None:
-                connection.execute(*add_usage_statement(session_id, usage, now=now, roll_up=True))
         return seq
 
     def list(self, session_id: str) -> builtins.list[ModelMessage]:
