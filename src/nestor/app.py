@@ -121,3 +121,9 @@ class App:
         agent = SessionAgent(session.id, setup)
         self.coordinator.add(agent)
         return agent
+
+
+def title_from_prompt(prompt: str) -> str:
+    """A session title from the first line of its first prompt (cut at 80 characters)."""
+    first_line = prompt.strip().splitlines()[0] if prompt.strip() else ""
+    return first_line if len(first_line) <= 80 else first_line[:77] + "..."

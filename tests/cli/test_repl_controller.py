@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from nestor.cli.render import EventRenderer
-from nestor.cli.repl_controller import PermissionPrompter, parse_answer, title_from
+from nestor.cli.repl_controller import PermissionPrompter, parse_answer
 from nestor.core.errors import MissingCredentialsError
 from nestor.core.events import TextDelta
 from nestor.core.permission import PermissionRequest
@@ -317,8 +317,3 @@ async def test_shutdown_of_an_unused_session_says_nothing(make_harness: MakeHarn
     before = harness.lines()
     await harness.controller.shutdown()
     assert harness.lines() == before
-
-
-def test_title_is_the_first_line_cut_short() -> None:
-    assert title_from("  fix the bug\nin parser.py") == "fix the bug"
-    assert title_from("x" * 100) == "x" * 77 + "..."

@@ -36,12 +36,12 @@ def run_headless(
 async def _run(
     settings: Any, prompt: str, *, output_format: str, resume: str | None, continue_latest: bool
 ) -> int:
-    from nestor.app import App
+    from nestor.app import App, title_from_prompt
 
     app = App.open(settings)
     try:
         session = app.find_session(resume=resume, continue_latest=continue_latest)
-        agent = await app.start_main_agent(session=session, asker=None, title=_title_from(prompt))
+        agent = await app.start_main_agent(session=session, asker=None, title=title_from_prompt(prompt))
         app.bus.subscribe(_event_printer(output_format, sys.stdout, sys.stderr))
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
@@ -72,11 +72,6 @@ async def _run(
         return _exit_code(result.stop_reason, result.is_error)
     finally:
         app.close()
-
-
-def _title_from(prompt: str) -> str:
-    first_line = prompt.strip().splitlines()[0] if prompt.strip() else ""
-    return first_line if len(first_line) <= 80 else first_line[:77] + "..."
 
 
 def _exit_code(stop_reason: str, is_error: bool) -> int:

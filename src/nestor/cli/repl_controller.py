@@ -13,6 +13,7 @@ import contextlib
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
+from nestor.app import title_from_prompt
 from nestor.cli.render import EventRenderer, usage_summary
 from nestor.core.errors import NestorError
 
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from nestor.runtime.loop import PermissionAnswer, PermissionAsker, RunResult, SessionAgent
     from nestor.store.sessions import Session, SessionStore
 
-__all__ = ["PermissionPrompter", "ReadAnswer", "ReplController", "StartAgent", "parse_answer", "title_from"]
+__all__ = ["PermissionPrompter", "ReadAnswer", "ReplController", "StartAgent", "parse_answer"]
 
 ReadAnswer = Callable[[str], Awaitable[str]]
 """Shows a question and returns the user's raw answer."""
@@ -185,7 +186,7 @@ class ReplController:
         agent = self.agent
         if self._needs_title:
             self._needs_title = False
-            self._sessions.set_title(agent.session_id, title_from(prompt))
+            self._sessions.set_title(agent.session_id, title_from_prompt(prompt))
         task = self._coordinator.submit(agent.session_id, prompt)
         if task is not None:
             task.add_done_callback(self._report_crash)
@@ -248,7 +249,10 @@ class ReplController:
         if self.busy:
             self.renderer.info("a run is in progress: stop it with Esc first, then /clear", style="yellow")
             return
+        previous = self._agent
         agent = await self._start_agent(None, self._asker)
+        if previous is not None:
+            self._coordinator.remove(previous.session_id)
         self._use(agent, title="")
         self.renderer.info(f"new session {agent.session_id} (the previous one stays stored)", style="dim")
 
@@ -274,9 +278,3 @@ def _is_command(text: str) -> bool:
     """A line is a slash command when its first word is ``/name`` (``/etc/hosts ...`` is a prompt)."""
     first = text.split(maxsplit=1)[0]
     return first.startswith("/") and "/" not in first[1:]
-
-
-def title_from(prompt: str) -> str:
-    """A session title from the first line of its first prompt."""
-    first_line = prompt.strip().splitlines()[0] if prompt.strip() else ""
-    return first_line if len(first_line) <= 80 else first_line[:77] + "..."
