@@ -10,9 +10,10 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
+# compileall: an editable install gets no .pyc files when PYTHONDONTWRITEBYTECODE is set.
 install: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e .
-	$(BIN)/python -m compileall -q src  # editable installs get no .pyc otherwise when PYTHONDONTWRITEBYTECODE is set
+	$(BIN)/python -m compileall -q src
 
 install-dev: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
