@@ -351,3 +351,14 @@ async def test_prompts_left_queued_by_a_cancelled_run_go_first_in_the_next_run(h
         "queued before the cancel",
         "new prompt",
     ]
+
+
+async def test_a_hooks_own_timeout_error_is_an_error_not_the_time_budget(harness: Harness) -> None:
+    class Flaky(Hook):
+        async def before_request(self, state: RunState) -> None:
+            raise TimeoutError("the hook's own deadline")
+
+    agent = harness.agent(scripted(["never"]), hooks=[Flaky()], budgets=Budgets(max_time_s=60))
+    result = await agent.run("go")
+    assert result.stop_reason == "error" and result.is_error
+    assert "the hook's own deadline" in result.text

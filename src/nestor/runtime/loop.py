@@ -14,6 +14,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import ValidationError
@@ -123,7 +124,7 @@ class AgentSetup:
     bus: EventBus
     policy: PermissionPolicy
     asker: PermissionAsker | None
-    project_root: Any
+    project_root: Path
     model_settings: ModelSettings | None = None
     priced: bool = True
     hooks: Sequence[Hook] = ()
@@ -219,8 +220,9 @@ class SessionAgent:
         stop_reason: StopReason = "completed"
         stop_message: str | None = None
         error: BaseException | None = None
+        time_limit = asyncio.timeout_at(_loop_deadline(deadline))
         try:
-            async with asyncio.timeout_at(_loop_deadline(deadline)):
+            async with time_limit:
                 while True:
                     action = await self._before_request(state)
                     if isinstance(action, Stop):
@@ -237,9 +239,12 @@ class SessionAgent:
                     if not queued:
                         break
                     self._append(ModelRequest(parts=queued))
-        except TimeoutError:
-            stop_reason = "timeout"
-            stop_message = f"Stopped after {setup.budgets.max_time_s:g} s (max_time_s)."
+        except TimeoutError as exc:
+            if not time_limit.expired():  # a hook's own TimeoutError is an error, not the budget
+                stop_reason, error = "error", exc
+            else:
+                stop_reason = "timeout"
+                stop_message = f"Stopped after {setup.budgets.max_time_s:g} s (max_time_s)."
         except asyncio.CancelledError:
             if not self._cancel_requested:
                 raise
