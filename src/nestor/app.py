@@ -19,7 +19,8 @@ from nestor.permissions import PermissionPolicy
 from nestor.providers.build import build_model
 from nestor.runtime.coordinator import Coordinator
 from nestor.runtime.hooks import Budgets
-from nestor.runtime.loop import AgentSetup, PermissionAsker, SessionAgent
+from nestor.runtime.loop import AgentSetup, SessionAgent
+from nestor.runtime.permission_gate import PermissionAsker
 from nestor.runtime.prompt import build_system_prompt, builtin_agent_prompt
 from nestor.runtime.toolset import coder_tools
 from nestor.store.db import Database, open_database

@@ -22,7 +22,8 @@ from nestor.core.events import AgentFinished, Event
 from nestor.core.permission import PermissionRequest
 from nestor.permissions import PermissionPolicy
 from nestor.runtime.coordinator import Coordinator
-from nestor.runtime.loop import AgentSetup, PermissionAsker, SessionAgent
+from nestor.runtime.loop import AgentSetup, SessionAgent
+from nestor.runtime.permission_gate import PermissionAsker
 from nestor.store.db import open_database
 from nestor.store.messages import MessageStore
 from nestor.store.sessions import Session, SessionStore

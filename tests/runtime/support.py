@@ -19,7 +19,8 @@ from nestor.core.events import Event
 from nestor.core.permission import PermissionRequest
 from nestor.permissions import PermissionPolicy
 from nestor.runtime.hooks import Budgets, Hook
-from nestor.runtime.loop import AgentSetup, PermissionAsker, SessionAgent
+from nestor.runtime.loop import AgentSetup, SessionAgent
+from nestor.runtime.permission_gate import PermissionAsker
 from nestor.store.db import Database, open_database
 from nestor.store.messages import MessageStore
 from nestor.store.sessions import SessionStore

@@ -12,7 +12,7 @@ from nestor.core.events import AgentFinished, PermissionAsked, Retrying, ToolFin
 from nestor.core.permission import PermissionRequest
 from nestor.permissions import PermissionPolicy
 from nestor.runtime.hooks import Budgets, Hook, Remind, RunState
-from nestor.runtime.loop import PermissionAnswer
+from nestor.runtime.permission_gate import PermissionAnswer
 from tests.runtime.support import (
     BarrierTool,
     BoomTool,

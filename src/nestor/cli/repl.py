@@ -43,7 +43,8 @@ from nestor.core.errors import NestorError
 
 if TYPE_CHECKING:
     from nestor.config import Settings
-    from nestor.runtime.loop import PermissionAsker, SessionAgent
+    from nestor.runtime.loop import SessionAgent
+    from nestor.runtime.permission_gate import PermissionAsker
     from nestor.store.sessions import Session
 
 __all__ = [

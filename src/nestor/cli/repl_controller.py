@@ -20,7 +20,8 @@ from nestor.core.errors import NestorError
 if TYPE_CHECKING:
     from nestor.core.permission import PermissionRequest
     from nestor.runtime.coordinator import Coordinator
-    from nestor.runtime.loop import PermissionAnswer, PermissionAsker, RunResult, SessionAgent
+    from nestor.runtime.loop import RunResult, SessionAgent
+    from nestor.runtime.permission_gate import PermissionAnswer, PermissionAsker
     from nestor.store.sessions import Session, SessionStore
 
 __all__ = ["PermissionPrompter", "ReadAnswer", "ReplController", "StartAgent", "parse_answer"]

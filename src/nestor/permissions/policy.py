@@ -21,10 +21,18 @@ DecisionKind = Literal["allow", "ask", "deny"]
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """The outcome for one request, and why (shown to the user and, when denied, to the model)."""
+    """The outcome for one request, and why (shown to the user and, when denied, to the model).
+
+    Attributes:
+        kind: allow, ask or deny.
+        reason: One line, e.g. ``rule deny bash(rm *)`` or ``changing files needs approval``.
+        rule: The rule that decided, when one did.
+
+    """
 
     kind: DecisionKind
     reason: str
+    rule: Rule | None = None
 
 
 @dataclass
@@ -68,7 +76,7 @@ class PermissionPolicy:
                 if rule.action == action and rule.matches(
                     request.tool_name, request.target, self.project_root
                 ):
-                    return Decision(action, f"rule {action} {rule}")
+                    return Decision(action, f"rule {action} {rule}", rule)
         if (request.tool_name, request.grant_key) in self._grants or (request.tool_name, "*") in self._grants:
             return Decision("allow", "allowed for this session")
         if self.yolo:

@@ -46,7 +46,6 @@ from nestor.core.events import (
     AgentFinished,
     AgentStarted,
     ErrorEvent,
-    PermissionAsked,
     PromptQueued,
     RequestFinished,
     Retrying,
@@ -55,20 +54,16 @@ from nestor.core.events import (
     ToolFinished,
     ToolStarted,
 )
-from nestor.core.permission import PermissionRequest
 from nestor.core.usage import Usage
 from nestor.permissions import PermissionPolicy
 from nestor.providers.retry import RetryPolicy, describe_error, is_retryable
 from nestor.providers.usage import usage_from_response
 from nestor.runtime.history import repair as history_repair
 from nestor.runtime.hooks import BudgetHook, Budgets, Hook, Remind, RunState, Stop, StopReason
+from nestor.runtime.permission_gate import PermissionAsker, PermissionGate
 from nestor.store.messages import MessageStore
 from nestor.store.sessions import SessionStore
 from nestor.tools.base import Tool, ToolContext, ToolResult
-
-PermissionAnswer = Literal["once", "session", "deny"]
-PermissionAsker = Callable[[PermissionRequest, str], Awaitable[PermissionAnswer]]
-"""Asks the user about ``request`` for agent ``agent_id``; None where nobody can answer (headless)."""
 
 _PREVIEW_CHARS = 200
 
@@ -156,6 +151,7 @@ class SessionAgent:
             instruction_parts=[InstructionPart(content=setup.system_prompt)] if setup.system_prompt else None,
         )
         self._hooks: list[Hook] = [BudgetHook(setup.budgets), *setup.hooks]
+        self._gate = PermissionGate(setup.policy, setup.asker, setup.bus, session_id)
         self._queue: list[str] = []
         self._task: asyncio.Task[RunResult] | None = None
         self._cancel_requested = False
@@ -408,14 +404,14 @@ class SessionAgent:
             session_id=self.session_id,
             tool_call_id=call.tool_call_id,
             emit=self.setup.bus.publish,
-            ask_permission=lambda request: self._is_allowed(request, call.tool_call_id),
+            ask_permission=lambda request: self._gate.allows(request, call.tool_call_id),
         )
         try:
             request = tool.permission(params, ctx)
             if request is not None:
-                allowed, reason = await self._settle_permission(request, call.tool_call_id)
-                if not allowed:
-                    raise PermissionDeniedError(self._denial_message(request, reason))
+                verdict = await self._gate.settle(request, call.tool_call_id)
+                if not verdict.allowed:
+                    raise PermissionDeniedError(self._gate.refusal(request, verdict.decision))
             result = await tool.run(params, ctx)
         except PermissionDeniedError as exc:
             return "denied", str(exc)
@@ -426,55 +422,6 @@ class SessionAgent:
         if isinstance(result, str):
             result = ToolResult(result)
         return ("failed" if result.is_error else "success"), result.content
-
-    async def _is_allowed(self, request: PermissionRequest, tool_call_id: str) -> bool:
-        allowed, _reason = await self._settle_permission(request, tool_call_id)
-        return allowed
-
-    async def _settle_permission(self, request: PermissionRequest, tool_call_id: str) -> tuple[bool, str]:
-        """Decide ``request`` by the rules, asking the user when they say "ask" and someone can answer."""
-        setup = self.setup
-        decision = setup.policy.decide(request)
-        if decision.kind == "ask" and setup.asker is not None:
-            setup.bus.publish(
-                PermissionAsked(
-                    agent_id=self.session_id,
-                    tool_call_id=tool_call_id,
-                    tool_name=request.tool_name,
-                    target=request.target,
-                    reason=decision.reason,
-                )
-            )
-            answer = await setup.asker(request, self.session_id)
-            if answer == "session":
-                setup.policy.grant_for_session(request)
-            allowed = answer != "deny"
-        else:
-            allowed = decision.kind == "allow"
-        if decision.kind != "allow":
-            setup.bus.publish(
-                PermissionAsked(
-                    agent_id=self.session_id,
-                    tool_call_id=tool_call_id,
-                    tool_name=request.tool_name,
-                    target=request.target,
-                    decision="allow" if allowed else "deny",
-                    reason=decision.reason,
-                )
-            )
-        return allowed, decision.reason
-
-    def _denial_message(self, request: PermissionRequest, reason: str) -> str:
-        if self.setup.asker is None and not reason.startswith("rule deny"):
-            return (
-                f"Permission denied: {request.description} ({reason}). This is a non-interactive run, so "
-                "nobody can approve it; the user can rerun with --yolo or allow it with a rule in "
-                f'nestor.toml, e.g. [permissions] allow = ["{request.tool_name}"]. Do not retry this call.'
-            )
-        if reason.startswith("rule deny"):
-            rule = reason.removeprefix("rule deny ")
-            return f"Permission denied by rule {rule}: {request.description}. Do not retry it."
-        return f"The user denied: {request.description}. Do not retry it; ask the user what to do instead."
 
     # -- bookkeeping ------------------------------------------------------------------------
 

@@ -1,0 +1,91 @@
+"""The permission gate: settles what a tool call asks for, by the rules and, when they say so, the user.
+
+A request the rules allow passes silently; one they deny is refused with the rule named; one they
+leave to the user is asked (when someone can answer: the REPL) or refused with an explanation the
+model can act on (headless runs). Every question and every refusal is an event, so a UI never
+shows a stalled agent without saying why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from nestor.bus import EventBus
+from nestor.core.events import PermissionAsked
+from nestor.core.permission import PermissionRequest
+from nestor.permissions import Decision, PermissionPolicy
+
+PermissionAnswer = Literal["once", "session", "deny"]
+PermissionAsker = Callable[[PermissionRequest, str], Awaitable[PermissionAnswer]]
+"""Asks the user about ``request`` for agent ``agent_id``; None where nobody can answer (headless)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """Whether a request may go ahead, and the decision of the rules behind it."""
+
+    allowed: bool
+    decision: Decision
+
+
+class PermissionGate:
+    """Settles the permission requests of one agent's tool calls."""
+
+    def __init__(
+        self, policy: PermissionPolicy, asker: PermissionAsker | None, bus: EventBus, agent_id: str
+    ) -> None:
+        self.policy = policy
+        self.asker = asker
+        self._bus = bus
+        self._agent_id = agent_id
+
+    async def settle(self, request: PermissionRequest, tool_call_id: str) -> Verdict:
+        """Decide ``request`` by the rules, asking the user when they say "ask" and someone can answer."""
+        decision = self.policy.decide(request)
+        if decision.kind == "ask" and self.asker is not None:
+            self._publish(request, tool_call_id, decision, None)
+            answer = await self.asker(request, self._agent_id)
+            if answer == "session":
+                self.policy.grant_for_session(request)
+            allowed = answer != "deny"
+        else:
+            allowed = decision.kind == "allow"
+        if decision.kind != "allow":
+            self._publish(request, tool_call_id, decision, "allow" if allowed else "deny")
+        return Verdict(allowed, decision)
+
+    async def allows(self, request: PermissionRequest, tool_call_id: str) -> bool:
+        """:meth:`settle`, as the yes/no a tool asking mid-run needs."""
+        return (await self.settle(request, tool_call_id)).allowed
+
+    def refusal(self, request: PermissionRequest, decision: Decision) -> str:
+        """What the model is told when ``request`` was refused: why, and not to retry it."""
+        if decision.kind == "deny" and decision.rule is not None:
+            return f"Permission denied by rule {decision.rule}: {request.description}. Do not retry it."
+        if self.asker is None:
+            return (
+                f"Permission denied: {request.description} ({decision.reason}). This is a non-interactive "
+                "run, so nobody can approve it; the user can rerun with --yolo or allow it with a rule in "
+                f'nestor.toml, e.g. [permissions] allow = ["{request.tool_name}"]. Do not retry this call.'
+            )
+        return f"The user denied: {request.description}. Do not retry it; ask the user what to do instead."
+
+    def _publish(
+        self,
+        request: PermissionRequest,
+        tool_call_id: str,
+        decision: Decision,
+        outcome: Literal["allow", "deny"] | None,
+    ) -> None:
+        self._bus.publish(
+            PermissionAsked(
+                agent_id=self._agent_id,
+                tool_call_id=tool_call_id,
+                tool_name=request.tool_name,
+                target=request.target,
+                decision=outcome,
+                reason=decision.reason,
+            )
+        )
