@@ -123,6 +123,14 @@ class Tool(ABC, Generic[ParamsT]):
         """Do the work. Raise :class:`ToolError` for a clear error message to the model."""
 
 
+def clamp_timeout(requested: int, maximum: int, notes: list[str]) -> int:
+    """Return ``requested`` capped at ``maximum``, adding a note for the model when it was capped."""
+    if requested <= maximum:
+        return requested
+    notes.append(f"Note: timeout {requested} s was clamped to the maximum of {maximum} s.")
+    return maximum
+
+
 def path_permission(
     tool_name: str, action: PermissionAction, raw_path: str, ctx: ToolContext
 ) -> PermissionRequest | None:
@@ -149,5 +157,6 @@ __all__ = [
     "ToolContext",
     "ToolError",
     "ToolResult",
+    "clamp_timeout",
     "path_permission",
 ]

@@ -20,7 +20,7 @@ from typing import ClassVar
 
 from pydantic import BaseModel, Field
 
-from nestor.tools.base import PermissionRequest, Tool, ToolContext, ToolError, ToolResult
+from nestor.tools.base import PermissionRequest, Tool, ToolContext, ToolError, ToolResult, clamp_timeout
 
 OUTPUT_LIMIT_CHARS = 30_000
 """Output beyond this many characters is cut in the middle, keeping its head and tail."""
@@ -143,10 +143,7 @@ class BashTool(Tool[BashParams]):
     async def run(self, params: BashParams, ctx: ToolContext) -> ToolResult:
         """Run the command and report its output, exit code and whether it timed out."""
         notes: list[str] = []
-        timeout = params.timeout
-        if timeout > MAX_TIMEOUT_SECONDS:
-            notes.append(f"Note: timeout {timeout} s was clamped to the maximum of {MAX_TIMEOUT_SECONDS} s.")
-            timeout = MAX_TIMEOUT_SECONDS
+        timeout = clamp_timeout(params.timeout, MAX_TIMEOUT_SECONDS, notes)
         if not ctx.project_root.is_dir():
             raise ToolError(f"The project root {ctx.project_root} is not a directory.")
 

@@ -22,7 +22,7 @@ import httpx
 from html_to_markdown import ConversionError, ConversionOptions, InlineDataMedia, OutputFormat, convert
 from pydantic import BaseModel, Field
 
-from nestor.tools.base import PermissionRequest, Tool, ToolContext, ToolError, ToolResult
+from nestor.tools.base import PermissionRequest, Tool, ToolContext, ToolError, ToolResult, clamp_timeout
 
 MAX_BODY_BYTES = 5 * 1024 * 1024
 """Reading a response body stops after this many bytes."""
@@ -132,10 +132,7 @@ class FetchTool(Tool[FetchParams]):
         """Download the URL and render its content for the model."""
         url = _check_url(params.url)
         notes: list[str] = []
-        timeout = params.timeout
-        if timeout > MAX_TIMEOUT_SECONDS:
-            notes.append(f"Note: timeout {timeout} s was clamped to the maximum of {MAX_TIMEOUT_SECONDS} s.")
-            timeout = MAX_TIMEOUT_SECONDS
+        timeout = clamp_timeout(params.timeout, MAX_TIMEOUT_SECONDS, notes)
 
         download = await self._download(url, timeout)
         text = _decode(download.body, download.charset, download.truncated, download.media_type)
