@@ -9,6 +9,7 @@ import sys
 from typing import Any, TextIO
 
 from nestor.cli.options import CommonOptions
+from nestor.cli.render import short_args
 from nestor.core.events import Event
 from nestor.core.usage import format_cost, format_tokens
 
@@ -109,7 +110,7 @@ def _event_printer(output_format: str, out: TextIO, err: TextIO):
 
     def text_progress(event: Event) -> None:
         if event.type == "tool_started":
-            err.write(f"· {event.tool_name} {_short_args(event.args)}\n")
+            err.write(f"· {event.tool_name} {short_args(event.args)}\n")
         elif event.type == "retrying":
             err.write(f"· retrying in {event.delay_s:.1f}s: {event.reason}\n")
         elif event.type == "permission_asked" and event.decision == "deny":
@@ -123,9 +124,3 @@ def _event_printer(output_format: str, out: TextIO, err: TextIO):
     if output_format == "text":
         return text_progress if err.isatty() else nothing
     return nothing
-
-
-def _short_args(args: dict[str, Any]) -> str:
-    text = " ".join(str(value) for value in args.values())
-    text = " ".join(text.split())
-    return text if len(text) <= 100 else text[:97] + "..."
