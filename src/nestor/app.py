@@ -80,13 +80,13 @@ class App:
     ) -> SessionAgent:
         """Build the coder agent on ``session`` (or a new session) and make it live."""
         settings = self.settings
-        built = build_model(settings.model_for("large"), settings, env=os.environ if env is None else env)
+        environment = os.environ if env is None else env
+        built = build_model(settings.model_for("large"), settings, env=environment)
         project_root = Path(settings.project_root)
         if session is None:
             session = self.sessions.create(
                 str(project_root), agent_name="coder", model=built.name, title=title
             )
-        environment = os.environ if env is None else env
         system_prompt = await build_system_prompt(
             builtin_agent_prompt("coder"),
             project_root,
