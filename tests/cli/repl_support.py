@@ -14,21 +14,18 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, UserPromptPart
 from pydantic_ai.models.function import AgentInfo
 from rich.console import Console
 
-from nestor.bus import EventBus
 from nestor.cli.render import EventRenderer
 from nestor.cli.repl import PendingQuestion
 from nestor.cli.repl_controller import PermissionPrompter, ReadAnswer, ReplController
-from nestor.core.events import AgentFinished, Event
+from nestor.core.events import AgentFinished
 from nestor.core.permission import PermissionRequest
-from nestor.permissions import PermissionPolicy
 from nestor.runtime.coordinator import Coordinator
-from nestor.runtime.loop import AgentSetup, SessionAgent
+from nestor.runtime.loop import SessionAgent
 from nestor.runtime.permission_gate import PermissionAsker
-from nestor.store.db import open_database
-from nestor.store.messages import MessageStore
-from nestor.store.sessions import Session, SessionStore
+from nestor.store.sessions import Session
 from nestor.testing.scripted_model import ScriptedModel, Step, StepFunction, StepSource, reply
 from nestor.tools.base import Tool, ToolContext
+from tests.runtime.support import Harness
 
 
 def plain_console(buffer: io.StringIO) -> Console:
@@ -110,18 +107,17 @@ class ReplHarness:
         read_answer: ReadAnswer | None = None,
     ) -> None:
         self.root = root
-        self.database = open_database(root / "data" / "nestor.db")
-        self.sessions = SessionStore(self.database)
-        self.messages = MessageStore(self.database)
-        self.bus = EventBus()
+        # The store, bus and event log are the runtime tests' harness; the REPL adds its own parts.
+        self.base = Harness(root)
+        self.sessions = self.base.sessions
+        self.messages = self.base.messages
+        self.events = self.base.events
         self.coordinator = Coordinator()
         self.model = ScriptedModel(list(steps) or [reply("hello")])
         self.tools = list(tools)
         self.output = io.StringIO()
         self.renderer = EventRenderer(plain_console(self.output))
-        self.events: list[Event] = []
-        self.bus.subscribe(self.renderer.handle)
-        self.bus.subscribe(self.events.append)
+        self.base.bus.subscribe(self.renderer.handle)
         self.start_error: Exception | None = None
         self.question = PendingQuestion()
         self.prompter = PermissionPrompter(read_answer or self.question.ask, self.renderer)
@@ -137,21 +133,13 @@ class ReplHarness:
     async def start_agent(self, session: Session | None, asker: PermissionAsker) -> SessionAgent:
         if self.start_error is not None:
             raise self.start_error
-        if session is None:
-            session = self.sessions.create(str(self.root), model="test:scripted")
-        setup = AgentSetup(
-            model=self.model,
-            model_name="test:scripted",
-            system_prompt="You are a test agent.",
-            tools=self.tools,
-            sessions=self.sessions,
-            messages=self.messages,
-            bus=self.bus,
-            policy=PermissionPolicy(project_root=str(self.root)),
+        agent = self.base.agent(
+            self.model,
+            self.tools,
             asker=asker,
-            project_root=self.root,
+            session_id=session.id if session is not None else None,
+            model_name="test:scripted",
         )
-        agent = SessionAgent(session.id, setup)
         self.coordinator.add(agent)
         return agent
 
@@ -169,7 +157,7 @@ class ReplHarness:
         return self.finished()[count - 1]
 
     def close(self) -> None:
-        self.database.close()
+        self.base.database.close()
 
 
 MakeHarness = Callable[..., ReplHarness]

@@ -183,12 +183,13 @@ class Harness:
         policy: PermissionPolicy | None = None,
         hooks: Sequence[Hook] = (),
         session_id: str | None = None,
+        model_name: str = "test:scripted-model",
     ) -> SessionAgent:
         if session_id is None:
-            session_id = self.sessions.create(str(self.root), model="scripted").id
+            session_id = self.sessions.create(str(self.root), model=model_name).id
         setup = AgentSetup(
             model=model,
-            model_name="test:scripted-model",
+            model_name=model_name,
             system_prompt="You are a test agent.",
             tools=tools,
             sessions=self.sessions,
