@@ -7,13 +7,6 @@ from nestor.tools.base import ToolContext
 from nestor.tools.edit import EditParams, EditTool
 
 
-@pytest.fixture
-def ctx(tmp_path: Path) -> ToolContext:
-    project = tmp_path / "project"
-    project.mkdir()
-    return ToolContext(project_root=project)
-
-
 async def edit(ctx: ToolContext, path: str, old: str, new: str, replace_all: bool = False) -> str:
     params = EditParams(path=path, old_string=old, new_string=new, replace_all=replace_all)
     result = await EditTool().run(params, ctx)

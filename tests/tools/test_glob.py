@@ -13,13 +13,6 @@ from nestor.tools.glob import MAX_RESULTS, GlobParams, GlobTool
 BACKENDS = {"ripgrep": RipgrepLookup.AUTO, "python": None}
 
 
-@pytest.fixture
-def ctx(tmp_path: Path) -> ToolContext:
-    project = tmp_path / "project"
-    project.mkdir()
-    return ToolContext(project_root=project)
-
-
 @pytest.fixture(params=sorted(BACKENDS))
 def tool(request: pytest.FixtureRequest) -> GlobTool:
     return GlobTool(rg_path=BACKENDS[request.param])

@@ -14,13 +14,6 @@ from nestor.tools.grep import MAX_MATCHES, GrepParams, GrepTool
 BACKENDS = {"ripgrep": RipgrepLookup.AUTO, "python": None}
 
 
-@pytest.fixture
-def ctx(tmp_path: Path) -> ToolContext:
-    project = tmp_path / "project"
-    project.mkdir()
-    return ToolContext(project_root=project)
-
-
 @pytest.fixture(params=sorted(BACKENDS))
 def tool(request: pytest.FixtureRequest) -> GrepTool:
     return GrepTool(rg_path=BACKENDS[request.param])

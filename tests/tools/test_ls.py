@@ -8,13 +8,6 @@ from nestor.tools.base import ToolContext
 from nestor.tools.ls import MAX_ENTRIES, LsParams, LsTool
 
 
-@pytest.fixture
-def ctx(tmp_path: Path) -> ToolContext:
-    project = tmp_path / "project"
-    project.mkdir()
-    return ToolContext(project_root=project)
-
-
 def make_files(root: Path, *names: str) -> None:
     for name in names:
         path = root / name

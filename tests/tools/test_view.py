@@ -7,13 +7,6 @@ from nestor.tools.base import ToolContext
 from nestor.tools.view import MAX_OUTPUT_CHARS, ViewParams, ViewTool
 
 
-@pytest.fixture
-def ctx(tmp_path: Path) -> ToolContext:
-    project = tmp_path / "project"
-    project.mkdir()
-    return ToolContext(project_root=project)
-
-
 async def view(ctx: ToolContext, path: str, offset: int = 0, limit: int = 2000) -> str:
     result = await ViewTool().run(ViewParams(path=path, offset=offset, limit=limit), ctx)
     assert not result.is_error

@@ -7,13 +7,6 @@ from nestor.tools.base import ToolContext
 from nestor.tools.write import WriteParams, WriteTool
 
 
-@pytest.fixture
-def ctx(tmp_path: Path) -> ToolContext:
-    project = tmp_path / "project"
-    project.mkdir()
-    return ToolContext(project_root=project)
-
-
 async def test_creates_the_file_and_missing_directories(ctx: ToolContext) -> None:
     result = await WriteTool().run(WriteParams(path="src/pkg/new.py", content="a = 1\nb = 'é'\n"), ctx)
 
