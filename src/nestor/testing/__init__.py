@@ -1,4 +1,4 @@
-"""Test support shipped with nestor: scripted models and a scripted OpenAI-compatible server.
+"""Test support shipped with nestor: scripted models and scripted OpenAI-compatible and Anthropic servers.
 
 - :class:`ScriptedModel` answers nestor's agent loop from a script of :class:`Step` s (built with
   :func:`reply`, :func:`call`, :func:`fail`, or computed by a function of the messages so far), streamed
@@ -6,8 +6,13 @@
 - :class:`ScriptedOpenAIServer` speaks the OpenAI chat completions protocol on 127.0.0.1, so tests can
   drive the real OpenAI provider over real HTTP, including rate limits, server errors and dropped
   streams; ``python -m nestor.testing.openai_server`` runs it as a separate process.
+- :class:`ScriptedAnthropicServer` speaks the Anthropic Messages API on 127.0.0.1 the same way
+  (:class:`AnthropicReply` steps, usage with cache reads and writes, Anthropic-style errors from
+  :func:`anthropic_error`, and :func:`prompt_too_long` for a context overflow), and records every
+  request body, so tests can check what the Anthropic provider sends (cache breakpoints, tools).
+  Both servers take the shared :class:`HTTPErrorReply` and :class:`ServerToolCall`.
 
-Names are imported on first use: the server module needs only the standard library, and running it
+Names are imported on first use: the server modules need only the standard library, and running one
 with ``python -m`` should not pay for importing pydantic-ai.
 """
 
@@ -17,6 +22,15 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from nestor.testing.anthropic_server import (
+        AnthropicReply,
+        AnthropicStep,
+        AnthropicStepSource,
+        AnthropicUsage,
+        ScriptedAnthropicServer,
+        anthropic_error,
+        prompt_too_long,
+    )
     from nestor.testing.openai_server import (
         HTTPErrorReply,
         ScriptedOpenAIServer,
@@ -45,6 +59,18 @@ if TYPE_CHECKING:
     )
 
 _MODULE_OF: dict[str, str] = {
+    **dict.fromkeys(
+        [
+            "AnthropicReply",
+            "AnthropicStep",
+            "AnthropicStepSource",
+            "AnthropicUsage",
+            "ScriptedAnthropicServer",
+            "anthropic_error",
+            "prompt_too_long",
+        ],
+        "nestor.testing.anthropic_server",
+    ),
     **dict.fromkeys(
         [
             "HTTPErrorReply",
@@ -80,10 +106,15 @@ _MODULE_OF: dict[str, str] = {
 }
 
 __all__ = [
+    "AnthropicReply",
+    "AnthropicStep",
+    "AnthropicStepSource",
+    "AnthropicUsage",
     "HTTPErrorReply",
     "RecordedRequest",
     "Script",
     "ScriptExhausted",
+    "ScriptedAnthropicServer",
     "ScriptedModel",
     "ScriptedOpenAIServer",
     "ServerReply",
@@ -95,10 +126,12 @@ __all__ = [
     "StepFunction",
     "StepSource",
     "ToolCall",
+    "anthropic_error",
     "call",
     "fail",
     "last_tool_results",
     "load_script",
+    "prompt_too_long",
     "reply",
     "step_from_json",
     "step_to_json",

@@ -21,21 +21,25 @@ Only the standard library is used, so the process starts fast.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import signal
-import socket
-import sys
 import threading
 import time
-import traceback
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType, TracebackType
-from typing import Any, TypeAlias, cast
+from types import FrameType
+from typing import Any, TypeAlias
+
+from nestor.testing._http_server import (
+    EventStream,
+    HTTPErrorReply,
+    JSONReply,
+    ScriptedServer,
+    ServerToolCall,
+    split_evenly,
+)
 
 __all__ = [
     "HTTPErrorReply",
@@ -50,26 +54,6 @@ __all__ = [
     "step_from_json",
     "step_to_json",
 ]
-
-
-@dataclass(frozen=True)
-class ServerToolCall:
-    """One tool call in a reply.
-
-    Attributes:
-        name: The function name.
-        arguments: The arguments, as a dict or as raw JSON text (which may be deliberately malformed).
-        id: The call id; ``None`` makes one from the request number and the call's index.
-
-    """
-
-    name: str
-    arguments: dict[str, Any] | str = field(default_factory=dict[str, Any])
-    id: str | None = None
-
-    def arguments_json(self) -> str:
-        """Return the arguments as the JSON text sent on the wire."""
-        return self.arguments if isinstance(self.arguments, str) else json.dumps(self.arguments)
 
 
 @dataclass(frozen=True)
@@ -132,25 +116,6 @@ class ServerReply:
     drop_after_chunks: int | None = None
 
 
-@dataclass(frozen=True)
-class HTTPErrorReply:
-    """An error reply, such as a 429 with ``Retry-After`` or a 503.
-
-    Attributes:
-        status: The HTTP status code.
-        body: A JSON value sent as JSON, or a string sent as plain text; ``None`` sends an
-            OpenAI-style ``{"error": {...}}`` object.
-        headers: Extra response headers, e.g. ``{"Retry-After": "1"}``.
-        delay: Seconds to wait before responding.
-
-    """
-
-    status: int
-    body: Any = None
-    headers: dict[str, str] = field(default_factory=dict[str, str])
-    delay: float = 0.0
-
-
 ServerStep: TypeAlias = ServerReply | HTTPErrorReply
 """One scripted response."""
 
@@ -208,16 +173,6 @@ def load_script(path: Path) -> list[ServerStep]:
     data = json.loads(path.read_text(encoding="utf-8"))
     steps = data["steps"] if isinstance(data, dict) else data
     return [step_from_json(step) for step in steps]
-
-
-def split_evenly(text: str, pieces: int) -> list[str]:
-    """Split ``text`` into at most ``pieces`` non-empty consecutive parts of near-equal length."""
-    if not text:
-        return []
-    pieces = max(1, min(pieces, len(text)))
-    size, extra = divmod(len(text), pieces)
-    bounds = [index * size + min(index, extra) for index in range(pieces + 1)]
-    return [text[bounds[index] : bounds[index + 1]] for index in range(pieces)]
 
 
 class _Completion:
@@ -280,280 +235,42 @@ class _Completion:
         return {"id": self.id, "object": kind, "created": self.created, "model": self.model}
 
 
-class ScriptedOpenAIServer:
+class ScriptedOpenAIServer(ScriptedServer[ServerReply]):
     """An OpenAI-compatible server on 127.0.0.1 answering chat completions from a script.
+
+    Its :attr:`base_url` ends in ``/v1``, as OpenAI clients expect.
 
     Attributes:
         requests: Every chat completion request body, in order (unscripted ones included).
         request_headers: The headers of each request in :attr:`requests` (lower-cased names).
         unscripted_requests: Bodies of requests that came after the script ran out (answered with 500).
         errors: Tracebacks of step functions that raised (answered with 500).
+        model_ids: The ids ``GET /v1/models`` lists.
 
     """
 
-    def __init__(
-        self,
-        steps: Iterable[ServerStepSource],
-        *,
-        host: str = "127.0.0.1",
-        port: int = 0,
-        model_ids: Sequence[str] = ("scripted",),
-        requests_file: Path | None = None,
-    ) -> None:
-        """Prepare a server; :meth:`start` (or ``with``) binds and serves it.
+    label = "scripted OpenAI server"
+    post_route = "/chat/completions"
+    base_path = "/v1"
 
-        Args:
-            steps: The script, one step per chat completion request.
-            host: The address to bind: keep it on loopback.
-            port: The port to bind; 0 picks a free one.
-            model_ids: The ids ``GET /v1/models`` lists.
-            requests_file: If set, each request body is appended to it as one JSON line.
-
-        """
-        self.requests: list[dict[str, Any]] = []
-        self.request_headers: list[dict[str, str]] = []
-        self.unscripted_requests: list[dict[str, Any]] = []
-        self.errors: list[str] = []
-        self.model_ids = list(model_ids)
-        self._steps = list(steps)
-        self._position = 0
-        self._address = (host, port)
-        self._requests_file = requests_file
-        self._lock = threading.Lock()
-        self._httpd: _HTTPServer | None = None
-        self._thread: threading.Thread | None = None
-
-    @property
-    def port(self) -> int:
-        """The bound port (valid once started)."""
-        if self._httpd is None:
-            raise RuntimeError("the server is not started")
-        return self._httpd.server_address[1]
-
-    @property
-    def base_url(self) -> str:
-        """The URL to give an OpenAI client, ending in ``/v1``."""
-        return f"http://{self._address[0]}:{self.port}/v1"
-
-    @property
-    def step_count(self) -> int:
-        """How many steps the script holds."""
-        return len(self._steps)
-
-    @property
-    def remaining(self) -> int:
-        """How many scripted steps are left."""
-        with self._lock:
-            return len(self._steps) - self._position
-
-    def start(self) -> ScriptedOpenAIServer:
-        """Bind the socket and serve from a daemon thread."""
-        self._httpd = _HTTPServer(self._address, _Handler, self)
-        # A short poll interval keeps `stop` quick: `shutdown` waits for the serving loop's next poll.
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, args=(0.02,), name="scripted-openai", daemon=True
+    def _render(self, step: ServerReply, request: dict[str, Any], number: int) -> JSONReply | EventStream:
+        completion = _Completion(step, request, number)
+        if not request.get("stream"):
+            return JSONReply(completion.body(), truncate=step.drop_after_chunks is not None)
+        include_usage = bool((request.get("stream_options") or {}).get("include_usage"))
+        events = [f"data: {json.dumps(chunk)}\n\n".encode() for chunk in completion.chunks(include_usage)]
+        return EventStream(
+            [*events, b"data: [DONE]\n\n"], drop_at=step.drop_after_chunks, chunk_delay=step.chunk_delay
         )
-        self._thread.start()
-        return self
 
-    def stop(self) -> None:
-        """Stop serving and close every connection."""
-        if self._httpd is None:
-            return
-        self._httpd.shutdown()
-        self._httpd.close_connections()
-        self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join()
-        self._httpd = None
+    def _error_body(self, status: int, message: str, error_type: str) -> dict[str, Any]:
+        return {"error": {"message": message, "type": error_type, "param": None, "code": error_type}}
 
-    def __enter__(self) -> ScriptedOpenAIServer:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
-
-    def _next_step(self, request: dict[str, Any], headers: dict[str, str]) -> tuple[int, ServerStep | None]:
-        """Record ``request`` and return its number and step (``None`` when the script is exhausted)."""
-        with self._lock:
-            self.requests.append(request)
-            self.request_headers.append(headers)
-            number = len(self.requests)
-            if self._requests_file is not None:
-                with self._requests_file.open("a", encoding="utf-8") as log:
-                    log.write(json.dumps(request) + "\n")
-            if self._position >= len(self._steps):
-                self.unscripted_requests.append(request)
-                return number, None
-            source = self._steps[self._position]
-            self._position += 1
-        return number, source if isinstance(source, ServerReply | HTTPErrorReply) else source(request)
-
-
-class _HTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(
-        self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler], scripted: ScriptedOpenAIServer
-    ) -> None:
-        self.scripted = scripted
-        self.open_connections: set[socket.socket] = set()
-        self.connections_lock = threading.Lock()
-        self.stopping = threading.Event()
-        super().__init__(address, handler)
-
-    def close_connections(self) -> None:
-        """Wake delayed handlers and shut down kept-alive connections, so their threads end."""
-        self.stopping.set()
-        with self.connections_lock:
-            for connection in self.open_connections:
-                _shutdown(connection)
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        # A client that goes away mid-response (a cancelled stream) is normal here, not worth a traceback.
-        if not isinstance(sys.exc_info()[1], OSError):
-            self.scripted.errors.append(traceback.format_exc())
-
-
-def _shutdown(connection: socket.socket) -> None:
-    with contextlib.suppress(OSError):  # already closed by the peer
-        connection.shutdown(socket.SHUT_RDWR)
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    @property
-    def httpd(self) -> _HTTPServer:
-        return cast(_HTTPServer, self.server)
-
-    def setup(self) -> None:
-        super().setup()
-        with self.httpd.connections_lock:
-            self.httpd.open_connections.add(self.connection)
-
-    def finish(self) -> None:
-        with self.httpd.connections_lock:
-            self.httpd.open_connections.discard(self.connection)
-        super().finish()
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Keep test output clean: no access log."""
-
-    def do_GET(self) -> None:
-        """Serve ``GET /v1/models``."""
-        if not self.path.rstrip("/").endswith("/models"):
-            self._send_json(404, _error_body(f"no route for GET {self.path}", "not_found"))
-            return
-        models = [
-            {"id": m, "object": "model", "created": 0, "owned_by": "nestor"}
-            for m in self.httpd.scripted.model_ids
-        ]
-        self._send_json(200, {"object": "list", "data": models})
-
-    def do_POST(self) -> None:
-        """Serve ``POST /v1/chat/completions`` from the script."""
-        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        if not self.path.rstrip("/").endswith("/chat/completions"):
-            self._send_json(404, _error_body(f"no route for POST {self.path}", "not_found"))
-            return
-        try:
-            request = json.loads(body)
-        except ValueError:
-            self._send_json(400, _error_body("the request body is not JSON", "invalid_request_error"))
-            return
-        scripted = self.httpd.scripted
-        headers = {name.lower(): value for name, value in self.headers.items()}
-        try:
-            number, step = scripted._next_step(request, headers)
-        except Exception:
-            scripted.errors.append(traceback.format_exc())
-            self._send_json(
-                500, _error_body("a scripted step function raised; see server.errors", "step_error")
-            )
-            return
-        if step is None:
-            message = (
-                f"scripted OpenAI server: script exhausted at request #{number} ({scripted.step_count} steps)"
-            )
-            self._send_json(500, _error_body(message, "script_exhausted"))
-            return
-        if self.httpd.stopping.wait(step.delay):
-            return
-        if isinstance(step, HTTPErrorReply):
-            self._send_error_reply(step)
-        elif request.get("stream"):
-            include_usage = bool((request.get("stream_options") or {}).get("include_usage"))
-            self._send_stream(step, _Completion(step, request, number).chunks(include_usage))
-        else:
-            self._send_completion(step, _Completion(step, request, number).body())
-
-    def _send_error_reply(self, step: HTTPErrorReply) -> None:
-        if isinstance(step.body, str):
-            payload, content_type = step.body.encode(), "text/plain; charset=utf-8"
-        else:
-            body = (
-                step.body
-                if step.body is not None
-                else _error_body(f"scripted HTTP {step.status}", "scripted")
-            )
-            payload, content_type = json.dumps(body).encode(), "application/json"
-        self._send_bytes(step.status, payload, content_type, step.headers)
-
-    def _send_completion(self, step: ServerReply, body: dict[str, Any]) -> None:
-        payload = json.dumps(body).encode()
-        if step.drop_after_chunks is None:
-            self._send_bytes(200, payload, "application/json")
-            return
-        self._send_head(200, {"Content-Type": "application/json", "Content-Length": str(len(payload))})
-        self.wfile.write(payload[: len(payload) // 2])
-        self._drop_connection()
-
-    def _send_stream(self, step: ServerReply, chunks: list[dict[str, Any]]) -> None:
-        headers = {
-            "Content-Type": "text/event-stream",
-            "Cache-Control": "no-cache",
-            "Transfer-Encoding": "chunked",
-        }
-        self._send_head(200, headers)
-        events = [f"data: {json.dumps(chunk)}\n\n".encode() for chunk in chunks] + [b"data: [DONE]\n\n"]
-        for position, event in enumerate(events):
-            if position == step.drop_after_chunks:
-                self._drop_connection()
-                return
-            if position and step.chunk_delay and self.httpd.stopping.wait(step.chunk_delay):
-                return
-            # One HTTP chunk per event: the client sees each event as soon as it is written.
-            self.wfile.write(f"{len(event):x}\r\n".encode() + event + b"\r\n")
-        self.wfile.write(b"0\r\n\r\n")
-
-    def _drop_connection(self) -> None:
-        self.wfile.flush()
-        _shutdown(self.connection)
-        self.close_connection = True
-
-    def _send_json(self, status: int, body: dict[str, Any]) -> None:
-        self._send_bytes(status, json.dumps(body).encode(), "application/json")
-
-    def _send_bytes(
-        self, status: int, payload: bytes, content_type: str, headers: dict[str, str] | None = None
-    ) -> None:
-        self._send_head(
-            status, {"Content-Type": content_type, "Content-Length": str(len(payload)), **(headers or {})}
-        )
-        self.wfile.write(payload)
-
-    def _send_head(self, status: int, headers: dict[str, str]) -> None:
-        self.send_response(status)
-        for name, value in headers.items():
-            self.send_header(name, value)
-        self.end_headers()
-
-
-def _error_body(message: str, error_type: str) -> dict[str, Any]:
-    return {"error": {"message": message, "type": error_type, "param": None, "code": error_type}}
+    def _get(self, path: str) -> tuple[int, dict[str, Any]] | None:
+        if not path.endswith("/models"):
+            return None
+        models = [{"id": m, "object": "model", "created": 0, "owned_by": "nestor"} for m in self.model_ids]
+        return 200, {"object": "list", "data": models}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
