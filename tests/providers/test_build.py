@@ -15,7 +15,13 @@ from pydantic_ai.models import ModelRequestParameters
 
 from nestor.config import ModelConfig, NamedProviderConfig, Settings
 from nestor.core.errors import ConfigError, MissingCredentialsError, UnknownProviderError
-from nestor.providers.build import DEFAULT_CONTEXT_WINDOW, BuiltModel, build_model, context_window_for
+from nestor.providers.build import (
+    DEFAULT_CONTEXT_WINDOW,
+    LOCAL_DEFAULT_CONTEXT_WINDOW,
+    BuiltModel,
+    build_model,
+    context_window_for,
+)
 from nestor.providers.usage import usage_from_response
 
 FAKE_KEYS = {
@@ -212,7 +218,15 @@ def test_model_settings_map_the_role_config(tmp_path: Path) -> None:
         model="anthropic:claude-sonnet-4-5", max_tokens=8192, temperature=0.2, thinking="medium"
     )
     built = build_model(config, make_settings(tmp_path), env=FAKE_KEYS)
-    assert built.settings == {"max_retries": 0, "max_tokens": 8192, "temperature": 0.2, "thinking": "medium"}
+    assert built.settings == {
+        "max_retries": 0,
+        "max_tokens": 8192,
+        "temperature": 0.2,
+        "thinking": "medium",
+        "anthropic_cache_instructions": True,
+        "anthropic_cache_tool_definitions": True,
+        "anthropic_cache_messages": True,
+    }
     assert built.model.settings == built.settings
 
 
@@ -227,14 +241,22 @@ def test_max_retries_is_always_zero(tmp_path: Path) -> None:
     assert built.settings == {"max_retries": 0}
 
 
-def test_context_window_from_config_then_family_then_default(tmp_path: Path) -> None:
+def test_context_window_from_config_then_profile_then_family_then_default(tmp_path: Path) -> None:
     settings = make_settings(tmp_path)
-    configured = ModelConfig(model="anthropic:claude-sonnet-4-5", context_window=1_000_000)
-    assert build_model(configured, settings, env=FAKE_KEYS).context_window == 1_000_000
-    known = ModelConfig(model="anthropic:claude-sonnet-4-5")
-    assert build_model(known, settings, env=FAKE_KEYS).context_window == 200_000
-    unknown = ModelConfig(model="ollama:mystery-model")
-    assert build_model(unknown, settings, env=FAKE_KEYS).context_window == DEFAULT_CONTEXT_WINDOW == 128_000
+
+    def window(model: str, configured: int | None = None) -> int:
+        config = ModelConfig(model=model, context_window=configured)
+        return build_model(config, settings, env=FAKE_KEYS).context_window
+
+    assert window("anthropic:claude-sonnet-4-5", 1_000_000) == 1_000_000
+    # pydantic-ai's profile data: gpt-4.1 is 1,000,000 there, 1,047,576 in the family table.
+    assert window("openai:gpt-4.1") == 1_000_000
+    assert window("anthropic:claude-sonnet-4-5") == 200_000
+    assert window("google:gemini-2.5-pro") == 1_048_576  # not in the profile data: the family's
+    assert window("openai-chat:mystery-model") == DEFAULT_CONTEXT_WINDOW == 128_000
+    # A local server's window is unknown: a modest default, not a family's.
+    assert window("ollama:qwen3-coder") == LOCAL_DEFAULT_CONTEXT_WINDOW == 32_768
+    assert window("ollama:qwen3-coder", 262_144) == 262_144
 
 
 @pytest.mark.parametrize(

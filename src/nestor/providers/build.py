@@ -5,6 +5,12 @@ inside the function that builds that provider's model, so only the provider in u
 
 Keys and base URLs are read from the ``env`` mapping given to :func:`build_model` and passed to
 the SDKs explicitly, so an injected environment is the whole truth. Building makes no request.
+
+Anthropic models (the built-in ``anthropic`` provider and ``[providers.NAME]`` tables of
+``type = "anthropic"``) use prompt caching: every request puts ``cache_control`` breakpoints on the
+system prompt, the tool definitions and the last message, so each turn reads the previous turn's
+prefix from the cache. These are explicit breakpoints rather than Anthropic's top-level automatic
+``cache_control``, which Anthropic-compatible gateways and proxies may not support.
 """
 
 from __future__ import annotations
@@ -29,10 +35,14 @@ from nestor.providers.catalog import (
 if TYPE_CHECKING:
     from httpx2 import AsyncClient, Request
     from pydantic_ai.models import Model
+    from pydantic_ai.models.anthropic import AnthropicModelSettings
     from pydantic_ai.providers.openai import OpenAIProvider
     from pydantic_ai.settings import ModelSettings
 
 DEFAULT_CONTEXT_WINDOW = 128_000
+# A local or self-hosted server's window is whatever it was started with; assume a modest one, so
+# compaction comes early rather than a request failing (a configured context_window wins).
+LOCAL_DEFAULT_CONTEXT_WINDOW = 32_768
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 ANTHROPIC_DEFAULT_BASE_URL = "https://api.anthropic.com"
 _UNPRICED_PROVIDERS = frozenset({"ollama"})
@@ -61,8 +71,10 @@ class BuiltModel:
     Attributes:
         model: The pydantic-ai model (its defaults already include ``settings``).
         settings: Settings for every request; ``max_retries`` is 0 because nestor's loop retries.
+            Anthropic models add prompt caching (``anthropic_cache_instructions``,
+            ``anthropic_cache_tool_definitions`` and ``anthropic_cache_messages``, all ``True``).
         name: ``"provider:model"`` for display and storage.
-        context_window: Tokens the model can attend to: configured, else known, else 128000.
+        context_window: Tokens the model can attend to (see :func:`resolve_context_window`).
         priced: Whether public price tables apply. Not for named providers and local servers:
             a vLLM or proxy serving a model under a familiar name does not charge that vendor's
             prices, and a guessed cost is worse than none.
@@ -108,6 +120,8 @@ def build_model(
         raise missing_credentials_error(status)
     key = api_key(provider, settings, env)
     model_settings = model_settings_for(model_config)
+    if (named.type if named is not None else provider) == "anthropic":
+        model_settings = _with_prompt_caching(model_settings)
 
     from pydantic_ai.exceptions import UserError
 
@@ -122,12 +136,15 @@ def build_model(
         raise ProviderError(
             f"cannot build model {model_config.model!r}: {exc}", hint="check the provider's settings"
         ) from None
+    priced = named is None and provider not in _UNPRICED_PROVIDERS
     return BuiltModel(
         model=model,
         settings=model_settings,
         name=f"{provider}:{model_name}",
-        context_window=model_config.context_window or context_window_for(model_name),
-        priced=named is None and provider not in _UNPRICED_PROVIDERS,
+        context_window=resolve_context_window(
+            model_config.context_window, model, model_name, local=not priced
+        ),
+        priced=priced,
     )
 
 
@@ -145,6 +162,41 @@ def model_settings_for(model_config: ModelConfig) -> ModelSettings:
     if model_config.thinking is not None:
         model_settings["thinking"] = model_config.thinking
     return model_settings
+
+
+def _with_prompt_caching(model_settings: ModelSettings) -> ModelSettings:
+    """Return ``model_settings`` with cache breakpoints on the system prompt, tools and last message.
+
+    Three of Anthropic's four breakpoints (pydantic-ai drops any beyond four). The system prompt
+    and tools are the same on every request of a session, and the breakpoint on the last message
+    moves forward each turn, so a turn reads everything up to the previous turn's end from the
+    cache and writes only what is new.
+    """
+    cached: AnthropicModelSettings = {
+        **model_settings,
+        "anthropic_cache_instructions": True,
+        "anthropic_cache_tool_definitions": True,
+        "anthropic_cache_messages": True,
+    }
+    return cached
+
+
+def resolve_context_window(configured: int | None, model: Model, model_name: str, *, local: bool) -> int:
+    """Return a model's context window in tokens.
+
+    The configured value, else what pydantic-ai's model profile knows (from genai-prices' model
+    data), else for a local or self-hosted server (ollama, a ``[providers.NAME]``) a modest 32768,
+    else the model family's known window, else 128000.
+    """
+    if configured:
+        return configured
+    try:
+        known = model.context_window
+    except Exception:  # profile data is a convenience; a bug in it must not stop a run
+        known = None
+    if known:
+        return known
+    return LOCAL_DEFAULT_CONTEXT_WINDOW if local else context_window_for(model_name)
 
 
 def context_window_for(model_name: str) -> int:
