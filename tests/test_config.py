@@ -378,3 +378,27 @@ def test_importing_config_does_not_import_pydantic_ai() -> None:
     code = "import sys, nestor.config; print(sorted(m for m in sys.modules if m.startswith('pydantic_ai')))"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
+
+
+# --- [context] ---------------------------------------------------------------------------------
+
+
+def test_context_defaults_and_a_project_table(project: Path, user_config: Path) -> None:
+    context = load(project, user_config).context
+    assert (context.disable_auto_compact, context.compact_threshold) == (False, 0.85)
+    assert (context.keep_recent, context.tool_result_max_tokens) == (0.2, 20_000)
+    write(user_config, "[context]\ntool_result_max_tokens = 8000\n")
+    write(project / "nestor.toml", "[context]\ndisable_auto_compact = true\ncompact_threshold = 0.7\n")
+    context = load(project, user_config).context
+    assert (context.disable_auto_compact, context.compact_threshold) == (True, 0.7)
+    assert context.tool_result_max_tokens == 8000  # the user table's key survives the project's table
+
+
+def test_context_values_out_of_range_name_the_file_and_key(project: Path, user_config: Path) -> None:
+    path = write(project / "nestor.toml", "[context]\ncompact_threshold = 1.5\n")
+    error = config_error(project, user_config)
+    assert str(path) in error.message and "context.compact_threshold" in error.message
+    write(project / "nestor.toml", "[context]\nauto_compact = false\n")
+    error = config_error(project, user_config)
+    assert "unknown key 'context.auto_compact'" in error.message
+    assert error.hint is not None and "disable_auto_compact" in error.hint

@@ -147,6 +147,25 @@ class LimitsConfig(_ConfigModel):
     max_time_s: Annotated[StrictFloat, Field(ge=0)] = 0.0
 
 
+class ContextConfig(_ConfigModel):
+    """The ``[context]`` table: compaction and the size of tool results the model sees.
+
+    Attributes:
+        disable_auto_compact: Never compact on its own (``/compact`` still does); a request the
+            provider rejects as too long then fails.
+        compact_threshold: Compact when the next request would pass this share of the window.
+        keep_recent: Share of the window the most recent turns keep verbatim after compaction.
+        tool_result_max_tokens: A tool result over this many tokens is saved to a file in the
+            session's scratch directory; the model sees its head, its tail and the path.
+
+    """
+
+    disable_auto_compact: bool = False
+    compact_threshold: Annotated[StrictFloat, Field(gt=0.0, lt=1.0)] = 0.85
+    keep_recent: Annotated[StrictFloat, Field(gt=0.0, lt=0.5)] = 0.2
+    tool_result_max_tokens: Annotated[StrictInt, Field(ge=1000)] = 20_000
+
+
 class _ConfigDocument(_ConfigModel):
     """Everything a config file may contain; the keys a user may write."""
 
@@ -154,6 +173,7 @@ class _ConfigDocument(_ConfigModel):
     providers: dict[str, NamedProviderConfig] = Field(default_factory=dict[str, NamedProviderConfig])
     permissions: PermissionsConfig = PermissionsConfig()
     limits: LimitsConfig = LimitsConfig()
+    context: ContextConfig = ContextConfig()
 
     @field_validator("providers")
     @classmethod

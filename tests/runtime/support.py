@@ -18,6 +18,8 @@ from nestor.core.errors import ToolError
 from nestor.core.events import Event
 from nestor.core.permission import PermissionRequest
 from nestor.permissions import PermissionPolicy
+from nestor.runtime.compaction import SummaryModel
+from nestor.runtime.context import ContextPolicy
 from nestor.runtime.hooks import Budgets, Hook
 from nestor.runtime.loop import AgentSetup, SessionAgent
 from nestor.runtime.permission_gate import PermissionAsker
@@ -184,6 +186,9 @@ class Harness:
         hooks: Sequence[Hook] = (),
         session_id: str | None = None,
         model_name: str = "test:scripted-model",
+        scratch_dir: Path | None = None,
+        context: ContextPolicy | None = None,
+        summarizer: SummaryModel | None = None,
     ) -> SessionAgent:
         if session_id is None:
             session_id = self.sessions.create(str(self.root), model=model_name).id
@@ -198,6 +203,9 @@ class Harness:
             policy=policy or PermissionPolicy(project_root=str(self.root)),
             asker=asker,
             project_root=self.root,
+            scratch_dir=scratch_dir,
+            context=context,
+            summarizer=summarizer,
             budgets=budgets or Budgets(),
             hooks=hooks,
             sleep=self.fake_sleep,

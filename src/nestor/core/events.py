@@ -113,6 +113,40 @@ class AgentFinished(_Event):
     duration_s: float = 0.0
 
 
+class CompactionStarted(_Event):
+    """The agent began summarising the older part of its history to free context space.
+
+    ``trigger`` says why: ``threshold`` (the next request would pass the configured share of the
+    context window), ``overflow`` (the provider rejected a request as too long) or ``manual``
+    (``/compact``).
+    """
+
+    type: Literal["compaction_started"] = "compaction_started"
+    trigger: Literal["threshold", "overflow", "manual"]
+    context_tokens: int
+    context_window: int
+
+
+class Compacted(_Event):
+    """The agent's history was compacted: the summary replaced ``summarized_messages`` messages."""
+
+    type: Literal["compacted"] = "compacted"
+    trigger: Literal["threshold", "overflow", "manual"]
+    tokens_before: int
+    tokens_after: int
+    summarized_messages: int
+    kept_messages: int
+    usage: dict[str, Any] = Field(default_factory=dict)
+    duration_s: float = 0.0
+
+
+class SessionTitled(_Event):
+    """The session got a title written by the small model."""
+
+    type: Literal["session_titled"] = "session_titled"
+    title: str
+
+
 class ErrorEvent(_Event):
     """Something went wrong that the user should see (the run may still continue)."""
 
@@ -131,6 +165,9 @@ Event = Annotated[
     | RequestFinished
     | Retrying
     | PromptQueued
+    | CompactionStarted
+    | Compacted
+    | SessionTitled
     | AgentFinished
     | ErrorEvent,
     Field(discriminator="type"),

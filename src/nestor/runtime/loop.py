@@ -18,20 +18,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import ValidationError
-from pydantic_ai.direct import model_request_stream
 from pydantic_ai.messages import (
     InstructionPart,
     ModelMessage,
     ModelRequest,
     ModelRequestPart,
     ModelResponse,
-    PartDeltaEvent,
-    PartStartEvent,
     SystemPromptPart,
     TextPart,
-    TextPartDelta,
-    ThinkingPart,
-    ThinkingPartDelta,
     ToolCallPart,
     ToolReturnPart,
     UserPromptPart,
@@ -45,27 +39,42 @@ from nestor.core.errors import ModelRequestError, PermissionDeniedError, ToolErr
 from nestor.core.events import (
     AgentFinished,
     AgentStarted,
+    Compacted,
+    CompactionStarted,
     ErrorEvent,
     PromptQueued,
     RequestFinished,
-    Retrying,
-    TextDelta,
-    ThinkingDelta,
     ToolFinished,
     ToolStarted,
 )
 from nestor.core.usage import Usage
 from nestor.permissions import PermissionPolicy
-from nestor.providers.retry import RetryPolicy, describe_error, is_retryable
+from nestor.providers.build import DEFAULT_CONTEXT_WINDOW
+from nestor.providers.retry import RetryPolicy
 from nestor.providers.usage import usage_from_response
+from nestor.runtime.compaction import (
+    SUMMARY_INSTRUCTIONS,
+    CompactionMark,
+    CompactionTrigger,
+    SummaryModel,
+    find_cut,
+    measured_from,
+    render_transcript,
+    summarizer_prompt,
+    summary_message,
+    visible_history,
+)
+from nestor.runtime.context import ContextPolicy, context_tokens, fixed_tokens
 from nestor.runtime.history import repair as history_repair
 from nestor.runtime.hooks import BudgetHook, Budgets, Hook, Remind, RunState, Stop, StopReason
+from nestor.runtime.model_call import ModelCall, is_context_overflow
 from nestor.runtime.permission_gate import PermissionAsker, PermissionGate
 from nestor.store.messages import MessageStore
 from nestor.store.sessions import SessionStore
 from nestor.tools.base import Tool, ToolContext, ToolResult
 
 _PREVIEW_CHARS = 200
+_RETRY_COMPACTION_AFTER = 4
 
 
 @dataclass(slots=True)
@@ -98,8 +107,13 @@ class AgentSetup:
         policy: Permission rules and grants.
         asker: Asks the user; None in headless runs (then "ask" means "deny").
         project_root: Working directory of tools.
+        scratch_dir: This session's directory for temporary files (large tool results, ...);
+            tools may read it without asking. Created on first use.
         model_settings: Per-model options (max_tokens, temperature, thinking, ...).
         priced: Whether public price tables apply to this model (see ``BuiltModel.priced``).
+        context: When to compact the history; None never compacts on its own (``compact()`` still
+            works, with the default window).
+        summarizer: The model that writes compaction summaries; None uses the agent's own model.
         hooks: Extra hooks, after the built-in budget hook.
         budgets: Iteration, token and time limits of a run.
         retry: Retry policy for model requests.
@@ -120,8 +134,11 @@ class AgentSetup:
     policy: PermissionPolicy
     asker: PermissionAsker | None
     project_root: Path
+    scratch_dir: Path | None = None
     model_settings: ModelSettings | None = None
     priced: bool = True
+    context: ContextPolicy | None = None
+    summarizer: SummaryModel | None = None
     hooks: Sequence[Hook] = ()
     budgets: Budgets = field(default_factory=Budgets)
     retry: RetryPolicy = field(default_factory=RetryPolicy)
@@ -137,7 +154,9 @@ class SessionAgent:
     def __init__(self, session_id: str, setup: AgentSetup, history: list[ModelMessage] | None = None) -> None:
         self.session_id = session_id
         self.setup = setup
-        self.history: list[ModelMessage] = history if history is not None else setup.messages.list(session_id)
+        self.history: list[ModelMessage] = (
+            history if history is not None else visible_history(setup.messages.list(session_id))
+        )
         self._tools = {tool.name: tool for tool in setup.tools}
         self._tool_definitions = [
             ToolDefinition(
@@ -150,6 +169,10 @@ class SessionAgent:
             allow_text_output=True,
             instruction_parts=[InstructionPart(content=setup.system_prompt)] if setup.system_prompt else None,
         )
+        self._fixed_tokens = fixed_tokens(setup.system_prompt, self._tool_definitions)
+        # After a compaction that could not get under the threshold, wait for this many messages
+        # before trying again, instead of paying for a futile summary at every request.
+        self._no_auto_compaction_before = 0
         self._hooks: list[Hook] = [BudgetHook(setup.budgets), *setup.hooks]
         self._gate = PermissionGate(setup.policy, setup.asker, setup.bus, session_id)
         self._queue: list[str] = []
@@ -263,15 +286,24 @@ class SessionAgent:
         return Remind("\n\n".join(reminders)) if reminders else None
 
     async def _request(self, state: RunState, *, reminder: str | None) -> ModelResponse:
-        """Send the history (plus an optional reminder) and store the response."""
+        """Send the history (plus an optional reminder) and store the response.
+
+        Compacts first when the request would pass the context threshold, and once more (then
+        retries) when the provider rejects it as too long.
+        """
         setup = self.setup
-        messages = self.history
-        if reminder:
-            messages = [
-                *messages,
-                ModelRequest(parts=[SystemPromptPart(f"<system-reminder>{reminder}</system-reminder>")]),
-            ]
-        response = await self._stream_with_retries(messages)
+        if self._auto_compacts and len(self.history) >= self._no_auto_compaction_before:
+            policy = self._policy
+            if self.context_tokens() > policy.threshold_tokens:
+                await self._compact_or_warn(state)
+        try:
+            response = await self._send(reminder)
+        except ModelRequestError as exc:
+            if not (self._auto_compacts and is_context_overflow(exc)):
+                raise
+            if await self._compact("overflow", state=state) is None:
+                raise
+            response = await self._send(reminder)
         usage = usage_from_response(response, priced=setup.priced)
         state.iteration += 1
         state.usage.add(usage)
@@ -286,52 +318,136 @@ class SessionAgent:
         )
         return response
 
-    async def _stream_with_retries(self, messages: list[ModelMessage]) -> ModelResponse:
+    async def _send(self, reminder: str | None) -> ModelResponse:
+        messages = self.history
+        if reminder:
+            messages = [
+                *messages,
+                ModelRequest(parts=[SystemPromptPart(f"<system-reminder>{reminder}</system-reminder>")]),
+            ]
         setup = self.setup
-        attempt = 0
-        while True:
-            attempt += 1
-            try:
-                return await self._stream_once(messages)
-            except Exception as exc:
-                if not is_retryable(exc) or attempt >= setup.retry.max_attempts:
-                    raise ModelRequestError(
-                        describe_error(exc) + (f" (after {attempt} attempts)" if attempt > 1 else ""),
-                        hint=_hint_for(exc),
-                        retryable=is_retryable(exc),
-                    ) from exc
-                delay = setup.retry.delay_for(attempt, exc)
-                setup.bus.publish(
-                    Retrying(
-                        agent_id=self.session_id, attempt=attempt, delay_s=delay, reason=describe_error(exc)
-                    )
-                )
-                await setup.sleep(delay)
+        # Built per request: the setup's model and settings may be changed between requests.
+        call = ModelCall(
+            setup.model, setup.model_settings, self._request_parameters, setup.retry, setup.sleep
+        )
+        return await call.request(
+            messages, agent_id=self.session_id, publish=setup.bus.publish, stream_text=True
+        )
 
-    async def _stream_once(self, messages: list[ModelMessage]) -> ModelResponse:
+    # -- context ----------------------------------------------------------------------------
+
+    @property
+    def _policy(self) -> ContextPolicy:
+        return self.setup.context or ContextPolicy(context_window=DEFAULT_CONTEXT_WINDOW)
+
+    @property
+    def _auto_compacts(self) -> bool:
+        return self.setup.context is not None and self.setup.context.auto_compact
+
+    def context_tokens(self) -> int:
+        """The size in tokens of the next request with the history as it is now (an estimate)."""
+        return context_tokens(
+            self.history, fixed=self._fixed_tokens, trusted_from=measured_from(self.history)
+        )
+
+    async def compact(self, instructions: str | None = None) -> Compacted | None:
+        """Summarise the older part of the history now (``/compact``), optionally with a focus.
+
+        Returns the :class:`Compacted` event, or None when there was nothing to summarise.
+
+        Raises:
+            RuntimeError: A run is in progress.
+            ModelRequestError: The summary request failed; the history is unchanged.
+
+        """
+        if self.busy:
+            raise RuntimeError("cannot compact while a run is in progress")
+        return await self._compact("manual", instructions=instructions)
+
+    async def _compact_or_warn(self, state: RunState) -> None:
+        """Compact at the threshold; a failed summary is reported and the run goes on uncompacted."""
+        try:
+            await self._compact("threshold", state=state)
+        except ModelRequestError as exc:
+            self.setup.bus.publish(
+                ErrorEvent(
+                    agent_id=self.session_id,
+                    message=f"compaction failed, continuing without it: {exc}",
+                    hint=exc.hint,
+                )
+            )
+            self._no_auto_compaction_before = len(self.history) + _RETRY_COMPACTION_AFTER
+
+    async def _compact(
+        self, trigger: CompactionTrigger, *, state: RunState | None = None, instructions: str | None = None
+    ) -> Compacted | None:
+        """Replace the older part of the visible history by a stored summary; None if nothing to do."""
         setup = self.setup
+        policy = self._policy
+        cut = find_cut(self.history, policy.keep_recent_tokens)
+        if cut is None:
+            return None
+        before = self.context_tokens()
         publish = setup.bus.publish
-        agent_id = self.session_id
-        async with model_request_stream(
-            setup.model,
-            messages,
-            model_settings=setup.model_settings,
-            model_request_parameters=self._request_parameters,
-        ) as stream:
-            async for event in stream:
-                if isinstance(event, PartDeltaEvent):
-                    delta = event.delta
-                    if isinstance(delta, TextPartDelta) and delta.content_delta:
-                        publish(TextDelta(agent_id=agent_id, text=delta.content_delta))
-                    elif isinstance(delta, ThinkingPartDelta) and delta.content_delta:
-                        publish(ThinkingDelta(agent_id=agent_id, text=delta.content_delta))
-                elif isinstance(event, PartStartEvent):
-                    part = event.part
-                    if isinstance(part, TextPart) and part.content:
-                        publish(TextDelta(agent_id=agent_id, text=part.content))
-                    elif isinstance(part, ThinkingPart) and part.content:
-                        publish(ThinkingDelta(agent_id=agent_id, text=part.content))
-            return stream.get()
+        publish(
+            CompactionStarted(
+                agent_id=self.session_id,
+                trigger=trigger,
+                context_tokens=before,
+                context_window=policy.context_window,
+            )
+        )
+        started = time.monotonic()
+        summarizer = setup.summarizer or SummaryModel(
+            model=setup.model,
+            name=setup.model_name,
+            settings=setup.model_settings,
+            priced=setup.priced,
+            context_window=policy.context_window,
+        )
+        kept = self.history[cut:]
+        transcript = render_transcript(self.history[:cut], summarizer.transcript_chars)
+        call = ModelCall(
+            model=summarizer.model,
+            settings=summarizer.settings,
+            parameters=ModelRequestParameters(
+                allow_text_output=True, instruction_parts=[InstructionPart(content=SUMMARY_INSTRUCTIONS)]
+            ),
+            retry=setup.retry,
+            sleep=setup.sleep,
+        )
+        prompt = ModelRequest(parts=[UserPromptPart(summarizer_prompt(transcript, instructions))])
+        response = await call.request([prompt], agent_id=self.session_id, publish=publish, stream_text=False)
+        summary = _text_of(response).strip()
+        if not summary:
+            raise ModelRequestError(
+                f"the summary model {summarizer.name} returned an empty summary",
+                hint="try /compact again, or configure another [models] large model",
+            )
+        usage = usage_from_response(response, priced=summarizer.priced)
+        mark = CompactionMark(
+            kept_messages=len(kept), summarized_messages=cut, trigger=trigger, tokens_before=before
+        )
+        message = summary_message(summary, mark)
+        setup.messages.append(self.session_id, message, usage=usage, add_to_totals=True)
+        if state is not None:
+            state.usage.add(usage)
+        self.history = [message, *kept]
+        after = self.context_tokens()
+        futile = after > policy.threshold_tokens
+        self._no_auto_compaction_before = len(self.history) + _RETRY_COMPACTION_AFTER if futile else 0
+        event = Compacted(
+            agent_id=self.session_id,
+            trigger=trigger,
+            tokens_before=before,
+            tokens_after=after,
+            summarized_messages=cut,
+            kept_messages=len(kept),
+            usage=usage.to_dict(),
+            duration_s=time.monotonic() - started,
+        )
+        publish(event)
+        return event
 
     # -- tools ------------------------------------------------------------------------------
 
@@ -401,6 +517,7 @@ class SessionAgent:
             )
         ctx = ToolContext(
             project_root=self.setup.project_root,
+            scratch_dir=self.setup.scratch_dir,
             session_id=self.session_id,
             tool_call_id=call.tool_call_id,
             emit=self.setup.bus.publish,
@@ -512,17 +629,3 @@ def _format_validation_error(tool_name: str, error: ValidationError) -> str:
         location = ".".join(str(part) for part in item["loc"]) or "(arguments)"
         lines.append(f"- {location}: {item['msg']}")
     return "\n".join(lines)
-
-
-def _hint_for(error: BaseException) -> str | None:
-    from pydantic_ai.exceptions import ModelAuthenticationError, ModelNotFoundError, ModelQuotaExceededError
-
-    if isinstance(error, ModelAuthenticationError):
-        return "check the provider's API key (nestor models shows which key each model uses)"
-    if isinstance(error, ModelNotFoundError):
-        return "check the model name (--model provider:model) and the provider's base URL"
-    if isinstance(error, ModelQuotaExceededError):
-        return "the account's quota or credit is exhausted; top it up or use another model"
-    if is_retryable(error):
-        return "the provider kept failing; try again later, or use another model with --model"
-    return None

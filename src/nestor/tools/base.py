@@ -5,6 +5,10 @@ sees, and validation errors go back to the model as a retry), a description kept
 beside its module, and an async ``run``. Before ``run``, the runtime asks the tool which
 permission the call needs (:meth:`Tool.permission`) and settles it against the rules; tools never
 decide permissions themselves.
+
+Reading needs no permission inside the project or inside the session's scratch directory (where
+the runtime saves large tool results for the model to read back); everything else, and every write
+(the scratch directory included), goes through the rules.
 """
 
 from __future__ import annotations
@@ -51,7 +55,8 @@ class ToolContext:
         emit: Publishes an event (progress of a long-running tool, for instance).
         ask_permission: Asks for a permission a tool discovers only while running; returns True
             when granted. Permissions known up front go through :meth:`Tool.permission` instead.
-        scratch_dir: A directory this session may write temporary files to, if any.
+        scratch_dir: This session's directory for temporary files (large tool results, ...), if
+            any; reading inside it needs no permission, writing follows the usual rules.
 
     """
 
@@ -72,6 +77,10 @@ class ToolContext:
     def is_inside_project(self, path: Path) -> bool:
         """Return True when the resolved ``path`` lies within the project root."""
         return path.is_relative_to(self.project_root.resolve())
+
+    def is_inside_scratch(self, path: Path) -> bool:
+        """Return True when the resolved ``path`` lies within the scratch directory (False without one)."""
+        return self.scratch_dir is not None and path.is_relative_to(self.scratch_dir.resolve())
 
     def display_path(self, path: Path) -> str:
         """Return ``path`` relative to the project root when inside it, else absolute."""
@@ -110,8 +119,8 @@ class Tool(ABC, Generic[ParamsT]):
     def permission(self, params: ParamsT, ctx: ToolContext) -> PermissionRequest | None:
         """Return the permission this call needs, or None when it needs none.
 
-        The default suits read-only tools over one path: nothing inside the project, a ``read``
-        request outside it. Tools with a ``path`` parameter get this for free.
+        The default suits read-only tools over one path: nothing inside the project or the scratch
+        directory, a ``read`` request elsewhere. Tools with a ``path`` parameter get this for free.
         """
         raw_path = getattr(params, "path", None)
         if not isinstance(raw_path, str):
@@ -134,10 +143,15 @@ def clamp_timeout(requested: int, maximum: int, notes: list[str]) -> int:
 def path_permission(
     tool_name: str, action: PermissionAction, raw_path: str, ctx: ToolContext
 ) -> PermissionRequest | None:
-    """Build the permission request of a file tool: reads inside the project need none."""
+    """Build the permission request of a file tool on ``raw_path``, or None when it needs none.
+
+    Reads inside the project or inside the session's scratch directory need none; a write always
+    needs a decision by the rules or the user. The path is resolved first, so a symlink in the
+    scratch directory that points elsewhere is judged by where it points.
+    """
     path = ctx.resolve(raw_path)
     outside = not ctx.is_inside_project(path)
-    if action == "read" and not outside:
+    if action == "read" and (not outside or ctx.is_inside_scratch(path)):
         return None
     verb = "Read" if action == "read" else "Write"
     return PermissionRequest(
