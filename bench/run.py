@@ -7,6 +7,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import compaction
 import loop_overhead
 import startup
 
@@ -16,6 +17,8 @@ def main() -> None:
     loop_overhead.main()
     print()
     startup.main()
+    print()
+    compaction.main()
 
 
 if __name__ == "__main__":

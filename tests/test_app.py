@@ -1,9 +1,148 @@
 from __future__ import annotations
 
-from nestor.app import title_from_prompt
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from nestor.app import App, title_from_prompt
+from nestor.config import Settings, load_settings
+from nestor.core.events import SessionTitled
+from nestor.runtime.large_results import LargeResultHook
+from nestor.testing import ScriptedOpenAIServer, ServerReply, ServerUsage
 
 
 def test_title_is_the_first_line_cut_at_80_characters() -> None:
     assert title_from_prompt("  fix the bug\nin parser.py") == "fix the bug"
     assert title_from_prompt("x" * 100) == "x" * 77 + "..."
     assert title_from_prompt("   ") == ""
+
+
+# -- titles of new sessions, over a loopback OpenAI-compatible server -------------------------
+
+
+def write_project(root: Path, base_url: str, *, small: str | None = "local:small-model") -> Settings:
+    project = root / "project"
+    project.mkdir(exist_ok=True)
+    config = '[models]\nlarge = "local:large-model"\n'
+    if small is not None:
+        config += f'small = "{small}"\n'
+    config += f'\n[providers.local]\ntype = "openai"\nbase_url = "{base_url}"\n'
+    (project / "nestor.toml").write_text(config, encoding="utf-8")
+    env = {"NESTOR_HOME": str(root / "home"), "HOME": str(root)}
+    return load_settings(project, env=env, user_config_path=root / "no-user-config.toml")
+
+
+@pytest.fixture
+def opened(tmp_path: Path) -> Iterator[Callable[[Settings], App]]:
+    apps: list[App] = []
+
+    def open_app(settings: Settings) -> App:
+        apps.append(App.open(settings))
+        return apps[-1]
+
+    yield open_app
+    for app in apps:
+        app.close()
+
+
+async def test_a_new_session_is_titled_by_the_small_model(
+    tmp_path: Path, opened: Callable[[Settings], App]
+) -> None:
+    script = [
+        ServerReply(text="Hello! How can I help?"),
+        ServerReply(text="Title: Greeting the assistant", usage=ServerUsage(30, 4)),
+    ]
+    with ScriptedOpenAIServer(script) as server:
+        app = opened(write_project(tmp_path, server.base_url))
+        titled: list[SessionTitled] = []
+        app.bus.subscribe(lambda event: titled.append(event) if isinstance(event, SessionTitled) else None)
+        agent = await app.start_main_agent(title=title_from_prompt("say hello"), env={})
+        assert app.sessions.get(agent.session_id).title == "say hello"
+        await app.coordinator.run(agent.session_id, "say hello")
+        assert app.titles is not None
+        await app.titles.wait()
+        requests = server.requests
+    assert [request["model"] for request in requests] == ["large-model", "small-model"]
+    assert not requests[1].get("stream") and "say hello" in json.dumps(requests[1]["messages"])
+    session = app.sessions.get(agent.session_id)
+    assert session.title == "Greeting the assistant"
+    assert [(event.agent_id, event.title) for event in titled] == [(agent.session_id, session.title)]
+    assert session.usage.requests == 2  # the title request is spending too
+
+
+async def test_a_resumed_session_is_not_retitled(tmp_path: Path, opened: Callable[[Settings], App]) -> None:
+    with ScriptedOpenAIServer([ServerReply(text="Again.")]) as server:
+        app = opened(write_project(tmp_path, server.base_url))
+        session = app.sessions.create(str(app.settings.project_root), title="old title")
+        agent = await app.start_main_agent(session=session, env={})
+        await app.coordinator.run(agent.session_id, "one more thing")
+        requests = server.requests
+    assert app.titles is None and len(requests) == 1
+    assert app.sessions.get(agent.session_id).title == "old title"
+
+
+async def test_a_small_model_that_cannot_be_built_leaves_the_first_line_title(
+    tmp_path: Path, opened: Callable[[Settings], App]
+) -> None:
+    with ScriptedOpenAIServer([ServerReply(text="Hi.")]) as server:
+        # No ANTHROPIC_API_KEY in the environment: the small model cannot be built, the large one can.
+        app = opened(write_project(tmp_path, server.base_url, small="anthropic:claude-haiku-4-5"))
+        agent = await app.start_main_agent(title=title_from_prompt("hello\nthere"), env={})
+        result = await app.coordinator.run(agent.session_id, "hello\nthere")
+        requests = server.requests
+    assert result.stop_reason == "completed" and app.titles is None and len(requests) == 1
+    assert app.sessions.get(agent.session_id).title == "hello"
+
+
+# -- context management wiring ----------------------------------------------------------------
+
+
+async def test_the_main_agent_gets_the_context_settings_and_a_scratch_directory(
+    tmp_path: Path, opened: Callable[[Settings], App]
+) -> None:
+    settings = write_project(tmp_path, "http://127.0.0.1:9/v1")
+    config = settings.project_root / "nestor.toml"
+    config.write_text(
+        config.read_text().replace(
+            'large = "local:large-model"', 'large = { model = "local:large-model", context_window = 32000 }'
+        )
+        + "\n[context]\ndisable_auto_compact = true\ncompact_threshold = 0.7\n"
+        + "tool_result_max_tokens = 5000\n",
+        encoding="utf-8",
+    )
+    env = {"NESTOR_HOME": str(tmp_path / "home"), "HOME": str(tmp_path)}
+    app = opened(load_settings(settings.project_root, env=env, user_config_path=tmp_path / "none.toml"))
+    agent = await app.start_main_agent(env={})
+
+    setup = agent.setup
+    assert setup.context is not None
+    assert (setup.context.context_window, setup.context.auto_compact, setup.context.threshold) == (
+        32000,
+        False,
+        0.7,
+    )
+    assert setup.summarizer is not None and setup.summarizer.name == "local:large-model"
+    assert setup.scratch_dir == tmp_path / "home" / "scratch" / agent.session_id
+    large = [hook for hook in setup.hooks if isinstance(hook, LargeResultHook)]
+    assert len(large) == 1 and large[0].max_tokens == 5000
+
+
+async def test_deleting_a_session_removes_its_and_its_children_scratch_directories(
+    tmp_path: Path, opened: Callable[[Settings], App]
+) -> None:
+    app = opened(write_project(tmp_path, "http://127.0.0.1:9/v1"))
+    parent = app.sessions.create(str(tmp_path))
+    child = app.sessions.create(str(tmp_path), parent_id=parent.id)
+    grandchild = app.sessions.create(str(tmp_path), parent_id=child.id)
+    other = app.sessions.create(str(tmp_path))
+    for session in (parent, child, grandchild, other):
+        (app.scratch_dir(session.id) / "tool-results").mkdir(parents=True)
+        (app.scratch_dir(session.id) / "tool-results" / "x.txt").write_text("big")
+
+    app.delete_session(parent.id)
+
+    assert [s.id for s in app.sessions.list(None)] == [other.id]
+    assert not any(app.scratch_dir(s.id).exists() for s in (parent, child, grandchild))
+    assert app.scratch_dir(other.id).exists()

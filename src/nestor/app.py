@@ -8,6 +8,7 @@ into a :class:`~nestor.runtime.loop.SessionAgent` registered with the coordinato
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,11 +18,15 @@ from nestor.config import Settings, default_user_config_path
 from nestor.core.errors import SessionNotFoundError
 from nestor.permissions import PermissionPolicy
 from nestor.providers.build import build_model
+from nestor.runtime.compaction import SummaryModel
+from nestor.runtime.context import ContextPolicy
 from nestor.runtime.coordinator import Coordinator
-from nestor.runtime.hooks import Budgets
+from nestor.runtime.hooks import Budgets, Hook
+from nestor.runtime.large_results import LargeResultHook
 from nestor.runtime.loop import AgentSetup, SessionAgent
 from nestor.runtime.permission_gate import PermissionAsker
 from nestor.runtime.prompt import build_system_prompt, builtin_agent_prompt
+from nestor.runtime.titles import TitleHook, TitleWriter
 from nestor.runtime.toolset import coder_tools
 from nestor.store.db import Database, open_database
 from nestor.store.messages import MessageStore
@@ -30,7 +35,14 @@ from nestor.store.sessions import Session, SessionStore
 
 @dataclass
 class App:
-    """Open stores, the event bus and the coordinator for one nestor process."""
+    """Open stores, the event bus and the coordinator for one nestor process.
+
+    Attributes:
+        titles: Writes the titles of new sessions with the small model; None until a new session
+            needs one, and when the small model cannot be built. UIs wait for it (or cancel it)
+            before the process ends.
+
+    """
 
     settings: Settings
     database: Database
@@ -38,6 +50,7 @@ class App:
     messages: MessageStore
     bus: EventBus
     coordinator: Coordinator
+    titles: TitleWriter | None = None
 
     @classmethod
     def open(cls, settings: Settings) -> App:
@@ -83,10 +96,12 @@ class App:
         environment = os.environ if env is None else env
         built = build_model(settings.model_for("large"), settings, env=environment)
         project_root = Path(settings.project_root)
+        hooks: list[Hook] = []
         if session is None:
             session = self.sessions.create(
                 str(project_root), agent_name="coder", model=built.name, title=title
             )
+            hooks.extend(self._title_hooks(environment))
         system_prompt = await build_system_prompt(
             builtin_agent_prompt("coder"),
             project_root,
@@ -100,6 +115,8 @@ class App:
             yolo=settings.yolo,
         )
         limits = settings.limits
+        scratch_dir = self.scratch_dir(session.id)
+        context = settings.context
         setup = AgentSetup(
             model=built.model,
             model_name=built.name,
@@ -113,15 +130,65 @@ class App:
             policy=policy,
             asker=asker,
             project_root=project_root,
+            scratch_dir=scratch_dir,
+            context=ContextPolicy(
+                context_window=built.context_window,
+                auto_compact=not context.disable_auto_compact,
+                threshold=context.compact_threshold,
+                keep_recent=context.keep_recent,
+            ),
+            # The main agent runs on the large model, which also writes its summaries.
+            summarizer=SummaryModel(
+                model=built.model,
+                name=built.name,
+                settings=built.settings,
+                priced=built.priced,
+                context_window=built.context_window,
+            ),
             budgets=Budgets(
                 max_iterations=limits.max_iterations,
                 max_total_tokens=limits.max_tokens,
                 max_time_s=limits.max_time_s,
             ),
+            hooks=[LargeResultHook(scratch_dir, context.tool_result_max_tokens), *hooks],
         )
         agent = SessionAgent(session.id, setup)
         self.coordinator.add(agent)
         return agent
+
+    def scratch_dir(self, session_id: str) -> Path:
+        """The directory where a session keeps temporary files (large tool results); made on first use."""
+        return self.settings.data_dir / "scratch" / session_id
+
+    def delete_session(self, session_id: str) -> None:
+        """Delete a session, its sub-agent sessions and their scratch directories.
+
+        Raises:
+            SessionNotFoundError: No session has this id.
+
+        """
+        lineage = [session_id]
+        for current in lineage:  # grows while it is walked: every descendant once
+            lineage.extend(child.id for child in self.sessions.children(current))
+        self.sessions.delete(session_id)
+        for removed in lineage:
+            shutil.rmtree(self.scratch_dir(removed), ignore_errors=True)
+
+    def _title_hooks(self, env: Mapping[str, str]) -> list[Hook]:
+        """The hook that titles a new session; none when the small model cannot be built."""
+        if self.titles is None:
+            try:
+                small = build_model(self.settings.model_for("small"), self.settings, env=env)
+            except Exception:  # no credentials for the small model: the first-line title stays
+                return []
+            self.titles = TitleWriter(
+                small.model,
+                sessions=self.sessions,
+                bus=self.bus,
+                model_settings=small.settings,
+                priced=small.priced,
+            )
+        return [TitleHook(self.titles, self.messages)]
 
 
 def title_from_prompt(prompt: str) -> str:

@@ -6,7 +6,7 @@ import io
 import json
 
 from nestor.cli.headless import _event_printer
-from nestor.core.events import PermissionAsked, Retrying, TextDelta, ToolStarted
+from nestor.core.events import Compacted, PermissionAsked, Retrying, TextDelta, ToolStarted
 
 
 class Terminal(io.StringIO):
@@ -24,11 +24,24 @@ def test_text_mode_on_a_terminal_shows_tools_retries_and_denials_on_stderr() -> 
             agent_id="a", tool_call_id="c", tool_name="bash", target="rm x", decision="deny", reason="r"
         )
     )
+    printer(
+        Compacted(
+            agent_id="a",
+            trigger="overflow",
+            tokens_before=150_000,
+            tokens_after=20_000,
+            summarized_messages=40,
+            kept_messages=2,
+            duration_s=3.0,
+        )
+    )
     printer(TextDelta(agent_id="a", text="answer text"))
     assert err.getvalue().splitlines() == [
         "· bash git status",
         "· retrying in 2.0s: HTTP 429 (rate limited)",
         "· denied bash: rm x (r)",
+        "· context compacted: 150.0k → 20.0k tokens; 40 messages summarised, 2 kept · summary 0 in, 0 out, "
+        "cost unknown · 3.0s",
     ]
     assert out.getvalue() == ""  # the answer is printed once, at the end
 

@@ -17,6 +17,8 @@ from nestor.cli.render import (
 from nestor.core.events import (
     AgentFinished,
     AgentStarted,
+    Compacted,
+    CompactionStarted,
     ErrorEvent,
     PermissionAsked,
     PromptQueued,
@@ -309,3 +311,28 @@ def test_small_formatters() -> None:
     assert short_args({"command": "git status", "timeout": 30}) == "git status"
     assert short_args({"a": 1, "b": "two"}) == "1 two"
     assert short_args({"command": "x" * 50}, limit=10) == "x" * 9 + "…"
+
+
+def test_compaction_lines_say_why_what_it_saved_and_what_it_cost(
+    renderer: EventRenderer, buffer: io.StringIO
+) -> None:
+    renderer.handle(
+        CompactionStarted(agent_id=MAIN, trigger="threshold", context_tokens=170_000, context_window=200_000)
+    )
+    renderer.handle(
+        Compacted(
+            agent_id=MAIN,
+            trigger="threshold",
+            tokens_before=170_000,
+            tokens_after=31_500,
+            summarized_messages=120,
+            kept_messages=6,
+            usage=Usage(input_tokens=90_000, output_tokens=1_800, cost_usd=0.297).to_dict(),
+            duration_s=12.5,
+        )
+    )
+    assert " ".join(lines_of(buffer)) == (
+        "⟳ compacting the history (threshold): 170.0k of 200.0k tokens (85%) "
+        "⟳ context compacted: 170.0k → 31.5k tokens; 120 messages summarised, 6 kept · summary 90.0k in, "
+        "1.8k out, $0.30 · 12s"
+    )

@@ -188,11 +188,11 @@ async def test_help_exit_and_unknown_commands(make_harness: MakeHarness) -> None
     await controller.open(None)
     assert await controller.handle_line("/help")
     text = harness.text()
-    for command in ("/help", "/cost", "/session", "/clear", "/exit", "/quit"):
+    for command in ("/help", "/cost", "/session", "/clear", "/compact", "/exit", "/quit"):
         assert f"\n{command}" in text
     assert await controller.handle_line("/frobnicate now")
     assert harness.lines()[-1] == (
-        "unknown command /frobnicate; the commands are: /help /cost /session /clear /exit /quit"
+        "unknown command /frobnicate; the commands are: /help /cost /session /clear /compact /exit /quit"
     )
     assert not await controller.handle_line("/exit")
     assert not await controller.handle_line("/QUIT")
@@ -317,3 +317,66 @@ async def test_shutdown_of_an_unused_session_says_nothing(make_harness: MakeHarn
     before = harness.lines()
     await harness.controller.shutdown()
     assert harness.lines() == before
+
+
+# -- /compact ---------------------------------------------------------------------------------
+
+
+async def test_compact_summarises_with_the_focus_and_queues_prompts_meanwhile(
+    make_harness: MakeHarness,
+) -> None:
+    gate = Gate()
+    harness = make_harness([reply("first answer"), gate.step(reply("SUMMARY-OF-IT")), reply("after")])
+    controller = harness.controller
+    await controller.open(None)
+    await controller.handle_line("start")
+    await harness.wait_finished(1)
+
+    await controller.handle_line("/compact the failing test")
+    await gate.entered.wait()
+    assert controller.busy
+    assert "focus on: the failing test" in user_prompts(harness.model.requests[1].messages)[0]
+    await controller.handle_line("go on")  # sent while compacting: runs right after
+    assert "queued until the compaction ends" in harness.lines()
+    gate.release.set()
+    await harness.wait_finished(2)
+
+    sent = harness.model.requests[2].messages
+    assert "SUMMARY-OF-IT" in user_prompts(sent)[0] and user_prompts(sent)[-1] == "go on"
+    assert any(line.startswith("⟳ context compacted") for line in harness.lines())
+
+
+async def test_compact_can_be_stopped_and_leaves_the_history(make_harness: MakeHarness) -> None:
+    gate = Gate()
+    harness = make_harness([reply("first answer"), gate.step(reply("never"))])
+    controller = harness.controller
+    await controller.open(None)
+    await controller.handle_line("start")
+    await harness.wait_finished(1)
+    before = list(controller.agent.history)
+
+    await controller.handle_line("/compact")
+    await gate.entered.wait()
+    assert controller.cancel()
+    await controller.wait()
+    assert not controller.busy
+    assert "compaction stopped; the history is unchanged" in harness.lines()
+    assert controller.agent.history == before
+
+
+async def test_compact_is_refused_while_a_run_is_going_and_with_nothing_to_compact(
+    make_harness: MakeHarness,
+) -> None:
+    gate = Gate()
+    harness = make_harness([gate.step(reply("done"))])
+    controller = harness.controller
+    await controller.open(None)
+    await controller.handle_line("/compact")
+    await controller.wait()
+    assert "nothing to compact yet" in harness.lines()
+    await controller.handle_line("start")
+    await gate.entered.wait()
+    await controller.handle_line("/compact")
+    assert any("/compact when it is done" in line for line in harness.lines())
+    gate.release.set()
+    await harness.wait_finished(1)

@@ -80,7 +80,8 @@ def test_run_reads_edits_and_runs_a_command_then_sessions_show_has_it_all(repo: 
     assert outcome["cost_usd"] is not None and outcome["cost_usd"] > 0  # gpt-4o has a known price
 
     # The model saw the tool results: the file, the grep hit, the edit and the command output.
-    tool_messages = [m for m in requests[-1]["messages"] if m["role"] == "tool"]
+    # requests[4], after the run, is the new session's title request.
+    tool_messages = [m for m in requests[3]["messages"] if m["role"] == "tool"]
     contents = "\n".join(str(m["content"]) for m in tool_messages)
     assert "return a - b" in contents and "calc.py" in contents and "5" in contents
     system = requests[0]["messages"][0]
@@ -164,7 +165,13 @@ def test_named_openai_compatible_provider_reports_null_cost(repo: Path, tmp_path
 
 
 def test_continue_and_resume_carry_the_conversation_on(repo: Path, tmp_path: Path) -> None:
-    script = [ServerReply(text="first"), ServerReply(text="second"), ServerReply(text="third")]
+    # The first run of a new session is followed by its title request.
+    script = [
+        ServerReply(text="first"),
+        ServerReply(text="Counting"),
+        ServerReply(text="second"),
+        ServerReply(text="third"),
+    ]
     with ScriptedOpenAIServer(script) as server:
         env = openai_env(tmp_path, server)
         base = ["run", "-o", "json", "--model", "openai-chat:gpt-4o"]

@@ -15,6 +15,7 @@ from pydantic_ai.messages import (
 )
 
 from nestor.core.usage import Usage
+from nestor.runtime.compaction import CompactionMark, summary_message
 from nestor.store import MessageStore, SessionStore, open_database
 from tests.cli.support import clean_env, nestor, nestor_json
 
@@ -83,3 +84,34 @@ def test_delete_needs_confirmation_without_a_terminal(filled: tuple[Path, dict[s
     done = nestor(["sessions", "delete", session_id, "--yes"], cwd=project, env=env)
     assert done.returncode == 0 and session_id in done.stdout
     assert nestor_json(["sessions", "list", "--json"], cwd=project, env=env) == []
+
+
+def test_show_and_export_mark_where_the_history_was_compacted(
+    filled: tuple[Path, dict[str, str], str],
+) -> None:
+    project, env, session_id = filled
+    database = open_database(Path(env["NESTOR_HOME"]) / "nestor.db")
+    mark = CompactionMark(kept_messages=2, summarized_messages=1, trigger="threshold", tokens_before=170_000)
+    MessageStore(database).append(
+        session_id,
+        summary_message("## Goal\nfix the login bug", mark),
+        usage=Usage(input_tokens=9000, output_tokens=400, requests=1),
+        add_to_totals=True,
+    )
+    database.close()
+
+    shown = nestor(["sessions", "show", session_id], cwd=project, env=env)
+    assert (
+        "## context compacted (threshold: 1 messages summarised at 170.0k tokens, the last 2 kept"
+        in shown.stdout
+    )
+    assert "fix the login bug" in shown.stdout
+    exported = nestor_json(["sessions", "show", session_id, "--json"], cwd=project, env=env)
+    marks = [m["compaction"] for m in exported["messages"]]
+    assert marks[:3] == [None, None, None]
+    assert marks[3] == {
+        "kept_messages": 2,
+        "summarized_messages": 1,
+        "trigger": "threshold",
+        "tokens_before": 170_000,
+    }

@@ -6,17 +6,23 @@ import asyncio
 import json
 import signal
 import sys
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from nestor.cli.options import CommonOptions
-from nestor.cli.render import short_args
+from nestor.cli.render import compaction_line, short_args
 from nestor.core.events import Event
 from nestor.core.usage import format_cost, format_tokens
+
+if TYPE_CHECKING:
+    from nestor.runtime.loop import RunResult, SessionAgent
+    from nestor.runtime.titles import TitleWriter
 
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_STOPPED = 3
 EXIT_CANCELLED = 130
+TITLE_WAIT_S = 10.0
+"""Longest wait, after the answer, for the new session's title before the process exits."""
 
 
 def run_headless(
@@ -44,35 +50,61 @@ async def _run(
         session = app.find_session(resume=resume, continue_latest=continue_latest)
         agent = await app.start_main_agent(session=session, asker=None, title=title_from_prompt(prompt))
         app.bus.subscribe(_event_printer(output_format, sys.stdout, sys.stderr))
+
+        def interrupt() -> None:
+            app.coordinator.cancel(agent.session_id)
+            if app.titles is not None:
+                app.titles.cancel()
+
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(signum, app.coordinator.cancel, agent.session_id)
+            loop.add_signal_handler(signum, interrupt)
         try:
             result = await app.coordinator.run(agent.session_id, prompt)
+            if output_format == "stream-json":
+                # The title's event comes before the result line, which stays the last one.
+                await _wait_for_titles(app.titles)
+            _print_outcome(_outcome(agent, result), output_format)
+            # After the answer is out: the session's title is worth a short wait, not a delay.
+            await _wait_for_titles(app.titles)
         finally:
             for signum in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(signum)
-        outcome: dict[str, Any] = {
-            "type": "result",
-            "session_id": agent.session_id,
-            "result": result.text,
-            "is_error": result.is_error,
-            "stop_reason": result.stop_reason,
-            "num_turns": result.num_turns,
-            "duration_s": round(result.duration_s, 3),
-            "model": agent.setup.model_name,
-            "usage": result.usage.to_dict(),
-            "cost_usd": result.usage.cost_usd,
-        }
-        if result.hint:
-            outcome["hint"] = result.hint
-        if output_format == "text":
-            _print_text_outcome(outcome)
-        else:
-            print(json.dumps(outcome), flush=True)
         return _exit_code(result.stop_reason, result.is_error)
     finally:
+        if app.titles is not None:
+            app.titles.cancel()
         app.close()
+
+
+async def _wait_for_titles(titles: TitleWriter | None) -> None:
+    if titles is not None:
+        await titles.wait(TITLE_WAIT_S)
+
+
+def _outcome(agent: SessionAgent, result: RunResult) -> dict[str, Any]:
+    outcome: dict[str, Any] = {
+        "type": "result",
+        "session_id": agent.session_id,
+        "result": result.text,
+        "is_error": result.is_error,
+        "stop_reason": result.stop_reason,
+        "num_turns": result.num_turns,
+        "duration_s": round(result.duration_s, 3),
+        "model": agent.setup.model_name,
+        "usage": result.usage.to_dict(),
+        "cost_usd": result.usage.cost_usd,
+    }
+    if result.hint:
+        outcome["hint"] = result.hint
+    return outcome
+
+
+def _print_outcome(outcome: dict[str, Any], output_format: str) -> None:
+    if output_format == "text":
+        _print_text_outcome(outcome)
+    else:
+        print(json.dumps(outcome), flush=True)
 
 
 def _exit_code(stop_reason: str, is_error: bool) -> int:
@@ -113,6 +145,8 @@ def _event_printer(output_format: str, out: TextIO, err: TextIO):
             err.write(f"· {event.tool_name} {short_args(event.args)}\n")
         elif event.type == "retrying":
             err.write(f"· retrying in {event.delay_s:.1f}s: {event.reason}\n")
+        elif event.type == "compacted":
+            err.write(f"· {compaction_line(event).removeprefix('⟳ ')}\n")
         elif event.type == "permission_asked" and event.decision == "deny":
             err.write(f"· denied {event.tool_name}: {event.target} ({event.reason})\n")
 

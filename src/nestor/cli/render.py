@@ -20,12 +20,15 @@ from rich.text import Text
 from nestor.core.events import (
     AgentFinished,
     AgentStarted,
+    Compacted,
+    CompactionStarted,
     ErrorEvent,
     Event,
     PermissionAsked,
     PromptQueued,
     RequestFinished,
     Retrying,
+    SessionTitled,
     TextDelta,
     ThinkingDelta,
     ToolFinished,
@@ -137,6 +140,20 @@ class EventRenderer:
                     self._activity = "waiting for the model"
             case PromptQueued():
                 self._print(f"↳ queued for the next turn: {_one_line(event.prompt, 80)}", style="dim")
+            case CompactionStarted():
+                self.flush_text()
+                self._activity = "compacting the history"
+                share = event.context_tokens / event.context_window if event.context_window else 0
+                line = (
+                    f"⟳ compacting the history ({event.trigger}): {format_tokens(event.context_tokens)} "
+                    f"of {format_tokens(event.context_window)} tokens ({share:.0%})"
+                )
+                self._print(self._tag(event.agent_id) + line, style="dim")
+            case Compacted():
+                self._print(self._tag(event.agent_id) + compaction_line(event), style="dim")
+            case SessionTitled():
+                if event.agent_id == self.main_agent_id:
+                    self._print(f"session title: {event.title}", style="dim")
             case AgentFinished():
                 self._on_agent_finished(event)
             case ErrorEvent():
@@ -330,6 +347,17 @@ def turn_summary(event: AgentFinished) -> str:
     turns = f"{event.num_turns} turn{'' if event.num_turns == 1 else 's'}"
     tokens = f"{format_tokens(usage.input_tokens)} in / {format_tokens(usage.output_tokens)} out"
     return f"{turns} · {tokens} · {format_cost(event.cost_usd)} · {format_duration(event.duration_s)}"
+
+
+def compaction_line(event: Compacted) -> str:
+    """One line saying what a compaction saved and what its summary cost."""
+    summary = Usage.from_dict(event.usage)
+    return (
+        f"⟳ context compacted: {format_tokens(event.tokens_before)} → {format_tokens(event.tokens_after)} "
+        f"tokens; {event.summarized_messages} messages summarised, {event.kept_messages} kept · summary "
+        f"{format_tokens(summary.input_tokens)} in, {format_tokens(summary.output_tokens)} out, "
+        f"{format_cost(summary.cost_usd)} · {format_duration(event.duration_s)}"
+    )
 
 
 def usage_summary(usage: Usage) -> str:

@@ -360,4 +360,6 @@ async def repl_main(
         finally:
             unsubscribe()
     finally:
+        if app.titles is not None:
+            app.titles.cancel()  # a title still being written is not worth keeping the user waiting
         app.close()

@@ -84,6 +84,7 @@ _COMMAND_HELP = {
     "/cost": "tokens and cost of this session so far (sub-agents included)",
     "/session": "id, title and model of this session",
     "/clear": "start a new session (the current one stays stored)",
+    "/compact": "summarise the older conversation to free context (/compact FOCUS to steer the summary)",
     "/exit": "leave nestor (also /quit, Ctrl-D)",
     "/quit": "leave nestor",
 }
@@ -130,6 +131,8 @@ class ReplController:
         self._project_root = project_root
         self._agent: SessionAgent | None = None
         self._needs_title = False
+        self._compaction: asyncio.Task[None] | None = None
+        self._after_compaction: list[str] = []
 
     @property
     def agent(self) -> SessionAgent:
@@ -140,8 +143,14 @@ class ReplController:
 
     @property
     def busy(self) -> bool:
-        """True while the main agent runs."""
+        """True while the main agent runs or compacts its history."""
+        if self._compacting:
+            return True
         return self._agent is not None and self._coordinator.busy(self._agent.session_id)
+
+    @property
+    def _compacting(self) -> bool:
+        return self._compaction is not None and not self._compaction.done()
 
     @staticmethod
     def command_help() -> dict[str, str]:
@@ -185,6 +194,11 @@ class ReplController:
     def submit(self, prompt: str) -> asyncio.Task[RunResult] | None:
         """Send ``prompt`` to the main agent: a new run, or queued (None) when one is going."""
         agent = self.agent
+        if self._compacting:
+            # The agent cannot run while its history is being replaced; the prompt goes right after.
+            self._after_compaction.append(prompt)
+            self.renderer.info("queued until the compaction ends", style="dim")
+            return None
         if self._needs_title:
             self._needs_title = False
             self._sessions.set_title(agent.session_id, title_from_prompt(prompt))
@@ -194,12 +208,18 @@ class ReplController:
         return task
 
     def cancel(self) -> bool:
-        """Stop the main agent's run; False when none was going."""
+        """Stop the main agent's run or compaction; False when none was going."""
+        if self._compaction is not None and not self._compaction.done():
+            self._compaction.cancel()
+            return True
         return self._agent is not None and self._coordinator.cancel(self._agent.session_id)
 
     async def wait(self) -> RunResult | None:
         """Wait for the main agent's run to end (None when there is none)."""
-        if self._agent is None or not self.busy:
+        if self._compaction is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._compaction
+        if self._agent is None or not self._coordinator.busy(self._agent.session_id):
             return None
         return await self._coordinator.wait(self._agent.session_id)
 
@@ -232,6 +252,9 @@ class ReplController:
             self._show_session()
         elif name == "/clear":
             await self._clear()
+        elif name == "/compact":
+            focus = text.split(maxsplit=1)[1] if len(text.split(maxsplit=1)) > 1 else None
+            self._start_compaction(focus)
         else:
             known = " ".join(_COMMAND_HELP)
             self.renderer.info(f"unknown command {name}; the commands are: {known}", style="yellow")
@@ -256,6 +279,29 @@ class ReplController:
             self._coordinator.remove(previous.session_id)
         self._use(agent, title="")
         self.renderer.info(f"new session {agent.session_id} (the previous one stays stored)", style="dim")
+
+    def _start_compaction(self, focus: str | None) -> None:
+        if self.busy:
+            self.renderer.info(
+                "a run is in progress: /compact when it is done, or stop it with Esc", style="yellow"
+            )
+            return
+        self._compaction = asyncio.create_task(self._compact(self.agent, focus), name="compact")
+
+    async def _compact(self, agent: SessionAgent, focus: str | None) -> None:
+        """Compact ``agent``'s history; progress and results are events the renderer prints."""
+        try:
+            if await agent.compact(focus) is None:
+                self.renderer.info("nothing to compact yet", style="dim")
+        except asyncio.CancelledError:
+            self.renderer.info("compaction stopped; the history is unchanged", style="yellow")
+        except NestorError as exc:
+            self.renderer.error(f"compaction failed: {exc.message}", exc.hint)
+        finally:
+            queued, self._after_compaction = self._after_compaction, []
+            self._compaction = None
+            for prompt in queued:
+                self.submit(prompt)
 
     # -- helpers ----------------------------------------------------------------------------
 

@@ -144,7 +144,7 @@ def delete_session(
                 )
             if not typer.confirm(f"Delete session {session.id} ({session.title or 'untitled'})?"):
                 raise typer.Exit(1)
-        application.sessions.delete(session.id)
+        application.delete_session(session.id)
     finally:
         application.close()
     print(f"deleted {session.id}")
@@ -171,15 +171,19 @@ def session_export(session: Session, records: list[MessageRecord]) -> dict[str, 
     """A session with its messages, each as pydantic-ai's JSON plus nestor's usage."""
     from pydantic_ai.messages import ModelMessagesTypeAdapter
 
+    from nestor.runtime.compaction import compaction_mark
+
     messages: list[dict[str, Any]] = []
     for record in records:
         data = ModelMessagesTypeAdapter.dump_python([record.message], mode="json")[0]
+        mark = compaction_mark(record.message)
         messages.append(
             {
                 "seq": record.seq,
                 "kind": record.kind,
                 "created_at": record.created_at,
                 "usage": record.usage.to_dict() if record.usage else None,
+                "compaction": None if mark is None else mark.to_metadata()["nestor"]["compaction"],
                 "message": data,
             }
         )
@@ -199,6 +203,7 @@ def render_transcript(session: Session, records: list[MessageRecord]) -> str:
     )
 
     from nestor.core.usage import format_cost, format_tokens
+    from nestor.runtime.compaction import compaction_mark
 
     usage = session.usage
     lines = [
@@ -214,7 +219,17 @@ def render_transcript(session: Session, records: list[MessageRecord]) -> str:
     ]
     for record in records:
         message = record.message
-        if isinstance(message, ModelRequest):
+        mark = compaction_mark(message)
+        if mark is not None:
+            cost = f", {format_tokens(record.usage.total_tokens)} tokens" if record.usage else ""
+            lines += [
+                f"## context compacted ({mark.trigger}: {mark.summarized_messages} messages summarised at "
+                f"{format_tokens(mark.tokens_before)} tokens, the last {mark.kept_messages} kept{cost})",
+                "",
+                *(str(part.content) for part in message.parts if isinstance(part, UserPromptPart)),
+                "",
+            ]
+        elif isinstance(message, ModelRequest):
             for part in message.parts:
                 if isinstance(part, UserPromptPart):
                     lines += ["## user", "", str(part.content), ""]
