@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from nestor.testing import ScriptedOpenAIServer
+
 PROVIDER_KEYS = (
     "ANTHROPIC_API_KEY",
     "OPENAI_API_KEY",
@@ -34,6 +36,11 @@ def clean_env(home: Path, **extra: str) -> dict[str, str]:
     )
     env.update(extra)
     return env
+
+
+def openai_env(tmp_path: Path, server: ScriptedOpenAIServer) -> dict[str, str]:
+    """A clean environment whose openai provider talks to the scripted loopback ``server``."""
+    return clean_env(tmp_path / "home", OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="test-key")
 
 
 def nestor(

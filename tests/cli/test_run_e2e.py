@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from nestor.testing import ScriptedOpenAIServer, ServerReply, ServerToolCall, ServerUsage
-from tests.cli.support import clean_env, git_repo, nestor, nestor_json
+from tests.cli.support import clean_env, git_repo, nestor, nestor_json, openai_env
 from tests.processes import wait_for_group_to_die
 
 BUGGY = "def add(a, b):\n    return a - b\n\nprint(add(2, 3))\n"
@@ -25,10 +25,6 @@ BUGGY = "def add(a, b):\n    return a - b\n\nprint(add(2, 3))\n"
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     return git_repo(tmp_path / "repo", {"calc.py": BUGGY, "README.md": "# calc\n"})
-
-
-def openai_env(tmp_path: Path, server: ScriptedOpenAIServer) -> dict[str, str]:
-    return clean_env(tmp_path / "home", OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="test-key")
 
 
 def fix_script() -> list[ServerReply]:
@@ -289,3 +285,36 @@ def test_ctrl_c_cancels_the_turn_kills_the_command_and_keeps_history(
     last = shown["messages"][-1]["message"]["parts"][0]
     assert last["part_kind"] == "tool-return" and last["outcome"] == "interrupted"
     assert shown["session"]["status"] == "cancelled"
+
+
+def test_run_compacts_a_long_session_and_sessions_show_marks_it(repo: Path, tmp_path: Path) -> None:
+    (repo / "nestor.toml").write_text(
+        '[models.large]\nmodel = "openai-chat:gpt-4o"\ncontext_window = 4000\n', encoding="utf-8"
+    )
+    script = [
+        ServerReply(
+            tool_calls=(ServerToolCall("view", {"path": "calc.py"}),),
+            usage=ServerUsage(prompt_tokens=3_500, completion_tokens=20),
+        ),
+        ServerReply(text="## Goal\nFix add() in calc.py. SUMMARY-E2E", usage=ServerUsage(2_000, 60)),
+        ServerReply(text="add() subtracts; it should add.", usage=ServerUsage(900, 15)),
+        ServerReply(text="Fixing calc add"),  # the new session's title
+    ]
+    with ScriptedOpenAIServer(script) as server:
+        env = openai_env(tmp_path, server)
+        outcome = nestor_json(["run", "-o", "json", "why is calc wrong?"], cwd=repo, env=env)
+        requests = server.requests
+    assert outcome["result"] == "add() subtracts; it should add." and outcome["is_error"] is False
+    # The request after the view result passed 85% of 4,000 tokens: the large model summarised first.
+    assert "Summarise the transcript above" in requests[1]["messages"][-1]["content"]
+    assert "why is calc wrong?" in requests[1]["messages"][-1]["content"]
+    continued = requests[2]["messages"]
+    assert [m["role"] for m in continued] == ["system", "user", "assistant", "tool"]
+    assert "SUMMARY-E2E" in continued[1]["content"] and "return a - b" in continued[3]["content"]
+    assert outcome["usage"]["input_tokens"] == 3_500 + 2_000 + 900  # the summary is paid for too
+
+    shown = nestor(["sessions", "show", outcome["session_id"]], cwd=repo, env=env)
+    assert "## context compacted (threshold: 1 messages summarised" in shown.stdout
+    assert "SUMMARY-E2E" in shown.stdout
+    exported = nestor_json(["sessions", "show", outcome["session_id"], "--json"], cwd=repo, env=env)
+    assert [m["compaction"] is not None for m in exported["messages"]] == [False] * 3 + [True, False]

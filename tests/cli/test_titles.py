@@ -20,7 +20,7 @@ from nestor.config import Settings, load_settings
 from nestor.core.events import SessionTitled
 from nestor.testing import HTTPErrorReply, ScriptedOpenAIServer, ServerReply, ServerUsage
 from tests.cli.repl_support import eventually, lines_of, plain_console
-from tests.cli.support import clean_env, git_repo, nestor, nestor_json
+from tests.cli.support import git_repo, nestor, nestor_json, openai_env
 
 ENTER = "\r"
 PROMPT = "fix the parser\nit drops the last token"
@@ -30,10 +30,6 @@ MODEL = ["--model", "openai-chat:gpt-4o"]
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     return git_repo(tmp_path / "repo", {"parser.py": "def parse(tokens):\n    return tokens[:-1]\n"})
-
-
-def openai_env(tmp_path: Path, server: ScriptedOpenAIServer) -> dict[str, str]:
-    return clean_env(tmp_path / "home", OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="test-key")
 
 
 def test_run_titles_the_new_session_with_the_small_model(repo: Path, tmp_path: Path) -> None:
