@@ -9,6 +9,7 @@ import pytest
 from nestor.cli.render import (
     EventRenderer,
     MarkdownBlocks,
+    counted,
     format_duration,
     short_args,
     turn_summary,
@@ -336,3 +337,7 @@ def test_compaction_lines_say_why_what_it_saved_and_what_it_cost(
         "⟳ context compacted: 170.0k → 31.5k tokens; 120 messages summarised, 6 kept · summary 90.0k in, "
         "1.8k out, $0.30 · 12s"
     )
+
+
+def test_counts_agree_with_their_noun() -> None:
+    assert [counted(n, "message") for n in (0, 1, 2)] == ["0 messages", "1 message", "2 messages"]

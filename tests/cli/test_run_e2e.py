@@ -314,7 +314,7 @@ def test_run_compacts_a_long_session_and_sessions_show_marks_it(repo: Path, tmp_
     assert outcome["usage"]["input_tokens"] == 3_500 + 2_000 + 900  # the summary is paid for too
 
     shown = nestor(["sessions", "show", outcome["session_id"]], cwd=repo, env=env)
-    assert "## context compacted (threshold: 1 messages summarised" in shown.stdout
+    assert "## context compacted (threshold: 1 message summarised" in shown.stdout
     assert "SUMMARY-E2E" in shown.stdout
     exported = nestor_json(["sessions", "show", outcome["session_id"], "--json"], cwd=repo, env=env)
     assert [m["compaction"] is not None for m in exported["messages"]] == [False] * 3 + [True, False]

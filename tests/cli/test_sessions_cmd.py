@@ -102,7 +102,7 @@ def test_show_and_export_mark_where_the_history_was_compacted(
 
     shown = nestor(["sessions", "show", session_id], cwd=project, env=env)
     assert (
-        "## context compacted (threshold: 1 messages summarised at 170.0k tokens, the last 2 kept"
+        "## context compacted (threshold: 1 message summarised at 170.0k tokens, the last 2 kept"
         in shown.stdout
     )
     assert "fix the login bug" in shown.stdout

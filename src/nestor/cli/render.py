@@ -344,17 +344,23 @@ class EventRenderer:
 def turn_summary(event: AgentFinished) -> str:
     """``2 turns · 1.2k in / 340 out · $0.0042 · 3.1s`` for a finished run."""
     usage = Usage.from_dict(event.usage)
-    turns = f"{event.num_turns} turn{'' if event.num_turns == 1 else 's'}"
+    turns = counted(event.num_turns, "turn")
     tokens = f"{format_tokens(usage.input_tokens)} in / {format_tokens(usage.output_tokens)} out"
     return f"{turns} · {tokens} · {format_cost(event.cost_usd)} · {format_duration(event.duration_s)}"
+
+
+def counted(count: int, noun: str) -> str:
+    """``1 message``, ``3 messages``: a count with its noun in the right number."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def compaction_line(event: Compacted) -> str:
     """One line saying what a compaction saved and what its summary cost."""
     summary = Usage.from_dict(event.usage)
+    summarised = counted(event.summarized_messages, "message")
     return (
         f"⟳ context compacted: {format_tokens(event.tokens_before)} → {format_tokens(event.tokens_after)} "
-        f"tokens; {event.summarized_messages} messages summarised, {event.kept_messages} kept · summary "
+        f"tokens; {summarised} summarised, {event.kept_messages} kept · summary "
         f"{format_tokens(summary.input_tokens)} in, {format_tokens(summary.output_tokens)} out, "
         f"{format_cost(summary.cost_usd)} · {format_duration(event.duration_s)}"
     )
@@ -363,7 +369,7 @@ def compaction_line(event: Compacted) -> str:
 def usage_summary(usage: Usage) -> str:
     """Totals of a session: requests, tokens (with cache reads) and cost, honest about unpriced ones."""
     parts = [
-        f"{usage.requests} request{'' if usage.requests == 1 else 's'}",
+        counted(usage.requests, "request"),
         f"{format_tokens(usage.input_tokens)} in / {format_tokens(usage.output_tokens)} out",
     ]
     if usage.cache_read_tokens:

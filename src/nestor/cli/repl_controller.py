@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from nestor.app import title_from_prompt
-from nestor.cli.render import EventRenderer, usage_summary
+from nestor.cli.render import EventRenderer, counted, usage_summary
 from nestor.core.errors import NestorError
 
 if TYPE_CHECKING:
@@ -164,9 +164,7 @@ class ReplController:
         resumed = None
         if session is not None:
             count = len(agent.history)
-            resumed = f"{count} message{'' if count == 1 else 's'}" + (
-                f", {session.title}" if session.title else ""
-            )
+            resumed = counted(count, "message") + (f", {session.title}" if session.title else "")
         self.renderer.startup(
             model=agent.setup.model_name,
             session_id=agent.session_id,
@@ -267,7 +265,7 @@ class ReplController:
         self.renderer.info(f"  title    {session.title or '(none yet)'}")
         self.renderer.info(f"  model    {self.agent.setup.model_name}")
         self.renderer.info(f"  project  {session.project_path}")
-        self.renderer.info(f"  history  {count} message{'' if count == 1 else 's'} · {session.status}")
+        self.renderer.info(f"  history  {counted(count, 'message')} · {session.status}")
 
     async def _clear(self) -> None:
         if self.busy:

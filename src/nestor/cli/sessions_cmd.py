@@ -202,6 +202,7 @@ def render_transcript(session: Session, records: list[MessageRecord]) -> str:
         UserPromptPart,
     )
 
+    from nestor.cli.render import counted
     from nestor.core.usage import format_cost, format_tokens
     from nestor.runtime.compaction import compaction_mark
 
@@ -222,8 +223,9 @@ def render_transcript(session: Session, records: list[MessageRecord]) -> str:
         mark = compaction_mark(message)
         if mark is not None:
             cost = f", {format_tokens(record.usage.total_tokens)} tokens" if record.usage else ""
+            summarised = counted(mark.summarized_messages, "message")
             lines += [
-                f"## context compacted ({mark.trigger}: {mark.summarized_messages} messages summarised at "
+                f"## context compacted ({mark.trigger}: {summarised} summarised at "
                 f"{format_tokens(mark.tokens_before)} tokens, the last {mark.kept_messages} kept{cost})",
                 "",
                 *(str(part.content) for part in message.parts if isinstance(part, UserPromptPart)),
