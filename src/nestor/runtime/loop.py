@@ -25,7 +25,6 @@ from pydantic_ai.messages import (
     ModelRequestPart,
     ModelResponse,
     SystemPromptPart,
-    TextPart,
     ToolCallPart,
     ToolReturnPart,
     UserPromptPart,
@@ -67,7 +66,7 @@ from nestor.runtime.compaction import (
 from nestor.runtime.context import ContextPolicy, context_tokens, fixed_tokens
 from nestor.runtime.history import repair as history_repair
 from nestor.runtime.hooks import BudgetHook, Budgets, Hook, Remind, RunState, Stop, StopReason
-from nestor.runtime.model_call import ModelCall, is_context_overflow
+from nestor.runtime.model_call import ModelCall, is_context_overflow, response_text
 from nestor.runtime.permission_gate import PermissionAsker, PermissionGate
 from nestor.store.messages import MessageStore
 from nestor.store.sessions import SessionStore
@@ -248,7 +247,7 @@ class SessionAgent:
                         stop_reason, stop_message = action.reason, action.message
                         break
                     response = await self._request(state, reminder=action.text if action else None)
-                    last_text = _text_of(response) or last_text
+                    last_text = response_text(response) or last_text
                     calls = [part for part in response.parts if isinstance(part, ToolCallPart)]
                     if calls:
                         results = await self._run_tools(state, calls)
@@ -418,7 +417,7 @@ class SessionAgent:
         )
         prompt = ModelRequest(parts=[UserPromptPart(summarizer_prompt(transcript, instructions))])
         response = await call.request([prompt], agent_id=self.session_id, publish=publish, stream_text=False)
-        summary = _text_of(response).strip()
+        summary = response_text(response).strip()
         if not summary:
             raise ModelRequestError(
                 f"the summary model {summarizer.name} returned an empty summary",
@@ -602,10 +601,6 @@ def _loop_deadline(deadline: float | None) -> float | None:
     if deadline is None:
         return None
     return asyncio.get_running_loop().time() + (deadline - time.monotonic())
-
-
-def _text_of(response: ModelResponse) -> str:
-    return "".join(part.content for part in response.parts if isinstance(part, TextPart))
 
 
 def _with_interrupted(calls: list[ToolCallPart], done: dict[str, ToolReturnPart]) -> list[ModelRequestPart]:

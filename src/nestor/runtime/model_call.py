@@ -116,6 +116,11 @@ class ModelCall:
             return stream.get()
 
 
+def response_text(response: ModelResponse) -> str:
+    """The visible text of a response (thinking and tool calls left out)."""
+    return "".join(part.content for part in response.parts if isinstance(part, TextPart))
+
+
 def is_context_overflow(error: BaseException) -> bool:
     """True when ``error`` (or the provider error behind it) says the request was too long."""
     cause = error.__cause__ if isinstance(error, ModelRequestError) else error

@@ -20,8 +20,6 @@ from pydantic_ai.messages import (
     InstructionPart,
     ModelMessage,
     ModelRequest,
-    ModelResponse,
-    TextPart,
     UserPromptPart,
 )
 from pydantic_ai.models import Model, ModelRequestParameters
@@ -31,6 +29,7 @@ from nestor.bus import EventBus
 from nestor.core.events import SessionTitled
 from nestor.providers.usage import usage_from_response
 from nestor.runtime.hooks import Hook, RunState
+from nestor.runtime.model_call import response_text
 from nestor.store.messages import MessageStore
 from nestor.store.sessions import SessionStore
 
@@ -123,7 +122,7 @@ class TitleWriter:
                     model_request_parameters=self._parameters,
                 )
             self._sessions.add_usage(session_id, usage_from_response(response, priced=self.priced))
-            title = clean_title(_text_of(response))
+            title = clean_title(response_text(response))
             if not title:
                 raise ValueError("the model answered the title request with no usable text")
             self._sessions.set_title(session_id, title)
@@ -229,10 +228,6 @@ def first_prompt(messages: Sequence[ModelMessage]) -> str:
                     return content
                 return "\n".join(item for item in content if isinstance(item, str))
     return ""
-
-
-def _text_of(response: ModelResponse) -> str:
-    return "".join(part.content for part in response.parts if isinstance(part, TextPart))
 
 
 def _cut(text: str) -> str:
