@@ -189,6 +189,39 @@ async def test_a_failed_summary_at_the_threshold_is_reported_and_the_run_goes_on
     assert all(compaction_mark(m) is None for m in harness.messages.list(agent.session_id))
 
 
+class HugeTool(BlobTool):
+    """Returns ~10,000 tokens: one result alone passes the threshold."""
+
+    name = "huge"
+
+    async def run(self, params: BlobParams, ctx: ToolContext) -> str:
+        return f"huge {params.name}\n" + "h" * 40_000
+
+
+async def test_a_compaction_that_cannot_get_under_the_threshold_is_not_repeated_at_once(
+    harness: Harness,
+) -> None:
+    main = ScriptedModel(
+        [
+            call("huge", {"name": "one"}, usage=used(1_000)),
+            call("huge", {"name": "two"}, usage=used(12_000)),
+            reply("done", usage=used(22_000)),
+        ]
+    )
+    # One summary only: a second compaction would find the script exhausted and report an error.
+    _, summary = summarizer(reply("SUMMARY-ONCE"))
+    agent = harness.agent(
+        main, [HugeTool()], context=ContextPolicy(context_window=WINDOW), summarizer=summary
+    )
+
+    result = await agent.run("go")
+
+    assert result.text == "done" and not result.is_error
+    compactions = [e for e in harness.events if isinstance(e, Compacted)]
+    assert len(compactions) == 1 and compactions[0].tokens_after > 8_500  # the kept result is too big
+    assert not any(isinstance(e, ErrorEvent) for e in harness.events)
+
+
 async def test_cancelling_during_compaction_keeps_the_history_as_it_was(harness: Harness) -> None:
     main = ScriptedModel(
         [call("blob", {"name": "one"}, usage=used(1_000)), call("blob", {"name": "two"}, usage=used(7_200))]
