@@ -41,7 +41,10 @@ def scripted_model(steps: int) -> FunctionModel:
         if calls_so_far < steps:
             yield {
                 0: DeltaToolCall(
-                    name="echo", json_args=json.dumps({"text": "x"}), tool_call_id=f"c{calls_so_far}"
+                    # Different arguments each step: nestor's loop guard stops an agent repeating a call.
+                    name="echo",
+                    json_args=json.dumps({"text": f"x{calls_so_far}"}),
+                    tool_call_id=f"c{calls_so_far}",
                 )
             }
         else:

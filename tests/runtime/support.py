@@ -189,6 +189,7 @@ class Harness:
         scratch_dir: Path | None = None,
         context: ContextPolicy | None = None,
         summarizer: SummaryModel | None = None,
+        brief_tools: bool = False,
     ) -> SessionAgent:
         if session_id is None:
             session_id = self.sessions.create(str(self.root), model=model_name).id
@@ -206,6 +207,7 @@ class Harness:
             scratch_dir=scratch_dir,
             context=context,
             summarizer=summarizer,
+            brief_tools=brief_tools,
             budgets=budgets or Budgets(),
             hooks=hooks,
             sleep=self.fake_sleep,

@@ -8,12 +8,14 @@ The loop calls every hook at three points:
   sees (trim it, append a reminder);
 - :meth:`Hook.on_run_end` when a run ends, whatever the reason.
 
-Built-in hooks live here too; :class:`BudgetHook` enforces iteration and token budgets.
+Built-in hooks live here too: :class:`BudgetHook` enforces iteration and token budgets,
+:class:`LoopGuardHook` stops an agent repeating the same tool call.
 """
 
 from __future__ import annotations
 
 import time
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
@@ -118,3 +120,53 @@ class BudgetHook(Hook):
                 f"(max_tokens = {budgets.max_total_tokens}).",
             )
         return None
+
+
+class LoopGuardHook(Hook):
+    """Stops an agent that keeps making the same tool call.
+
+    A call (name and arguments) made more than ``max_repeats`` times among the last ``window``
+    calls earns one reminder in the next request; made once more after that, the run stops with
+    ``stop_reason = "loop"``. Small models in particular repeat a call after getting its result.
+    """
+
+    def __init__(self, max_repeats: int = 5, window: int = 10) -> None:
+        self.max_repeats = max_repeats
+        self._recent: deque[str] = deque(maxlen=window)
+        self._totals: Counter[str] = Counter()
+        self._reminded_at: dict[str, int] = {}
+
+    async def after_tool_result(
+        self, state: RunState, call: ToolCallPart, result: ToolReturnPart
+    ) -> ToolReturnPart:
+        """Remember the call."""
+        signature = f"{call.tool_name} {call.args_as_json_str()}"
+        self._recent.append(signature)
+        self._totals[signature] += 1
+        return result
+
+    async def before_request(self, state: RunState) -> HookAction:
+        """Remind, then stop, when one call fills the recent window."""
+        if not self._recent:
+            return None
+        signature, repeats = Counter(self._recent).most_common(1)[0]
+        if repeats <= self.max_repeats:
+            return None
+        name = signature.split(" ", 1)[0]
+        reminded_at = self._reminded_at.get(signature)
+        if reminded_at is None:
+            self._reminded_at[signature] = self._totals[signature]
+            return Remind(
+                f"You have called {name} with the same arguments {repeats} times in your last "
+                f"{len(self._recent)} tool calls, and it gives the same result. Do not call it again: "
+                "answer with what you know, or try something different."
+            )
+        if self._totals[signature] > reminded_at:
+            return Stop("loop", f"Stopped: {name} was called with the same arguments again after a reminder.")
+        return None
+
+    async def on_run_end(self, state: RunState, result: RunResult) -> None:
+        """Start the next run with a clean slate."""
+        self._recent.clear()
+        self._totals.clear()
+        self._reminded_at.clear()

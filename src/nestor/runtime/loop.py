@@ -65,7 +65,7 @@ from nestor.runtime.compaction import (
 )
 from nestor.runtime.context import ContextPolicy, context_tokens, fixed_tokens
 from nestor.runtime.history import repair as history_repair
-from nestor.runtime.hooks import BudgetHook, Budgets, Hook, Remind, RunState, Stop, StopReason
+from nestor.runtime.hooks import BudgetHook, Budgets, Hook, LoopGuardHook, Remind, RunState, Stop, StopReason
 from nestor.runtime.model_call import ModelCall, is_context_overflow, response_text
 from nestor.runtime.permission_gate import PermissionAsker, PermissionGate
 from nestor.store.messages import MessageStore
@@ -113,6 +113,8 @@ class AgentSetup:
         context: When to compact the history; None never compacts on its own (``compact()`` still
             works, with the default window).
         summarizer: The model that writes compaction summaries; None uses the agent's own model.
+        brief_tools: Describe tools in one line each and drop schema titles (small local models,
+            where every prompt token costs time).
         hooks: Extra hooks, after the built-in budget hook.
         budgets: Iteration, token and time limits of a run.
         retry: Retry policy for model requests.
@@ -138,6 +140,7 @@ class AgentSetup:
     priced: bool = True
     context: ContextPolicy | None = None
     summarizer: SummaryModel | None = None
+    brief_tools: bool = False
     hooks: Sequence[Hook] = ()
     budgets: Budgets = field(default_factory=Budgets)
     retry: RetryPolicy = field(default_factory=RetryPolicy)
@@ -159,7 +162,11 @@ class SessionAgent:
         self._tools = {tool.name: tool for tool in setup.tools}
         self._tool_definitions = [
             ToolDefinition(
-                name=t.name, description=t.description, parameters_json_schema=t.parameters_schema()
+                name=t.name,
+                description=t.brief_description if setup.brief_tools else t.description,
+                parameters_json_schema=_brief_schema(t.parameters_schema())
+                if setup.brief_tools
+                else t.parameters_schema(),
             )
             for t in setup.tools
         ]
@@ -172,7 +179,7 @@ class SessionAgent:
         # After a compaction that could not get under the threshold, wait for this many messages
         # before trying again, instead of paying for a futile summary at every request.
         self._no_auto_compaction_before = 0
-        self._hooks: list[Hook] = [BudgetHook(setup.budgets), *setup.hooks]
+        self._hooks: list[Hook] = [BudgetHook(setup.budgets), LoopGuardHook(), *setup.hooks]
         self._gate = PermissionGate(setup.policy, setup.asker, setup.bus, session_id)
         self._queue: list[str] = []
         self._task: asyncio.Task[RunResult] | None = None
@@ -616,6 +623,33 @@ def _with_interrupted(calls: list[ToolCallPart], done: dict[str, ToolReturnPart]
             )
         )
     return parts
+
+
+def _brief_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """A tool's parameter schema for a small model: required parameters only, no titles.
+
+    Small models fill optional parameters with invented values (a ``path`` that does not exist);
+    the tools' defaults serve them better.
+    """
+    kept = {key: value for key, value in schema.items() if key not in ("title", "description")}
+    required = set(kept.get("required", ()))
+    properties = kept.get("properties")
+    if isinstance(properties, dict):
+        kept["properties"] = {name: value for name, value in properties.items() if name in required}  # pyright: ignore[reportUnknownVariableType]
+    return _without_titles(kept)
+
+
+def _without_titles(schema: Any) -> Any:
+    """A JSON schema without pydantic's ``title`` keys (they repeat the property names)."""
+    if isinstance(schema, dict):
+        return {
+            key: _without_titles(value)
+            for key, value in schema.items()  # pyright: ignore[reportUnknownVariableType]
+            if not (key == "title" and isinstance(value, str))
+        }
+    if isinstance(schema, list):
+        return [_without_titles(item) for item in schema]  # pyright: ignore[reportUnknownVariableType]
+    return schema
 
 
 def _format_validation_error(tool_name: str, error: ValidationError) -> str:

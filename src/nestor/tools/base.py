@@ -112,6 +112,12 @@ class Tool(ABC, Generic[ParamsT]):
         package, _, stem = module.rpartition(".")
         return resources.files(package).joinpath(f"{stem}.md").read_text(encoding="utf-8").strip()
 
+    @property
+    def brief_description(self) -> str:
+        """The first paragraph of the description on one line, for small models."""
+        first = self.description.split("\n\n", 1)[0]
+        return " ".join(first.split())
+
     def parameters_schema(self) -> dict[str, Any]:
         """The JSON schema of the parameters, as sent to the model."""
         return self.params_model.model_json_schema()
