@@ -6,6 +6,7 @@ import pytest
 from pydantic import ValidationError
 
 from nestor.config import (
+    BUNDLED_LOCAL_MODEL,
     CliOverrides,
     ModelConfig,
     ModelRoles,
@@ -402,3 +403,40 @@ def test_context_values_out_of_range_name_the_file_and_key(project: Path, user_c
     error = config_error(project, user_config)
     assert "unknown key 'context.auto_compact'" in error.message
     assert error.hint is not None and "disable_auto_compact" in error.hint
+
+
+# --- local models -------------------------------------------------------------------------------
+
+
+def test_local_alone_means_the_embedded_model(project: Path, user_config: Path) -> None:
+    assert ModelConfig(model="local").model == ModelConfig(model=" local ").model == BUNDLED_LOCAL_MODEL
+    assert ModelConfig(model="local:/models/x.gguf").model == "local:/models/x.gguf"
+    write(project / "nestor.toml", '[models]\nlarge = "local"\n[models.small]\nmodel = "local"\n')
+    settings = load(project, user_config)
+    assert settings.model_for("large").model == settings.model_for("small").model == BUNDLED_LOCAL_MODEL
+    assert (
+        load(project, user_config, {"NESTOR_MODEL": "local"}).model_for("large").model == BUNDLED_LOCAL_MODEL
+    )
+    assert load(project, user_config, model="local").model_for("large").model == BUNDLED_LOCAL_MODEL
+
+
+def test_local_table_sets_the_engine_threads(project: Path, user_config: Path) -> None:
+    assert load(project, user_config).local.threads is None  # every core
+    write(user_config, "[local]\nthreads = 4\n")
+    write(project / "nestor.toml", "[local]\nthreads = 2\n")
+    assert load(project, user_config).local.threads == 2
+
+
+@pytest.mark.parametrize("value", ["0", "-1", '"two"', "1.5", "513"])
+def test_bad_local_threads_name_the_file_and_key(project: Path, user_config: Path, value: str) -> None:
+    path = write(project / "nestor.toml", f"[local]\nthreads = {value}\n")
+    error = config_error(project, user_config)
+    assert error.message.startswith(f"{path}: local.threads: ")
+    assert error.hint == f"fix 'local.threads' in {path}"
+
+
+def test_unknown_key_in_the_local_table_lists_the_known_ones(project: Path, user_config: Path) -> None:
+    write(project / "nestor.toml", "[local]\ngpu_layers = 10\n")
+    error = config_error(project, user_config)
+    assert "unknown key 'local.gpu_layers'" in error.message
+    assert error.hint == "known keys in [local]: threads"

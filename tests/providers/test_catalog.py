@@ -9,6 +9,7 @@ from nestor.providers.catalog import (
     CredentialStatus,
     api_key,
     credential_status,
+    keyed_providers,
     known_providers,
     missing_credentials_error,
     parse_model_string,
@@ -58,6 +59,7 @@ def test_known_providers_lists_builtins_then_configured(settings: Settings) -> N
         "google",
         "openrouter",
         "ollama",
+        "local",
         "myvllm",
         "secured",
     )
@@ -116,6 +118,32 @@ def test_ollama_needs_no_key(settings: Settings) -> None:
     assert "http://localhost:11434/v1" in status.detail
     redirected = credential_status("ollama", settings, {"OLLAMA_BASE_URL": "http://127.0.0.1:1/v1"})
     assert "http://127.0.0.1:1/v1" in redirected.detail
+
+
+def test_local_needs_no_key_and_runs_in_process(settings: Settings) -> None:
+    status = credential_status("local", settings, {})
+    assert status == CredentialStatus("local", True, (), "no key needed (runs in process)")
+    assert api_key("local", settings, {"OPENAI_API_KEY": "not-for-you"}) is None
+
+
+def test_keyed_providers_lists_the_builtins_that_need_a_key_and_have_one() -> None:
+    assert keyed_providers({}) == ()
+    # Ollama's optional key and base URLs do not count: no key was needed for them.
+    keyless = {
+        "OLLAMA_API_KEY": "o",
+        "OLLAMA_BASE_URL": "http://127.0.0.1:1/v1",
+        "OPENAI_BASE_URL": "http://x",
+    }
+    assert keyed_providers(keyless) == ()
+    assert keyed_providers({"ANTHROPIC_API_KEY": "a", "OPENAI_API_KEY": " "}) == ("anthropic",)
+    everything = {
+        "ANTHROPIC_API_KEY": "a",
+        "OPENAI_API_KEY": "o",
+        "GEMINI_API_KEY": "g",
+        "OPENROUTER_API_KEY": "r",
+        "OLLAMA_API_KEY": "l",
+    }
+    assert keyed_providers(everything) == ("anthropic", "openai", "openai-chat", "google", "openrouter")
 
 
 def test_named_provider_without_api_key_env_needs_no_key(settings: Settings) -> None:

@@ -78,6 +78,8 @@ class BuiltModel:
         priced: Whether public price tables apply. Not for named providers and local servers:
             a vLLM or proxy serving a model under a familiar name does not charge that vendor's
             prices, and a guessed cost is worse than none.
+        compact: A small model (a local one of a few billion parameters): agents on it get the
+            compact prompt and tool set.
 
     """
 
@@ -86,6 +88,7 @@ class BuiltModel:
     name: str
     context_window: int
     priced: bool = True
+    compact: bool = False
 
 
 def build_model(
@@ -94,6 +97,7 @@ def build_model(
     *,
     env: Mapping[str, str] = os.environ,
     http_client: AsyncClient | None = None,
+    on_progress: Callable[[str], None] | None = None,
 ) -> BuiltModel:
     """Build the pydantic-ai model for ``model_config.model``.
 
@@ -103,6 +107,8 @@ def build_model(
         env: Where API keys and base URLs are read from.
         http_client: An HTTP client for the SDK to use instead of its own (tests, transports).
             Configured ``headers`` of a named provider are added to every request it sends.
+        on_progress: Receives one-line messages about long first-use work (preparing the
+            embedded local model).
 
     Raises:
         ConfigError: The model string is not ``provider:model``.
@@ -120,6 +126,8 @@ def build_model(
         raise missing_credentials_error(status)
     key = api_key(provider, settings, env)
     model_settings = model_settings_for(model_config)
+    if named is None and provider == "local":
+        return _build_local(model_name, model_config, settings, model_settings, on_progress)
     if (named.type if named is not None else provider) == "anthropic":
         model_settings = _with_prompt_caching(model_settings)
 
@@ -145,6 +153,35 @@ def build_model(
             model_config.context_window, model, model_name, local=not priced
         ),
         priced=priced,
+    )
+
+
+def _build_local(
+    model_name: str,
+    model_config: ModelConfig,
+    settings: Settings,
+    model_settings: ModelSettings,
+    on_progress: Callable[[str], None] | None,
+) -> BuiltModel:
+    """A GGUF model in process (``local:``); its window is what llama.cpp is given."""
+    from nestor.providers.local.loader import build_local_model
+
+    local = build_local_model(
+        model_name,
+        data_dir=settings.data_dir,
+        project_root=settings.project_root,
+        context_window=model_config.context_window,
+        threads=settings.local.threads,
+        settings=model_settings,
+        on_progress=on_progress,
+    )
+    return BuiltModel(
+        model=local.model,
+        settings=model_settings,
+        name=f"local:{model_name}",
+        context_window=local.context_window,
+        priced=False,
+        compact=local.compact,
     )
 
 

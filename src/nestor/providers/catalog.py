@@ -10,6 +10,8 @@ Built-in providers (the ``provider`` part of ``"provider:model"``) and what they
 - ``openrouter``: OpenRouter; ``OPENROUTER_API_KEY``.
 - ``ollama``: Ollama's OpenAI-compatible API; no key, ``OLLAMA_BASE_URL`` (default
   ``http://localhost:11434/v1``).
+- ``local``: a GGUF model run in process by llama.cpp (``pip install 'nestor[local]'``); no key.
+  ``local:PATH.gguf`` is any GGUF file, ``local`` alone the embedded Qwen2.5-Coder-1.5B.
 
 A ``[providers.NAME]`` table in the config adds a named provider (and overrides a built-in one
 of the same name). This module imports no provider SDK: ``nestor models`` stays fast.
@@ -68,6 +70,9 @@ BUILTIN_PROVIDERS: Mapping[str, BuiltinProvider] = MappingProxyType(
             BuiltinProvider("openrouter", "OpenRouter", ("OPENROUTER_API_KEY",)),
             BuiltinProvider(
                 "ollama", "Ollama, local (OpenAI-compatible)", ("OLLAMA_API_KEY",), False, "OLLAMA_BASE_URL"
+            ),
+            BuiltinProvider(
+                "local", "embedded llama.cpp, a GGUF model in process (nestor[local])", (), False
             ),
         )
     }
@@ -136,14 +141,23 @@ def credential_status(
     if status.has_credentials:
         return status
     if not builtin.key_required:
-        return CredentialStatus(
-            provider, True, builtin.key_env_vars, f"no key needed ({base_url(builtin, env)})"
-        )
+        url = base_url(builtin, env)
+        detail = f"no key needed ({url})" if url else "no key needed (runs in process)"
+        return CredentialStatus(provider, True, builtin.key_env_vars, detail)
     # Like the openai SDK: a redirected OpenAI client may talk to a compatible server without auth.
     if builtin.name in _KEY_OPTIONAL_WITH_BASE_URL and (url := base_url(builtin, env)):
         detail = f"{builtin.base_url_env} is set ({url}); no key needed"
         return CredentialStatus(provider, True, builtin.key_env_vars, detail)
     return status
+
+
+def keyed_providers(env: Mapping[str, str] = os.environ) -> tuple[str, ...]:
+    """Return the built-in providers that need a key and have one set in ``env``."""
+    return tuple(
+        provider.name
+        for provider in BUILTIN_PROVIDERS.values()
+        if provider.key_required and _key_status(provider.name, provider.key_env_vars, env).has_credentials
+    )
 
 
 def api_key(provider: str, settings: Settings, env: Mapping[str, str] = os.environ) -> str | None:
