@@ -8,6 +8,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import compaction
+import local_model
 import loop_overhead
 import startup
 
@@ -19,6 +20,8 @@ def main() -> None:
     startup.main()
     print()
     compaction.main()
+    print()
+    local_model.main()
 
 
 if __name__ == "__main__":

@@ -7,10 +7,15 @@ from pathlib import Path
 import pytest
 
 from nestor.app import App, title_from_prompt
-from nestor.config import Settings, load_settings
+from nestor.config import BUNDLED_LOCAL_MODEL, ModelConfig, Settings, load_settings
+from nestor.core.errors import ConfigError
 from nestor.core.events import SessionTitled
+from nestor.providers.local.loader import DEFAULT_LOCAL_CONTEXT_WINDOW
 from nestor.runtime.large_results import LargeResultHook
+from nestor.runtime.prompt import builtin_agent_prompt
+from nestor.runtime.toolset import coder_tools
 from nestor.testing import ScriptedOpenAIServer, ServerReply, ServerUsage
+from tests.providers.local.gguf_writer import COMPACT_TENSORS, LARGE_TENSORS, Tensors, write_chat_gguf
 
 
 def test_title_is_the_first_line_cut_at_80_characters() -> None:
@@ -35,11 +40,16 @@ def write_project(root: Path, base_url: str, *, small: str | None = "local:small
 
 
 @pytest.fixture
-def opened(tmp_path: Path) -> Iterator[Callable[[Settings], App]]:
+def notices() -> list[str]:
+    return []
+
+
+@pytest.fixture
+def opened(tmp_path: Path, notices: list[str]) -> Iterator[Callable[[Settings], App]]:
     apps: list[App] = []
 
     def open_app(settings: Settings) -> App:
-        apps.append(App.open(settings))
+        apps.append(App.open(settings, notify=notices.append))
         return apps[-1]
 
     yield open_app
@@ -146,3 +156,108 @@ async def test_deleting_a_session_removes_its_and_its_children_scratch_directori
     assert [s.id for s in app.sessions.list(None)] == [other.id]
     assert not any(app.scratch_dir(s.id).exists() for s in (parent, child, grandchild))
     assert app.scratch_dir(other.id).exists()
+
+
+# -- the embedded local model -----------------------------------------------------------------
+
+
+def local_project(root: Path, config: str = "") -> tuple[Settings, dict[str, str]]:
+    project = root / "project"
+    project.mkdir(exist_ok=True)
+    (project / "nestor.toml").write_text(config, encoding="utf-8")
+    env = {"NESTOR_HOME": str(root / "home"), "HOME": str(root)}
+    return load_settings(project, env=env, user_config_path=root / "no-user-config.toml"), env
+
+
+def test_without_a_model_or_a_key_the_embedded_model_is_chosen_and_announced_once(
+    tmp_path: Path, opened: Callable[[Settings], App], notices: list[str]
+) -> None:
+    settings, env = local_project(tmp_path, "[limits]\nmax_iterations = 5\n")
+    env |= {"OLLAMA_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": " "}  # no key among them
+    app = opened(settings)
+
+    assert app.model_config("large", env) == ModelConfig(model=BUNDLED_LOCAL_MODEL)
+    assert app.model_config("small", env) == ModelConfig(model=BUNDLED_LOCAL_MODEL)
+
+    assert len(notices) == 1
+    assert BUNDLED_LOCAL_MODEL in notices[0] and "NESTOR_MODEL" in notices[0] and "\n" not in notices[0]
+
+
+def test_with_a_key_but_no_model_the_user_must_choose(
+    tmp_path: Path, opened: Callable[[Settings], App], notices: list[str]
+) -> None:
+    settings, env = local_project(tmp_path)
+    app = opened(settings)
+
+    with pytest.raises(ConfigError) as caught:
+        app.model_config("large", env | {"ANTHROPIC_API_KEY": "sk-ant-test"})
+
+    assert caught.value.message == "no model configured"
+    assert notices == []
+
+
+def test_a_configured_model_is_used_without_a_notice(
+    tmp_path: Path, opened: Callable[[Settings], App], notices: list[str]
+) -> None:
+    settings, env = local_project(tmp_path, '[models]\nlarge = "local:model.gguf"\n')
+    app = opened(settings)
+
+    assert app.model_config("large", env).model == "local:model.gguf"
+    assert app.model_config("small", env).model == "local:model.gguf"
+    assert notices == []
+
+
+def start_on_local_gguf(
+    tmp_path: Path, opened: Callable[[Settings], App], tensors: Tensors
+) -> tuple[App, Path, dict[str, str]]:
+    path = write_chat_gguf(tmp_path / "models" / "coder.gguf", tensors)
+    settings, env = local_project(tmp_path, f'[models]\nlarge = "local:{path}"\n')
+    return opened(settings), path, env
+
+
+async def test_a_small_local_model_gets_the_compact_prompt_and_tools(
+    tmp_path: Path, opened: Callable[[Settings], App], notices: list[str]
+) -> None:
+    app, path, env = start_on_local_gguf(tmp_path, opened, COMPACT_TENSORS)
+
+    agent = await app.start_main_agent(title="look around", env=env)
+
+    setup = agent.setup
+    assert setup.brief_tools is True
+    assert [tool.name for tool in setup.tools] == ["view", "ls", "glob", "grep", "edit", "bash"]
+    assert setup.system_prompt.startswith(builtin_agent_prompt("coder-compact").strip())
+    assert (setup.model_name, setup.priced) == (f"local:{path}", False)
+    assert setup.context is not None and setup.context.context_window == DEFAULT_LOCAL_CONTEXT_WINDOW
+    assert app.sessions.get(agent.session_id).model == f"local:{path}"
+    # No titles: the small role falls back to the same local model, and a title costs seconds on a CPU.
+    assert app.titles is None
+    assert notices == []
+
+
+async def test_a_local_model_is_built_once_per_process(
+    tmp_path: Path, opened: Callable[[Settings], App]
+) -> None:
+    app, _, env = start_on_local_gguf(tmp_path, opened, COMPACT_TENSORS)
+
+    first = await app.start_main_agent(env=env)
+    second = await app.start_main_agent(env=env)
+
+    built = app.build_model(app.model_config("large", env), env)
+    assert app.build_model(app.model_config("small", env), env) is built
+    assert first.setup.model is second.setup.model is built.model
+    assert first.setup.summarizer is not None and first.setup.summarizer.model is built.model
+
+
+async def test_a_large_local_model_gets_the_full_prompt_and_tools(
+    tmp_path: Path, opened: Callable[[Settings], App]
+) -> None:
+    app, _, env = start_on_local_gguf(tmp_path, opened, LARGE_TENSORS)
+
+    agent = await app.start_main_agent(env=env)
+
+    setup = agent.setup
+    assert setup.brief_tools is False
+    assert [tool.name for tool in setup.tools] == [tool.name for tool in coder_tools()]
+    assert "write" in [tool.name for tool in setup.tools]
+    assert setup.system_prompt.startswith(builtin_agent_prompt("coder").strip())
+    assert app.titles is None  # still in process on a CPU

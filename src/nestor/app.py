@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from nestor.bus import EventBus
-from nestor.config import Settings, default_user_config_path
+from nestor.config import ModelConfig, ModelRole, Settings, default_user_config_path
 from nestor.core.errors import SessionNotFoundError
 from nestor.permissions import PermissionPolicy
-from nestor.providers.build import build_model
+from nestor.providers.build import BuiltModel, build_model
+from nestor.providers.defaults import model_for_role
 from nestor.runtime.compaction import SummaryModel
 from nestor.runtime.context import ContextPolicy
 from nestor.runtime.coordinator import Coordinator
@@ -27,7 +28,7 @@ from nestor.runtime.loop import AgentSetup, SessionAgent
 from nestor.runtime.permission_gate import PermissionAsker
 from nestor.runtime.prompt import build_system_prompt, builtin_agent_prompt
 from nestor.runtime.titles import TitleHook, TitleWriter
-from nestor.runtime.toolset import coder_tools
+from nestor.runtime.toolset import coder_tools, compact_coder_tools
 from nestor.store.db import Database, open_database
 from nestor.store.messages import MessageStore
 from nestor.store.sessions import Session, SessionStore
@@ -39,8 +40,10 @@ class App:
 
     Attributes:
         titles: Writes the titles of new sessions with the small model; None until a new session
-            needs one, and when the small model cannot be built. UIs wait for it (or cancel it)
-            before the process ends.
+            needs one, and when the small model cannot be built or runs locally. UIs wait for it
+            (or cancel it) before the process ends.
+        notify: Shows the user a one-line notice (which model was chosen, long first-use work);
+            UIs pass their own, the default drops them.
 
     """
 
@@ -51,12 +54,15 @@ class App:
     bus: EventBus
     coordinator: Coordinator
     titles: TitleWriter | None = None
+    notify: Callable[[str], None] = field(default=lambda _message: None)
+    _models: dict[str, BuiltModel] = field(default_factory=dict[str, BuiltModel])
+    _local_notice_given: bool = False
 
     @classmethod
-    def open(cls, settings: Settings) -> App:
+    def open(cls, settings: Settings, *, notify: Callable[[str], None] | None = None) -> App:
         """Open the database named by ``settings`` (creating it on first use)."""
         database = open_database(settings.database_path)
-        return cls(
+        app = cls(
             settings=settings,
             database=database,
             sessions=SessionStore(database),
@@ -64,6 +70,35 @@ class App:
             bus=EventBus(),
             coordinator=Coordinator(),
         )
+        if notify is not None:
+            app.notify = notify
+        return app
+
+    def model_config(self, role: ModelRole, env: Mapping[str, str]) -> ModelConfig:
+        """The model of ``role``: the configured one, else (no API key set) the embedded local model.
+
+        Raises:
+            ConfigError: No model is configured and the embedded model is not installed, or some
+                provider has a key (then the user should say which model to use).
+
+        """
+        model_config, embedded = model_for_role(self.settings, role, env)
+        if embedded and not self._local_notice_given:
+            self._local_notice_given = True
+            self.notify(
+                "no model configured and no API key set: using the embedded local model "
+                f"({model_config.model}); set NESTOR_MODEL=provider:model for a stronger one"
+            )
+        return model_config
+
+    def build_model(self, model_config: ModelConfig, env: Mapping[str, str]) -> BuiltModel:
+        """Build a model once per process: a local model is loaded in memory only once."""
+        key = model_config.model_dump_json()
+        built = self._models.get(key)
+        if built is None:
+            built = build_model(model_config, self.settings, env=env, on_progress=self.notify)
+            self._models[key] = built
+        return built
 
     def close(self) -> None:
         """Close the database."""
@@ -94,7 +129,7 @@ class App:
         """Build the coder agent on ``session`` (or a new session) and make it live."""
         settings = self.settings
         environment = os.environ if env is None else env
-        built = build_model(settings.model_for("large"), settings, env=environment)
+        built = self.build_model(self.model_config("large", environment), environment)
         project_root = Path(settings.project_root)
         hooks: list[Hook] = []
         if session is None:
@@ -103,7 +138,7 @@ class App:
             )
             hooks.extend(self._title_hooks(environment))
         system_prompt = await build_system_prompt(
-            builtin_agent_prompt("coder"),
+            builtin_agent_prompt("coder-compact" if built.compact else "coder"),
             project_root,
             user_config_dir=default_user_config_path(environment).parent,
         )
@@ -123,7 +158,8 @@ class App:
             model_settings=built.settings,
             priced=built.priced,
             system_prompt=system_prompt,
-            tools=coder_tools(),
+            tools=compact_coder_tools() if built.compact else coder_tools(),
+            brief_tools=built.compact,
             sessions=self.sessions,
             messages=self.messages,
             bus=self.bus,
@@ -178,8 +214,12 @@ class App:
         """The hook that titles a new session; none when the small model cannot be built."""
         if self.titles is None:
             try:
-                small = build_model(self.settings.model_for("small"), self.settings, env=env)
+                small = self.build_model(self.model_config("small", env), env)
             except Exception:  # no credentials for the small model: the first-line title stays
+                return []
+            if small.name.startswith("local:") and "local" not in self.settings.providers:
+                # In process on a CPU a title costs seconds that the user's next turn would wait for.
+                # A [providers.local] table overrides the built-in: a server, titled as usual.
                 return []
             self.titles = TitleWriter(
                 small.model,

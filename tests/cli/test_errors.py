@@ -27,8 +27,10 @@ def project(tmp_path: Path) -> Path:
     return root
 
 
-def test_no_model_configured(project: Path, tmp_path: Path) -> None:
-    done = nestor(["run", "hi"], cwd=project, env=clean_env(tmp_path / "home"))
+def test_no_model_configured_with_a_key_set(project: Path, tmp_path: Path) -> None:
+    # Without any key nestor runs its embedded model; with one, it asks which model to use.
+    env = clean_env(tmp_path / "home", OPENAI_API_KEY="sk-test")
+    done = nestor(["run", "hi"], cwd=project, env=env)
     assert done.returncode == 1
     assert_one_clear_error(done.stderr, "no model configured", "--model")
 

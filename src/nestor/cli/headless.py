@@ -45,7 +45,7 @@ async def _run(
 ) -> int:
     from nestor.app import App, title_from_prompt
 
-    app = App.open(settings)
+    app = App.open(settings, notify=lambda message: print(f"nestor: {message}", file=sys.stderr, flush=True))
     try:
         session = app.find_session(resume=resume, continue_latest=continue_latest)
         agent = await app.start_main_agent(session=session, asker=None, title=title_from_prompt(prompt))

@@ -15,20 +15,22 @@ def show_models(options: CommonOptions | None, *, as_json: bool) -> None:
     """Print the roles, their models, and the credential status of their providers."""
     from nestor.core.errors import NestorError
     from nestor.providers.catalog import credential_status, parse_model_string
+    from nestor.providers.defaults import model_for_role
 
     settings = (options or CommonOptions()).load_settings()
     rows: list[dict[str, Any]] = []
     for role in MODEL_ROLES:
         row: dict[str, Any] = {"role": role, "model": None, "provider": None, "has_credentials": False}
         try:
-            model_config = settings.model_for(role)
+            model_config, embedded = model_for_role(settings, role, os.environ)
             provider, _name = parse_model_string(model_config.model)
             status = credential_status(provider, settings, os.environ)
+            detail = status.detail + ("; the default without a model or key" if embedded else "")
             row |= {
                 "model": model_config.model,
                 "provider": provider,
                 "has_credentials": status.has_credentials,
-                "detail": status.detail,
+                "detail": detail,
             }
         except NestorError as exc:
             row["detail"] = exc.message + (f" ({exc.hint})" if exc.hint else "")

@@ -326,7 +326,7 @@ async def repl_main(
     from nestor.app import App
 
     console = terminal.console if terminal is not None else Console(highlight=False)
-    app = App.open(settings)
+    app = App.open(settings, notify=lambda message: console.print(message, style="dim", markup=False))
     try:
         renderer = EventRenderer(console)
         question = PendingQuestion()
