@@ -217,9 +217,8 @@ class App:
                 small = self.build_model(self.model_config("small", env), env)
             except Exception:  # no credentials for the small model: the first-line title stays
                 return []
-            if small.name.startswith("local:") and "local" not in self.settings.providers:
-                # In process on a CPU a title costs seconds that the user's next turn would wait for.
-                # A [providers.local] table overrides the built-in: a server, titled as usual.
+            if small.in_process:
+                # On the CPU, a title costs seconds that the user's next turn would wait for.
                 return []
             self.titles = TitleWriter(
                 small.model,

@@ -294,7 +294,7 @@ def test_a_local_gguf_builds_an_unpriced_in_process_model(tmp_path: Path) -> Non
     assert built.name == f"local:{path}"
     assert built.model.model_name == str(path)
     assert built.priced is False  # nobody's price table applies to your own CPU
-    assert built.compact is True
+    assert built.compact is True and built.in_process is True
     assert built.context_window == DEFAULT_LOCAL_CONTEXT_WINDOW
     assert built.settings == {"max_retries": 0, "max_tokens": 512, "temperature": 0.1}
     assert built.model.settings == built.settings
@@ -316,7 +316,7 @@ def test_a_named_local_provider_overrides_the_builtin_one(tmp_path: Path) -> Non
     settings = make_settings(tmp_path, local=NamedProviderConfig(base_url="http://127.0.0.1:8000/v1"))
     built = build_model(ModelConfig(model="local:qwen"), settings, env={})
     assert type(built.model).__name__ == "OpenAIChatModel"
-    assert (built.name, built.compact) == ("local:qwen", False)
+    assert (built.name, built.compact, built.in_process) == ("local:qwen", False, False)
 
 
 def test_local_alone_names_the_model_the_loader_fetches() -> None:

@@ -80,6 +80,8 @@ class BuiltModel:
             prices, and a guessed cost is worse than none.
         compact: A small model (a local one of a few billion parameters): agents on it get the
             compact prompt and tool set.
+        in_process: The model runs in this process, on the CPU (``local:``): every request costs
+            time the user waits for, so optional requests (titles) are skipped.
 
     """
 
@@ -89,6 +91,7 @@ class BuiltModel:
     context_window: int
     priced: bool = True
     compact: bool = False
+    in_process: bool = False
 
 
 def build_model(
@@ -182,6 +185,7 @@ def _build_local(
         context_window=local.context_window,
         priced=False,
         compact=local.compact,
+        in_process=True,
     )
 
 
