@@ -201,6 +201,7 @@ async def test_requests_without_tools_never_look_for_calls() -> None:
 
 def test_call_intent() -> None:
     assert call_intent("Let me check <tool_call>") == len("Let me check ")
+    assert call_intent('Like this:\n<tool_response>\n{"name"') == len("Like this:\n")
     assert call_intent('  {"name"') == 0
     assert call_intent("```json\n") == 0 and call_intent("```\n{") == 0
     assert call_intent("```") is None  # the fence's language is not known yet

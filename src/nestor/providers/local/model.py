@@ -37,7 +37,7 @@ from pydantic_ai.usage import RequestUsage
 from nestor.providers.local.chat_format import ChatTemplate, to_chat_messages, tools_for_template
 from nestor.providers.local.engine import Generated, PromptEvaluated, PromptTooLongError, TextEngine
 from nestor.providers.local.tool_calls import call_json_schema, parse_tool_calls
-from nestor.providers.local.visible_text import TOOL_CALL_OPEN, VisibleText
+from nestor.providers.local.visible_text import TOOL_CALL_OPEN, TOOL_RESPONSE_OPEN, VisibleText
 
 DEFAULT_MAX_TOKENS = 1024
 DEFAULT_TEMPERATURE = 0.2
@@ -145,14 +145,16 @@ def starts_user_turn(messages: Sequence[ModelMessage]) -> bool:
 def call_intent(text: str) -> int | None:
     """Where the model starts a tool call in ``text`` (the text generated so far), or None.
 
-    A call starts at the template's ``<tool_call>`` tag anywhere, or, at the very start of the
-    text, at a JSON object or a fenced JSON block: small models often write their call that way,
-    and a reply opening with JSON is a call far more often than an answer. Only what precedes
-    the returned index is kept as text; the call itself is generated again under the grammar.
+    A call starts at the template's ``<tool_call>`` tag anywhere (or at ``<tool_response>``: a
+    model writing the tag of a tool's answer in its own turn is trying to call one), or, at the
+    very start of the text, at a JSON object or a fenced JSON block: small models often write
+    their call that way, and a reply opening with JSON is a call far more often than an answer.
+    Only what precedes the returned index is kept as text; the call itself is generated again
+    under the grammar.
     """
-    tag = text.find(TOOL_CALL_OPEN)
-    if tag != -1:
-        return tag
+    tags = [index for tag in (TOOL_CALL_OPEN, TOOL_RESPONSE_OPEN) if (index := text.find(tag)) != -1]
+    if tags:
+        return min(tags)
     stripped = text.lstrip()
     if stripped.startswith("{"):
         return 0

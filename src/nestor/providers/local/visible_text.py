@@ -14,6 +14,7 @@ from collections.abc import Collection
 from nestor.providers.local.tool_calls import parse_tool_calls
 
 TOOL_CALL_OPEN = "<tool_call>"
+TOOL_RESPONSE_OPEN = "<tool_response>"
 _FENCE = "```"
 
 
@@ -64,7 +65,7 @@ class VisibleText:
             shown, self._held = self._held[:fence], self._held[fence:]
             self._mode = "fence"
             return shown
-        keep = _partial_suffix(self._held, (TOOL_CALL_OPEN, _FENCE))
+        keep = _partial_suffix(self._held, (TOOL_CALL_OPEN, TOOL_RESPONSE_OPEN, _FENCE))
         cut = len(self._held) - keep
         shown, self._held = self._held[:cut], self._held[cut:]
         return shown
