@@ -12,6 +12,7 @@ default busy-waiting, two threads next to another busy process collapse from ~15
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import json
 import os
 import threading
@@ -116,6 +117,10 @@ class LlamaEngine:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="llama")
         self._llama: Llama | None = None
         self._grammars: dict[str, LlamaGrammar] = {}
+        # The cancel flag of the generation in progress, read by llama.cpp's abort callback so a
+        # cancelled request stops mid-prompt instead of evaluating a long prompt to the end.
+        self._current_cancel: threading.Event | None = None
+        self._abort_callback: Any = None  # kept alive: llama.cpp holds only a C pointer to it
 
     async def generate(
         self,
@@ -220,6 +225,7 @@ class LlamaEngine:
         cancelled: threading.Event,
     ) -> Generated:
         llama = self._load()
+        self._current_cancel = cancelled
         prompt_tokens = len(llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True))
         room = self.options.context_window - prompt_tokens
         if room < 16:
@@ -277,7 +283,19 @@ class LlamaEngine:
                 f"cannot load the local model {self.model_path}: {exc}",
                 hint="check that the file is a complete GGUF model that llama.cpp supports",
             ) from None
+        self._install_abort_callback(self._llama)
         return self._llama
+
+    def _install_abort_callback(self, llama: Llama) -> None:
+        """Let llama.cpp stop evaluating when the request in progress is cancelled."""
+        import llama_cpp
+
+        def should_abort(_data: Any) -> bool:
+            cancel = self._current_cancel
+            return cancel is not None and cancel.is_set()
+
+        self._abort_callback = llama_cpp.ggml_abort_callback(should_abort)
+        llama_cpp.llama_set_abort_callback(llama._ctx.ctx, self._abort_callback, ctypes.c_void_p())  # pyright: ignore[reportPrivateUsage]
 
     def _grammar(self, json_schema: dict[str, Any]) -> LlamaGrammar:
         from llama_cpp import LlamaGrammar
