@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import warnings
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,32 +20,10 @@ from pydantic_ai.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
-from pydantic_ai.tools import ToolDefinition
 
 from nestor.core.errors import ProviderError
 from nestor.providers.local.chat_format import ChatTemplate, to_chat_messages, tools_for_template
-
-QWEN_TEMPLATE = (Path(__file__).parent / "fixtures" / "qwen2.5-coder-chat-template.jinja").read_text()
-
-GREP = ToolDefinition(
-    name="grep",
-    description="Search files.",
-    parameters_json_schema={
-        "type": "object",
-        "properties": {"pattern": {"type": "string"}},
-        "required": ["pattern"],
-    },
-)
-VIEW = ToolDefinition(
-    name="view",
-    description="Show a file.",
-    parameters_json_schema={
-        "type": "object",
-        "properties": {"path": {"type": "string"}},
-        "required": ["path"],
-    },
-)
-TOOLS = {"grep", "view"}
+from tests.providers.local.tools import GREP, QWEN_TEMPLATE
 
 TOOLS_BLOCK = (
     "\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"

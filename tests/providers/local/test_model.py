@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,22 +20,12 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 from pydantic_ai.models import ModelRequestParameters
-from pydantic_ai.tools import ToolDefinition
 
 from nestor.providers.local.chat_format import ChatTemplate
 from nestor.providers.local.engine import Generated, PromptEvaluated, PromptTooLongError
 from nestor.providers.local.model import LocalModel, call_intent, starts_user_turn
+from tests.providers.local.tools import GREP, QWEN_TEMPLATE
 
-TEMPLATE = (Path(__file__).parent / "fixtures" / "qwen2.5-coder-chat-template.jinja").read_text()
-GREP = ToolDefinition(
-    name="grep",
-    description="Search files.",
-    parameters_json_schema={
-        "type": "object",
-        "properties": {"pattern": {"type": "string"}},
-        "required": ["pattern"],
-    },
-)
 PARAMETERS = ModelRequestParameters(
     function_tools=[GREP], allow_text_output=True, instruction_parts=[InstructionPart(content="Be brief.")]
 )
@@ -79,7 +68,7 @@ class ScriptedEngine:
 
 
 def model_on(engine: ScriptedEngine, *, call_first: bool = False) -> LocalModel:
-    template = ChatTemplate(TEMPLATE, eos_token="<|im_end|>")
+    template = ChatTemplate(QWEN_TEMPLATE, eos_token="<|im_end|>")
     return LocalModel(engine, template, name="tiny", settings={"temperature": 0.0}, call_first=call_first)
 
 

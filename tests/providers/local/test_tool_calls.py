@@ -11,27 +11,7 @@ from pydantic import BaseModel
 from pydantic_ai.tools import ToolDefinition
 
 from nestor.providers.local.tool_calls import ParsedCall, call_json_schema, parse_tool_calls
-
-GREP = ToolDefinition(
-    name="grep",
-    description="Search files.",
-    parameters_json_schema={
-        "type": "object",
-        "properties": {"pattern": {"type": "string"}},
-        "required": ["pattern"],
-    },
-)
-VIEW = ToolDefinition(
-    name="view",
-    description="Show a file.",
-    parameters_json_schema={
-        "type": "object",
-        "properties": {"path": {"type": "string"}},
-        "required": ["path"],
-    },
-)
-TOOLS = {"grep", "view"}
-
+from tests.providers.local.tools import GREP, TOOLS, VIEW
 
 # -- parse_tool_calls ------------------------------------------------------------------------------
 
