@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import json
+import logging
 import os
 import threading
 from collections.abc import AsyncIterator, Sequence
@@ -284,6 +285,9 @@ class LlamaEngine:
                 hint="check that the file is a complete GGUF model that llama.cpp supports",
             ) from None
         self._install_abort_callback(self._llama)
+        # After loading, llama.cpp's remaining error lines are about aborted requests, which
+        # nestor reports itself; they would only garble the terminal.
+        logging.getLogger("llama-cpp-python").setLevel(logging.CRITICAL)
         return self._llama
 
     def _install_abort_callback(self, llama: Llama) -> None:
