@@ -131,11 +131,14 @@ async def test_missing_file_without_lookalikes(ctx: ToolContext) -> None:
         await view(ctx, "nothing.txt")
 
 
-async def test_directories_point_to_ls(ctx: ToolContext) -> None:
+async def test_a_directory_is_listed_as_ls_lists_it(ctx: ToolContext) -> None:
     (ctx.project_root / "src").mkdir()
+    (ctx.project_root / "src" / "main.py").write_text("print(1)\n")
 
-    with pytest.raises(ToolError, match=r"directory.*ls tool"):
-        await view(ctx, "src")
+    result = await ViewTool().run(ViewParams(path="src"), ctx)
+
+    assert result.content.startswith("(src is a directory; it is listed here as the ls tool lists it.)\n")
+    assert "main.py" in result.content and result.metadata["directory"] is True
 
 
 def test_permission_inside_the_project_is_not_needed(ctx: ToolContext) -> None:

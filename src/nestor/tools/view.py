@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 from nestor.core.errors import ToolError
 from nestor.tools._text import read_text_file, split_lines
 from nestor.tools.base import Tool, ToolContext, ToolResult
+from nestor.tools.ls import LsParams, LsTool
 
 DEFAULT_LINE_LIMIT = 2000
 MAX_LINE_CHARS = 2000
@@ -40,6 +41,13 @@ class ViewTool(Tool[ViewParams]):
         """Read the file and render the requested lines, with a footer when more remain."""
         path = ctx.resolve(params.path)
         shown_as = ctx.display_path(path)
+        if path.is_dir():
+            # Models (small ones most of all) view a directory to see what is in it: show them.
+            listing = await LsTool().run(LsParams(path=params.path), ctx)
+            note = f"({shown_as} is a directory; it is listed here as the ls tool lists it.)"
+            return ToolResult(
+                content=f"{note}\n{listing.content}", metadata={**listing.metadata, "directory": True}
+            )
         text_file = await asyncio.to_thread(read_text_file, path, shown_as)
         lines = split_lines(text_file.text)
         total = len(lines)
