@@ -47,6 +47,10 @@ DebugOption = Annotated[bool, typer.Option("--debug", help="Show tracebacks of u
 DirOption = Annotated[
     Path | None, typer.Option("--dir", "-C", help="Project directory (default: the current directory).")
 ]
+ContinueOption = Annotated[
+    bool, typer.Option("--continue", "-c", help="Continue this project's latest session.")
+]
+ResumeOption = Annotated[str | None, typer.Option("--resume", "-r", help="Resume the session with this id.")]
 
 
 @app.callback(invoke_without_command=True)
@@ -57,12 +61,8 @@ def root(
     yolo: YoloOption = False,
     debug: DebugOption = False,
     directory: DirOption = None,
-    continue_latest: Annotated[
-        bool, typer.Option("--continue", "-c", help="Continue this project's latest session.")
-    ] = False,
-    resume: Annotated[
-        str | None, typer.Option("--resume", "-r", help="Resume the session with this id.")
-    ] = None,
+    continue_latest: ContinueOption = False,
+    resume: ResumeOption = None,
 ) -> None:
     """Open the interactive REPL when no command is given."""
     ctx.obj = CommonOptions(model=model, small_model=small_model, yolo=yolo, debug=debug, directory=directory)
@@ -91,12 +91,8 @@ def run(
     yolo: YoloOption = False,
     debug: DebugOption = False,
     directory: DirOption = None,
-    continue_latest: Annotated[
-        bool, typer.Option("--continue", "-c", help="Continue this project's latest session.")
-    ] = False,
-    resume: Annotated[
-        str | None, typer.Option("--resume", "-r", help="Resume the session with this id.")
-    ] = None,
+    continue_latest: ContinueOption = False,
+    resume: ResumeOption = None,
     max_iterations: Annotated[int | None, typer.Option(help="Most model requests in this run.")] = None,
     max_tokens: Annotated[int | None, typer.Option(help="Most tokens (input + output) in this run.")] = None,
     max_time: Annotated[float | None, typer.Option(help="Most seconds of wall time for this run.")] = None,
