@@ -5,6 +5,9 @@ prints ``error: <cause>`` and ``hint: <hint>`` and never a traceback (unless ``-
 
     NestorError                      base: message + hint
     ├── ConfigError                  a config file or flag is invalid (file, key)
+    │   └── AgentFileError           an agent definition file is invalid (file, line, key)
+    ├── UnknownAgentError            a task names an agent type nobody defined
+    ├── DelegationError              a sub-agent cannot be started or resumed (running, other project)
     ├── ProviderError                a model cannot be built or reached
     │   ├── UnknownProviderError     "foo:bar" names no known or configured provider
     │   ├── MissingCredentialsError  the provider's API key is not set
@@ -32,6 +35,26 @@ class NestorError(Exception):
 
 class ConfigError(NestorError):
     """A configuration file, environment variable or flag is invalid."""
+
+
+class AgentFileError(ConfigError):
+    """An agent definition file is invalid; the message names the file, the line and the key."""
+
+    def __init__(
+        self, message: str, *, hint: str | None = None, path: str = "", line: int = 0, key: str = ""
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self.path = path
+        self.line = line
+        self.key = key
+
+
+class UnknownAgentError(NestorError):
+    """A task or command names an agent type that no agent file or built-in defines."""
+
+
+class DelegationError(NestorError):
+    """A sub-agent cannot be started, resumed or reached (it is running, or belongs elsewhere)."""
 
 
 class ProviderError(NestorError):

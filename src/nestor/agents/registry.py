@@ -1,0 +1,323 @@
+"""The agent registry: every agent spec nestor knows, from every directory and format, kept current.
+
+Where agents come from, highest precedence first:
+
+1. the project: ``.nestor/agents``, then ``.claude/agents``, ``.opencode/agent(s)``,
+   ``.gemini/agents``, ``.emdash/agents``, ``.mini-cc/agents``, ``.deepagents/agents``;
+2. the user: ``<user_config_dir>/agents``, then ``~/.claude/agents``,
+   ``~/.config/opencode/agent(s)``, ``~/.gemini/agents``, ``~/.code_ally/agents``,
+   ``~/.deepagents/agents``;
+3. the agents built into nestor (``nestor/agents/builtin/*.md``).
+
+When two definitions share a name the higher one wins and the other is reported as shadowed. Every
+public call first checks the directories (a listing and a ``stat`` per file, no parsing), then
+re-reads only the files that changed, appeared or disappeared, so edits apply without a restart.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Literal, TypeAlias
+
+from nestor.agents.readers import ECOSYSTEMS, read_agent_file, read_agent_text
+from nestor.agents.readers_common import AgentFileProblem, ReadContext, ReadResult
+from nestor.agents.spec import AgentSource, AgentSpec
+from nestor.core.errors import UnknownAgentError
+
+Layout: TypeAlias = Literal["flat", "tree", "folders"]
+_Fingerprint: TypeAlias = tuple[int, int, int, int]
+
+_LEVEL_RANK: dict[AgentSource, int] = {"project": 0, "user": 1, "builtin": 2}
+_BUILTIN_PACKAGE = "nestor.agents.builtin"
+# "-compact" files are variants of a built-in's prompt for small models, not agents of their own.
+_VARIANT_SUFFIX = "-compact"
+
+
+@dataclass(frozen=True, slots=True)
+class AgentLocation:
+    """One directory agents are read from.
+
+    Attributes:
+        ecosystem: The file format of the directory.
+        source: ``project`` or ``user``.
+        directory: The directory.
+        layout: ``flat`` (``*.md`` or ``*.json`` in it), ``tree`` (``**/*.md``) or ``folders``
+            (``<name>/AGENTS.md``).
+        config_dirs: Where the format's ``rules/`` and ``skills/`` are looked up, in order.
+
+    """
+
+    ecosystem: str
+    source: AgentSource
+    directory: Path
+    layout: Layout = "flat"
+    config_dirs: tuple[Path, ...] = ()
+
+    @property
+    def suffix(self) -> str:
+        """The file name ending of agent files here."""
+        return ".json" if self.ecosystem == "mini-cc" else ".md"
+
+
+def agent_locations(project_root: Path, *, home: Path, user_config_dir: Path) -> tuple[AgentLocation, ...]:
+    """Every directory agents are read from, in precedence order (computed, not checked on disk)."""
+    root = project_root
+    opencode_user = home / ".config" / "opencode"
+    return (
+        AgentLocation(
+            "nestor", "project", root / ".nestor" / "agents", "flat", (root / ".nestor", user_config_dir)
+        ),
+        AgentLocation(
+            "claude", "project", root / ".claude" / "agents", "flat", (root / ".claude", home / ".claude")
+        ),
+        AgentLocation("opencode", "project", root / ".opencode" / "agent", "tree"),
+        AgentLocation("opencode", "project", root / ".opencode" / "agents", "tree"),
+        AgentLocation("gemini", "project", root / ".gemini" / "agents"),
+        AgentLocation("emdash", "project", root / ".emdash" / "agents", "flat", (root / ".emdash",)),
+        AgentLocation("mini-cc", "project", root / ".mini-cc" / "agents"),
+        AgentLocation("deepagents", "project", root / ".deepagents" / "agents", "folders"),
+        AgentLocation("nestor", "user", user_config_dir / "agents", "flat", (user_config_dir,)),
+        AgentLocation("claude", "user", home / ".claude" / "agents", "flat", (home / ".claude",)),
+        AgentLocation("opencode", "user", opencode_user / "agent", "tree"),
+        AgentLocation("opencode", "user", opencode_user / "agents", "tree"),
+        AgentLocation("gemini", "user", home / ".gemini" / "agents"),
+        AgentLocation("codeally", "user", home / ".code_ally" / "agents"),
+        AgentLocation("deepagents", "user", home / ".deepagents" / "agents", "folders"),
+    )
+
+
+@dataclass(slots=True)
+class _CachedFile:
+    context: ReadContext
+    fingerprint: _Fingerprint
+    dependencies: tuple[_Fingerprint | None, ...]
+    result: ReadResult
+
+
+class AgentRegistry:
+    """Every agent spec of one project: built-in, the user's and the project's, in every format.
+
+    Creating a registry touches no file; the first call reads the directories.
+    """
+
+    def __init__(
+        self, project_root: Path, *, home: Path, user_config_dir: Path, builtin: bool = True
+    ) -> None:
+        """Create a registry.
+
+        Args:
+            project_root: The project whose agent directories are read.
+            home: The user's home directory (for ``~/.claude``, ``~/.gemini`` and the others).
+            user_config_dir: nestor's user configuration directory (``~/.config/nestor``).
+            builtin: Include the agents shipped with nestor.
+
+        """
+        self._project_root = project_root
+        self._all_locations = agent_locations(project_root, home=home, user_config_dir=user_config_dir)
+        self._locations: tuple[AgentLocation, ...] | None = None
+        self._include_builtin = builtin
+        self._builtin: tuple[ReadResult, ...] | None = None
+        self._files: dict[Path, _CachedFile] = {}
+        self._stale = True
+        self._effective: dict[str, AgentSpec] = {}
+        self._shadowed: list[AgentSpec] = []
+        self._problems: list[AgentFileProblem] = []
+
+    def specs(self) -> list[AgentSpec]:
+        """The effective specs (the winner of each name), sorted by name."""
+        self._refresh()
+        return [self._effective[name] for name in sorted(self._effective)]
+
+    def delegable(self) -> list[AgentSpec]:
+        """The effective specs the task tool may start (mode ``subagent`` or ``all``), sorted by name."""
+        return [spec for spec in self.specs() if spec.delegable]
+
+    def get(self, name: str) -> AgentSpec:
+        """The effective spec called ``name`` (a unique case-insensitive match is accepted too).
+
+        Raises:
+            UnknownAgentError: No agent has that name; the message lists the delegable agents.
+
+        """
+        self._refresh()
+        spec = self._effective.get(name)
+        if spec is not None:
+            return spec
+        folded = [candidate for key, candidate in self._effective.items() if key.lower() == name.lower()]
+        if len(folded) == 1:
+            return folded[0]
+        available = ", ".join(spec.name for spec in self.delegable()) or "(none)"
+        message = f"unknown agent type {name!r}; available agents: {available}"
+        broken = self._broken_definition(name)
+        if broken is not None:
+            message += f". {broken.path} defines it but could not be loaded: {broken.message}"
+        raise UnknownAgentError(
+            message,
+            hint=f"use one of the available agent types, or define {name!r} in "
+            f"{self.project_agents_dir() / (name + '.md')} (nestor agents create)",
+        )
+
+    def problems(self) -> list[AgentFileProblem]:
+        """Every error and warning about the agent files, shadowed definitions included."""
+        self._refresh()
+        return list(self._problems)
+
+    def shadowed(self) -> list[AgentSpec]:
+        """Valid definitions hidden by another of the same name with higher precedence."""
+        self._refresh()
+        return list(self._shadowed)
+
+    def project_agents_dir(self) -> Path:
+        """Where the project's own agents live (``<project>/.nestor/agents``)."""
+        return self._project_root / ".nestor" / "agents"
+
+    def locations(self) -> tuple[AgentLocation, ...]:
+        """The directories agents are read from, in precedence order."""
+        return self._all_locations
+
+    def _refresh(self) -> None:
+        if self._include_builtin and self._builtin is None:
+            self._builtin = _read_builtin()
+            self._stale = True
+        seen: set[Path] = set()
+        for location in self._active_locations():
+            for path, default_name in _list_agent_files(location):
+                if path in seen:
+                    continue
+                seen.add(path)
+                self._check_file(location, path, default_name)
+        for path in [path for path in self._files if path not in seen]:
+            del self._files[path]
+            self._stale = True
+        if self._stale:
+            self._resolve()
+            self._stale = False
+
+    def _check_file(self, location: AgentLocation, path: Path, default_name: str) -> None:
+        fingerprint = _fingerprint(path)
+        if fingerprint is None:
+            return
+        cached = self._files.get(path)
+        if (
+            cached is not None
+            and cached.fingerprint == fingerprint
+            and cached.dependencies == _fingerprints(cached.result.depends_on)
+        ):
+            return
+        context = ReadContext(path, location.source, location.ecosystem, default_name, location.config_dirs)
+        result = read_agent_file(context)
+        self._files[path] = _CachedFile(context, fingerprint, _fingerprints(result.depends_on), result)
+        self._stale = True
+
+    def _active_locations(self) -> tuple[AgentLocation, ...]:
+        """The locations, without a directory seen before (the home directory as the project)."""
+        if self._locations is None:
+            unique: dict[str, AgentLocation] = {}
+            for location in self._all_locations:
+                unique.setdefault(os.path.realpath(location.directory), location)
+            self._locations = tuple(unique.values())
+        return self._locations
+
+    def _resolve(self) -> None:
+        results = list(self._builtin or ()) + [cached.result for cached in self._files.values()]
+        problems = [problem for result in results for problem in result.problems]
+        name_lines = {id(result.spec): result.name_line for result in results if result.spec is not None}
+        candidates = sorted((result.spec for result in results if result.spec is not None), key=_precedence)
+        effective: dict[str, AgentSpec] = {}
+        shadowed: list[AgentSpec] = []
+        for spec in candidates:
+            winner = effective.get(spec.name)
+            if winner is None:
+                effective[spec.name] = spec
+                continue
+            shadowed.append(spec)
+            problems.append(
+                AgentFileProblem(
+                    spec.path or Path(spec.name),
+                    name_lines.get(id(spec), 1),
+                    "name",
+                    f"agent {spec.name!r} is shadowed by {winner.path} ({winner.source}, {winner.ecosystem} "
+                    "format), which takes precedence",
+                    "warning",
+                )
+            )
+        self._effective = effective
+        self._shadowed = sorted(shadowed, key=lambda spec: (spec.name, *_precedence(spec)))
+        self._problems = sorted(problems, key=lambda problem: (str(problem.path), problem.line))
+
+    def _broken_definition(self, name: str) -> AgentFileProblem | None:
+        for cached in self._files.values():
+            if cached.result.spec is None and cached.context.default_name.lower() == name.lower():
+                errors = [problem for problem in cached.result.problems if problem.severity == "error"]
+                if errors:
+                    return errors[0]
+        return None
+
+
+def _precedence(spec: AgentSpec) -> tuple[int, int, str]:
+    return (_LEVEL_RANK[spec.source], ECOSYSTEMS.index(spec.ecosystem), str(spec.path))
+
+
+def _read_builtin() -> tuple[ReadResult, ...]:
+    results: list[ReadResult] = []
+    folder = resources.files(_BUILTIN_PACKAGE)
+    for entry in sorted(folder.iterdir(), key=lambda item: item.name):
+        stem = entry.name.removesuffix(".md")
+        if not entry.name.endswith(".md") or stem.endswith(_VARIANT_SUFFIX) or not entry.is_file():
+            continue
+        context = ReadContext(Path(str(entry)), "builtin", "nestor", stem)
+        results.append(read_agent_text(context, entry.read_text(encoding="utf-8")))
+    return tuple(results)
+
+
+def _list_agent_files(location: AgentLocation) -> list[tuple[Path, str]]:
+    """The agent files of ``location`` with each one's default name, sorted; [] when it is missing."""
+    directory = location.directory
+    if location.layout == "folders":
+        return [
+            (directory / name / "AGENTS.md", name)
+            for name in _entries(directory, want_dirs=True)
+            if (directory / name / "AGENTS.md").is_file()
+        ]
+    if location.layout == "flat":
+        names = _entries(directory, want_dirs=False)
+        return [
+            (directory / name, name[: -len(location.suffix)])
+            for name in names
+            if name.endswith(location.suffix)
+        ]
+    found: list[tuple[Path, str]] = []
+    for current, dirs, files in os.walk(directory):
+        dirs[:] = sorted(name for name in dirs if not name.startswith("."))
+        for name in sorted(files):
+            if name.endswith(location.suffix) and not name.startswith("."):
+                found.append((Path(current) / name, name[: -len(location.suffix)]))
+    return found
+
+
+def _entries(directory: Path, *, want_dirs: bool) -> list[str]:
+    try:
+        with os.scandir(directory) as iterator:
+            names = [
+                entry.name
+                for entry in iterator
+                if not entry.name.startswith(".") and (entry.is_dir() if want_dirs else entry.is_file())
+            ]
+    except OSError:
+        return []
+    return sorted(names)
+
+
+def _fingerprint(path: Path) -> _Fingerprint | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return (stat.st_mtime_ns, stat.st_ctime_ns, stat.st_size, stat.st_ino)
+
+
+def _fingerprints(paths: tuple[Path, ...]) -> tuple[_Fingerprint | None, ...]:
+    return tuple(_fingerprint(path) for path in paths)

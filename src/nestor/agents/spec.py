@@ -1,0 +1,101 @@
+"""AgentSpec: the frozen definition of an agent, whatever file format it was read from.
+
+Every reader (nestor's own Markdown, Claude Code, OpenCode, Gemini CLI, emdash, CodeAlly, mini-cc,
+deepagents) produces these; the runtime only ever sees specs. Tool names in a spec are nestor's
+(foreign names are mapped when the file is read), so the runtime never guesses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, TypeAlias
+
+Thoroughness: TypeAlias = Literal["quick", "medium", "thorough"]
+AgentMode: TypeAlias = Literal["subagent", "primary", "all"]
+AgentSource: TypeAlias = Literal["builtin", "user", "project"]
+PermissionAction: TypeAlias = Literal["allow", "ask", "deny"]
+
+READ_ONLY_TOOLS = frozenset({"view", "ls", "glob", "grep", "web_search", "web_fetch", "todo_write"})
+"""Tools that change nothing outside the agent's own session (the todo list is the session's)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionRuleSpec:
+    """One permission rule of a spec, in nestor's rule syntax (``tool`` or ``tool(pattern)``)."""
+
+    action: PermissionAction
+    rule: str
+
+
+@dataclass(frozen=True, slots=True)
+class AgentSpec:
+    """An agent definition.
+
+    Attributes:
+        name: The agent type, as ``subagent_type`` names it.
+        description: When to use this agent (shown to the main agent in the task tool).
+        prompt: The agent's own system prompt (the file's body).
+        tools: nestor tool names the agent may use; None means every tool of its parent.
+        disallowed_tools: Tools removed from ``tools`` (or from the parent's set).
+        model: A role (``large``/``small``), a tier (``fast``/``standard``/``powerful``), a Claude
+            alias (``haiku``/``sonnet``/``opus``/``inherit``) or ``provider:model``; None inherits.
+        temperature: Sampling temperature; None leaves the model's.
+        max_turns: Model requests per task; None takes the configured default.
+        timeout: Seconds per task; None takes the configured default.
+        max_context_tokens: The most context a task may grow to; None takes the default.
+        thoroughness: Default search depth when the task does not say.
+        rule_files: Files whose text joins the prompt under "Rules".
+        skill_files: Files whose text joins the prompt under "Skills".
+        color: A display colour for the UI.
+        mode: ``subagent`` (delegated to), ``primary`` (user-facing only) or ``all``.
+        persist: Keep the agent alive and idle after a task, for the next task of this spec.
+        background: Run its tasks in the background unless the call says otherwise.
+        inherit_context: Start from the parent's conversation instead of the task prompt alone.
+        permission: Rules applied on top of the parent's (a child never gets more than its parent).
+        source: Where it came from: built-in, the user's directories or the project's.
+        ecosystem: The file format: ``nestor``, ``claude``, ``opencode``, ``gemini``, ``emdash``,
+            ``codeally``, ``mini-cc`` or ``deepagents``.
+        path: The file it was read from (None for specs built in code).
+
+    """
+
+    name: str
+    description: str
+    prompt: str
+    tools: tuple[str, ...] | None = None
+    disallowed_tools: tuple[str, ...] = ()
+    model: str | None = None
+    temperature: float | None = None
+    max_turns: int | None = None
+    timeout: float | None = None
+    max_context_tokens: int | None = None
+    thoroughness: Thoroughness | None = None
+    rule_files: tuple[Path, ...] = ()
+    skill_files: tuple[Path, ...] = ()
+    color: str | None = None
+    mode: AgentMode = "subagent"
+    persist: bool = False
+    background: bool = False
+    inherit_context: bool = False
+    permission: tuple[PermissionRuleSpec, ...] = ()
+    source: AgentSource = "builtin"
+    ecosystem: str = "nestor"
+    path: Path | None = field(default=None, compare=False)
+
+    @property
+    def delegable(self) -> bool:
+        """True when the task tool may start this agent (mode ``subagent`` or ``all``)."""
+        return self.mode != "primary"
+
+    def tool_names(self, available: tuple[str, ...]) -> tuple[str, ...]:
+        """The tools this agent gets out of ``available`` (its parent's), in ``available``'s order."""
+        wanted = set(available) if self.tools is None else set(self.tools)
+        return tuple(name for name in available if name in wanted and name not in self.disallowed_tools)
+
+    @property
+    def read_only(self) -> bool:
+        """True when the spec lists its tools and all of them are read-only."""
+        return self.tools is not None and all(
+            name in READ_ONLY_TOOLS for name in self.tools if name not in self.disallowed_tools
+        )

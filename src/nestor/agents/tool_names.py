@@ -1,0 +1,142 @@
+"""The one table mapping other assistants' tool names onto nestor's.
+
+Agent files written for Claude Code, OpenCode, Gemini CLI, emdash, CodeAlly, mini-cc or Crush name
+tools their own way (``Read``, ``read_file``, ``run_shell_command``...). Readers map every name
+through :func:`map_tool_name` (case-insensitive); a name nestor does not know is reported by the
+reader with :func:`describe_unknown_tool`, never dropped silently.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+
+NESTOR_TOOLS: tuple[str, ...] = (
+    "view",
+    "ls",
+    "glob",
+    "grep",
+    "write",
+    "edit",
+    "bash",
+    "fetch",
+    "task",
+    "todo_write",
+    "task_status",
+    "task_output",
+    "task_cancel",
+    "web_search",
+    "web_fetch",
+    "agentic_fetch",
+)
+"""Every tool name nestor has, in the order tool lists are shown."""
+
+# Keys are lower case; nestor's own names map to themselves (added below).
+FOREIGN_TOOL_NAMES: dict[str, str] = {
+    # Claude Code
+    "read": "view",
+    "multiedit": "edit",
+    "webfetch": "web_fetch",
+    "websearch": "web_search",
+    "agent": "task",
+    "todowrite": "todo_write",
+    # emdash, mini-cc, Gemini CLI
+    "read_file": "view",
+    "list_files": "ls",
+    "semantic_search": "grep",
+    # OpenCode (read, webfetch, websearch and todowrite are shared with Claude Code above)
+    "list": "ls",
+    "patch": "edit",
+    # Gemini CLI
+    "write_file": "write",
+    "replace": "edit",
+    "run_shell_command": "bash",
+    "search_file_content": "grep",
+    "list_directory": "ls",
+    "google_web_search": "web_search",
+    "read_many_files": "view",
+    "write_todos": "todo_write",
+}
+"""Foreign tool names (lower case) and the nestor tool each one means."""
+
+_KNOWN: dict[str, str] = {**FOREIGN_TOOL_NAMES, **{name: name for name in NESTOR_TOOLS}}
+
+# What nestor offers instead of some well-known tools it does not have.
+_ALTERNATIVES: dict[str, str] = {
+    "sourcegraph": "grep and glob search the local code",
+    "notebookedit": "edit changes a notebook's JSON directly",
+    "notebookread": "view reads a notebook's JSON",
+    "todoread": "the todo list is part of the agent's context; todo_write updates it",
+    "bashoutput": "bash returns a command's output when it finishes",
+    "killshell": "bash commands end with their timeout",
+    "askuserquestion": "a sub-agent cannot ask the user; it reports back instead",
+    "exitplanmode": "plan agents simply return their plan",
+    "download": "fetch and web_fetch retrieve URLs",
+}
+
+_PATTERNED = re.compile(r"^\s*([^()\s]+)\s*\((.*)\)\s*$", re.DOTALL)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolEntry:
+    """One tool entry of an agent file, split into its name and an optional ``(pattern)``.
+
+    Attributes:
+        name: The tool name as written, without the pattern.
+        pattern: The text between parentheses (Claude Code's ``Bash(git *)``), or None.
+
+    """
+
+    name: str
+    pattern: str | None = None
+
+
+def split_tool_entry(entry: str) -> ToolEntry:
+    """Split ``Bash(git *)`` into ``ToolEntry("Bash", "git *")``; a bare name has no pattern."""
+    match = _PATTERNED.match(entry)
+    if match is None:
+        return ToolEntry(entry.strip())
+    return ToolEntry(match.group(1), match.group(2).strip())
+
+
+def map_tool_name(name: str) -> str | None:
+    """Return the nestor tool ``name`` means (any ecosystem, any case), or None if unknown."""
+    return _KNOWN.get(name.strip().lower())
+
+
+def is_wildcard(name: str) -> bool:
+    """True when ``name`` is a Gemini-style wildcard such as ``*`` or ``read_*``."""
+    return any(char in name for char in "*?[")
+
+
+def expand_tool_wildcard(pattern: str) -> tuple[str, ...]:
+    """The nestor tools a wildcard covers, matched against nestor's and the foreign names.
+
+    ``*`` covers every nestor tool; ``read_*`` covers Gemini's ``read_file`` and ``read_many_files``,
+    so it yields ``view``. The result is in :data:`NESTOR_TOOLS` order, without repeats; it is empty
+    when the wildcard matches nothing nestor has.
+    """
+    lowered = pattern.strip().lower()
+    matched = {tool for name, tool in _KNOWN.items() if fnmatchcase(name, lowered)}
+    return tuple(tool for tool in NESTOR_TOOLS if tool in matched)
+
+
+def describe_unknown_tool(name: str) -> str:
+    """A one-line explanation for a tool name nestor does not know, with what it offers instead."""
+    lowered = name.strip().lower()
+    offered = "nestor's tools are: " + ", ".join(NESTOR_TOOLS)
+    if lowered.startswith("mcp__") or lowered.startswith("mcp_"):
+        return (
+            f"{name!r} is an MCP server tool; nestor has no MCP tools, "
+            f"so the agent runs without it ({offered})"
+        )
+    alternative = _ALTERNATIVES.get(lowered)
+    if alternative is not None:
+        return (
+            f"nestor has no tool {name!r}, so the agent runs without it; instead, {alternative} ({offered})"
+        )
+    close = difflib.get_close_matches(lowered, list(_KNOWN), n=1, cutoff=0.75)
+    suggestion = f"; did you mean {_KNOWN[close[0]]!r}?" if close else ""
+    return f"nestor has no tool {name!r}, so the agent runs without it{suggestion} ({offered})"

@@ -1,0 +1,81 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nestor.agents.frontmatter import parse_front_matter
+from nestor.core.errors import AgentFileError
+
+PATH = Path("/project/.nestor/agents/a.md")
+
+
+def test_parses_data_body_and_key_lines() -> None:
+    text = "---\nname: a\ndescription: Does things\ntools:\n  - view\n  - grep\n---\n\nBe brief.\n"
+    document = parse_front_matter(text, PATH)
+    assert document.data == {"name": "a", "description": "Does things", "tools": ["view", "grep"]}
+    assert document.body == "Be brief."
+    assert document.line("name") == 2
+    assert document.line("description") == 3
+    assert document.line("tools") == 4
+    assert document.line("tools", 1) == 6
+    assert document.line("missing") == 1
+    assert document.line() == 1
+
+
+def test_mapping_values_record_sub_key_lines() -> None:
+    document = parse_front_matter("---\npermission:\n  edit: deny\n  bash: ask\n---\n", PATH)
+    assert document.line("permission", "bash") == 4
+    assert document.line("permission", "nope") == 2
+
+
+def test_file_without_front_matter_is_all_body() -> None:
+    document = parse_front_matter("You are helpful.\n---\nnot yaml\n", PATH)
+    assert document.data == {}
+    assert document.body.startswith("You are helpful.")
+
+
+def test_empty_front_matter_and_crlf_and_bom() -> None:
+    assert parse_front_matter("---\n---\nbody", PATH).data == {}
+    document = parse_front_matter("\ufeff---\r\nname: a\r\n---\r\nbody\r\n", PATH)
+    assert document.data == {"name": "a"}
+    assert document.body == "body"
+
+
+def test_unclosed_front_matter_is_an_error_on_line_one() -> None:
+    with pytest.raises(AgentFileError) as caught:
+        parse_front_matter("---\nname: a\nbody\n", PATH)
+    assert caught.value.line == 1
+    assert caught.value.path == str(PATH)
+    assert "never closed" in caught.value.message
+
+
+def test_bad_yaml_reports_the_file_line() -> None:
+    text = "---\nname: a\ndescription: ok\ntools: [view, grep\nmodel: x\n---\nbody\n"
+    with pytest.raises(AgentFileError) as caught:
+        parse_front_matter(text, PATH)
+    assert caught.value.line in (5, 6)
+    assert "invalid YAML" in caught.value.message
+    assert caught.value.hint
+
+
+def test_yaml_error_line_counts_the_opening_delimiter() -> None:
+    with pytest.raises(AgentFileError) as caught:
+        parse_front_matter("---\nname: a\ndescription: a: b\n---\n", PATH)
+    assert caught.value.line == 3
+
+
+def test_front_matter_must_be_a_mapping() -> None:
+    with pytest.raises(AgentFileError) as caught:
+        parse_front_matter("---\n- a\n- b\n---\nbody", PATH)
+    assert "mapping" in caught.value.message
+    assert "list" in caught.value.message
+    assert caught.value.line == 2
+
+
+def test_duplicate_keys_are_errors_naming_the_key() -> None:
+    with pytest.raises(AgentFileError) as caught:
+        parse_front_matter("---\nname: a\nmodel: x\nname: b\n---\n", PATH)
+    assert caught.value.key == "name"
+    assert caught.value.line == 4
+    assert "line 2" in caught.value.message

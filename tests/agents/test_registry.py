@@ -1,0 +1,253 @@
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from nestor.agents.registry import AgentRegistry
+from nestor.core.errors import UnknownAgentError
+
+
+@dataclass
+class Dirs:
+    project: Path
+    home: Path
+    config: Path
+
+    def registry(self, *, builtin: bool = True) -> AgentRegistry:
+        return AgentRegistry(self.project, home=self.home, user_config_dir=self.config, builtin=builtin)
+
+
+@pytest.fixture
+def dirs(tmp_path: Path) -> Dirs:
+    return Dirs(tmp_path / "project", tmp_path / "home", tmp_path / "home" / ".config" / "nestor")
+
+
+def _write(path: Path, text: str, *, mtime: int | None = None) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    if mtime is not None:
+        os.utime(path, (mtime, mtime))
+    return path
+
+
+def _agent(name: str | None, description: str, body: str = "Prompt.", extra: str = "") -> str:
+    name_line = f"name: {name}\n" if name else ""
+    return f"---\n{name_line}description: {description}\n{extra}---\n{body}\n"
+
+
+def test_builtins_are_present(dirs: Dirs) -> None:
+    registry = dirs.registry()
+    names = [spec.name for spec in registry.specs()]
+    assert names == ["coder", "explore", "general", "plan"]
+    assert [spec.name for spec in registry.delegable()] == ["explore", "general", "plan"]
+    assert registry.problems() == []
+    coder = registry.get("coder")
+    assert (coder.mode, coder.source) == ("primary", "builtin")
+    explore = registry.get("explore")
+    assert explore.tools == ("view", "ls", "glob", "grep")
+    assert explore.model == "small"
+    assert explore.read_only
+    assert "read-only" in explore.description.lower()
+    assert all(level in explore.description for level in ("quick", "medium", "thorough"))
+    plan = registry.get("plan")
+    assert (plan.tools, plan.model, plan.read_only) == (("view", "ls", "glob", "grep"), "large", True)
+    general = registry.get("general")
+    assert general.description == (
+        "General-purpose agent for multi-step tasks: researching, searching and changing code."
+    )
+    assert (general.tools, general.model) == (None, None)
+    for spec in registry.specs():
+        assert "sub-agent of nestor" not in spec.prompt
+        assert spec.prompt
+
+
+def test_without_builtins_and_without_directories_there_is_nothing(dirs: Dirs) -> None:
+    registry = dirs.registry(builtin=False)
+    assert registry.specs() == []
+    assert registry.problems() == []
+    assert registry.project_agents_dir() == dirs.project / ".nestor" / "agents"
+    assert not dirs.project.exists()
+
+
+def test_reads_every_format_from_its_directory(dirs: Dirs) -> None:
+    project, home = dirs.project, dirs.home
+    _write(project / ".nestor/agents/n.md", _agent(None, "nestor"))
+    _write(project / ".claude/agents/c.md", _agent("c", "claude"))
+    _write(project / ".opencode/agent/sub/o1.md", _agent(None, "opencode1"))
+    _write(project / ".opencode/agents/o2.md", _agent(None, "opencode2"))
+    _write(project / ".gemini/agents/g.md", _agent("g", "gemini"))
+    _write(project / ".emdash/agents/e.md", _agent(None, "emdash"))
+    _write(project / ".mini-cc/agents/m.json", '{"name": "m", "description": "mini", "prompt": "p"}')
+    _write(project / ".deepagents/agents/d/AGENTS.md", _agent(None, "deep"))
+    _write(dirs.config / "agents/un.md", _agent(None, "user nestor"))
+    _write(home / ".claude/agents/uc.md", _agent("uc", "user claude"))
+    _write(home / ".config/opencode/agent/uo.md", _agent(None, "user opencode"))
+    _write(home / ".gemini/agents/ug.md", _agent("ug", "user gemini"))
+    _write(home / ".code_ally/agents/ua.md", _agent("ua", "codeally"))
+    _write(home / ".deepagents/agents/ud/AGENTS.md", _agent(None, "user deep"))
+    registry = dirs.registry(builtin=False)
+    found = {spec.name: (spec.source, spec.ecosystem) for spec in registry.specs()}
+    assert found == {
+        "n": ("project", "nestor"),
+        "c": ("project", "claude"),
+        "o1": ("project", "opencode"),
+        "o2": ("project", "opencode"),
+        "g": ("project", "gemini"),
+        "e": ("project", "emdash"),
+        "m": ("project", "mini-cc"),
+        "d": ("project", "deepagents"),
+        "un": ("user", "nestor"),
+        "uc": ("user", "claude"),
+        "uo": ("user", "opencode"),
+        "ug": ("user", "gemini"),
+        "ua": ("user", "codeally"),
+        "ud": ("user", "deepagents"),
+    }
+    assert registry.problems() == []
+
+
+def test_project_beats_user_beats_builtin_and_shadowed_are_reported(dirs: Dirs) -> None:
+    project_file = _write(dirs.project / ".nestor/agents/explore.md", _agent(None, "project explore"))
+    user_file = _write(dirs.config / "agents/explore.md", _agent(None, "user explore"))
+    registry = dirs.registry()
+    winner = registry.get("explore")
+    assert (winner.description, winner.source, winner.path) == ("project explore", "project", project_file)
+    shadowed = registry.shadowed()
+    assert [(spec.name, spec.source) for spec in shadowed] == [("explore", "user"), ("explore", "builtin")]
+    assert shadowed[0].description == "user explore"
+    warnings = [problem for problem in registry.problems() if problem.severity == "warning"]
+    assert {problem.path for problem in warnings} == {user_file, shadowed[1].path}
+    assert all(str(project_file) in problem.message for problem in warnings)
+    assert all(problem.key == "name" for problem in warnings)
+
+
+def test_nestor_directory_wins_within_a_level_then_claude(dirs: Dirs) -> None:
+    _write(dirs.project / ".claude/agents/r.md", _agent("reviewer", "claude reviewer"))
+    _write(dirs.project / ".gemini/agents/r.md", _agent("reviewer", "gemini reviewer"))
+    registry = dirs.registry(builtin=False)
+    assert registry.get("reviewer").ecosystem == "claude"
+    nestor_file = _write(dirs.project / ".nestor/agents/reviewer.md", _agent(None, "nestor reviewer"))
+    assert registry.get("reviewer").path == nestor_file
+    assert [spec.ecosystem for spec in registry.shadowed()] == ["claude", "gemini"]
+    claude_warning = next(problem for problem in registry.problems() if "claude" in str(problem.path))
+    assert claude_warning.line == 2  # the name key
+    assert "project, nestor format" in claude_warning.message
+
+
+def test_one_bad_file_never_hides_the_others(dirs: Dirs) -> None:
+    agents = dirs.project / ".nestor/agents"
+    _write(agents / "good.md", _agent(None, "good"))
+    _write(agents / "yaml.md", "---\ndescription: [oops\n---\n")
+    _write(agents / "typo.md", _agent(None, "typo", extra="modle: small\n"))
+    _write(agents / "rules.md", _agent(None, "rules", extra="rules: [missing]\n"))
+    _write(agents / "tools.md", _agent(None, "tools", extra="tools: [view, NotebookEdit]\n"))
+    _write(dirs.project / ".mini-cc/agents/bad.json", '{"name": "bad",}')
+    _write(agents / "notes.txt", "not an agent")
+    registry = dirs.registry(builtin=False)
+    assert [spec.name for spec in registry.specs()] == ["good", "tools"]
+    errors = [
+        (problem.path.name, problem.key) for problem in registry.problems() if problem.severity == "error"
+    ]
+    assert sorted(errors) == [("bad.json", ""), ("rules.md", "rules"), ("typo.md", "modle"), ("yaml.md", "")]
+    warnings = [problem for problem in registry.problems() if problem.severity == "warning"]
+    assert [(problem.path.name, problem.key, problem.line) for problem in warnings] == [
+        ("tools.md", "tools", 3)
+    ]
+
+
+def test_hot_reload_modify_add_delete(dirs: Dirs) -> None:
+    agents = dirs.project / ".nestor/agents"
+    first = _write(agents / "a.md", _agent(None, "first"), mtime=1_000_000)
+    registry = dirs.registry(builtin=False)
+    assert registry.get("a").description == "first"
+
+    _write(first, _agent(None, "second"), mtime=1_000_100)
+    assert registry.get("a").description == "second"
+
+    _write(agents / "b.md", _agent(None, "new"), mtime=1_000_200)
+    assert [spec.name for spec in registry.specs()] == ["a", "b"]
+
+    first.unlink()
+    assert [spec.name for spec in registry.specs()] == ["b"]
+    with pytest.raises(UnknownAgentError):
+        registry.get("a")
+
+
+def test_hot_reload_reports_and_clears_problems(dirs: Dirs) -> None:
+    path = _write(dirs.project / ".nestor/agents/a.md", _agent(None, "ok"), mtime=1_000_000)
+    registry = dirs.registry(builtin=False)
+    assert registry.problems() == []
+    _write(path, "---\ndescription: ok\nbogus: 1\n---\n", mtime=1_000_100)
+    assert [problem.key for problem in registry.problems()] == ["bogus"]
+    assert registry.specs() == []
+    _write(path, _agent(None, "fixed"), mtime=1_000_200)
+    assert registry.problems() == []
+    assert registry.get("a").description == "fixed"
+
+
+def test_unchanged_files_are_not_re_read(dirs: Dirs) -> None:
+    agents = dirs.project / ".nestor/agents"
+    _write(agents / "a.md", _agent(None, "a"), mtime=1_000_000)
+    other = _write(agents / "b.md", _agent(None, "b"), mtime=1_000_000)
+    registry = dirs.registry(builtin=False)
+    before = registry.get("a")
+    _write(other, _agent(None, "b2"), mtime=1_000_100)
+    assert registry.get("b").description == "b2"
+    assert registry.get("a") is before
+
+
+def test_a_rule_file_appearing_reloads_the_agent_that_needs_it(dirs: Dirs) -> None:
+    _write(dirs.project / ".nestor/agents/a.md", _agent(None, "a", extra="rules: [style]\n"))
+    registry = dirs.registry(builtin=False)
+    assert registry.specs() == []
+    assert [problem.key for problem in registry.problems()] == ["rules"]
+    rule = _write(dirs.config / "rules/style.md", "Be terse.")
+    assert registry.get("a").rule_files == (rule,)
+    assert registry.problems() == []
+
+
+def test_unknown_agent_error_lists_delegable_agents_and_hints(dirs: Dirs) -> None:
+    _write(dirs.project / ".nestor/agents/helper.md", _agent(None, "helps"))
+    registry = dirs.registry()
+    with pytest.raises(UnknownAgentError) as caught:
+        registry.get("reviewer")
+    message = caught.value.message
+    assert "'reviewer'" in message
+    assert "explore, general, helper, plan" in message
+    assert "coder" not in message
+    assert caught.value.hint is not None
+    assert str(dirs.project / ".nestor" / "agents" / "reviewer.md") in caught.value.hint
+
+
+def test_unknown_agent_error_points_at_a_broken_definition(dirs: Dirs) -> None:
+    path = _write(dirs.project / ".nestor/agents/reviewer.md", "---\ndescription: d\nmax_turns: many\n---\n")
+    registry = dirs.registry(builtin=False)
+    with pytest.raises(UnknownAgentError) as caught:
+        registry.get("reviewer")
+    assert str(path) in caught.value.message
+    assert "whole number" in caught.value.message
+
+
+def test_get_accepts_a_unique_case_insensitive_match(dirs: Dirs) -> None:
+    registry = dirs.registry()
+    assert registry.get("Explore").name == "explore"
+
+
+def test_home_as_project_does_not_read_directories_twice(tmp_path: Path) -> None:
+    _write(tmp_path / ".claude/agents/c.md", _agent("c", "claude"))
+    registry = AgentRegistry(
+        tmp_path, home=tmp_path, user_config_dir=tmp_path / ".config" / "nestor", builtin=False
+    )
+    assert [(spec.name, spec.source) for spec in registry.specs()] == [("c", "project")]
+    assert registry.shadowed() == []
+    assert registry.problems() == []
+
+
+def test_disabled_opencode_agent_does_not_shadow(dirs: Dirs) -> None:
+    _write(dirs.project / ".opencode/agent/plan.md", "---\ndescription: d\ndisable: true\n---\n")
+    registry = dirs.registry()
+    assert registry.get("plan").source == "builtin"
+    assert registry.problems() == []
