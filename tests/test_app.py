@@ -224,7 +224,7 @@ async def test_a_small_local_model_gets_the_compact_prompt_and_tools(
 
     setup = agent.setup
     assert setup.brief_tools is True
-    assert [tool.name for tool in setup.tools] == ["view", "ls", "glob", "grep", "edit", "bash"]
+    assert [tool.name for tool in setup.tools] == ["view", "ls", "glob", "grep", "edit", "bash", "task"]
     assert setup.system_prompt.startswith(builtin_agent_prompt("coder-compact").strip())
     assert (setup.model_name, setup.priced) == (f"local:{path}", False)
     assert setup.context is not None and setup.context.context_window == DEFAULT_LOCAL_CONTEXT_WINDOW
@@ -257,7 +257,14 @@ async def test_a_large_local_model_gets_the_full_prompt_and_tools(
 
     setup = agent.setup
     assert setup.brief_tools is False
-    assert [tool.name for tool in setup.tools] == [tool.name for tool in coder_tools()]
+    assert [tool.name for tool in setup.tools] == [
+        *(tool.name for tool in coder_tools()),
+        "todo_write",
+        "task",
+        "task_status",
+        "task_output",
+        "task_cancel",
+    ]
     assert "write" in [tool.name for tool in setup.tools]
     assert setup.system_prompt.startswith(builtin_agent_prompt("coder").strip())
     assert app.titles is None  # still in process on a CPU

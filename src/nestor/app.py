@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from nestor.agents.registry import AgentRegistry
 from nestor.bus import EventBus
 from nestor.config import ModelConfig, ModelRole, Settings, default_user_config_path
 from nestor.core.errors import SessionNotFoundError
@@ -22,16 +24,22 @@ from nestor.providers.defaults import model_for_role
 from nestor.runtime.compaction import SummaryModel
 from nestor.runtime.context import ContextPolicy
 from nestor.runtime.coordinator import Coordinator
+from nestor.runtime.delegation import AgentTree, TreeServices
 from nestor.runtime.hooks import Budgets, Hook
 from nestor.runtime.large_results import LargeResultHook
 from nestor.runtime.loop import AgentSetup, SessionAgent
 from nestor.runtime.permission_gate import PermissionAsker
-from nestor.runtime.prompt import build_system_prompt, builtin_agent_prompt
+from nestor.runtime.prompt import build_system_prompt, builtin_agent_prompt, environment_section
+from nestor.runtime.subagent_hooks import DELEGATION_TOOL_NAMES
+from nestor.runtime.task_tool import delegation_tools
 from nestor.runtime.titles import TitleHook, TitleWriter
-from nestor.runtime.toolset import coder_tools, compact_coder_tools
+from nestor.runtime.todos import CompletionCheckHook, persist_todos, todo_list_from_metadata
+from nestor.runtime.toolset import CODER_TOOL_NAMES, COMPACT_CODER_TOOL_NAMES, stateless_tools
 from nestor.store.db import Database, open_database
 from nestor.store.messages import MessageStore
 from nestor.store.sessions import Session, SessionStore
+from nestor.tools.base import Tool
+from nestor.tools.todo import TodoList, TodoWriteTool
 
 
 @dataclass
@@ -39,6 +47,7 @@ class App:
     """Open stores, the event bus and the coordinator for one nestor process.
 
     Attributes:
+        tree: The agent tree of the main agent started last (sub-agents, background agents, pool).
         titles: Writes the titles of new sessions with the small model; None until a new session
             needs one, and when the small model cannot be built or runs locally. UIs wait for it
             (or cancel it) before the process ends.
@@ -55,7 +64,10 @@ class App:
     coordinator: Coordinator
     titles: TitleWriter | None = None
     notify: Callable[[str], None] = field(default=lambda _message: None)
+    tree: AgentTree | None = None
     _models: dict[str, BuiltModel] = field(default_factory=dict[str, BuiltModel])
+    _registry: AgentRegistry | None = None
+    _todos: dict[str, TodoList] = field(default_factory=dict[str, TodoList])
     _local_notice_given: bool = False
 
     @classmethod
@@ -152,13 +164,31 @@ class App:
         limits = settings.limits
         scratch_dir = self.scratch_dir(session.id)
         context = settings.context
+        # The main agent runs on the large model, which also writes its summaries (its own and
+        # its sub-agents').
+        summarizer = SummaryModel(
+            model=built.model,
+            name=built.name,
+            settings=built.settings,
+            priced=built.priced,
+            context_window=built.context_window,
+        )
+        tree = self._agent_tree(environment, asker, summarizer)
+        tool_names: list[str] = list(COMPACT_CODER_TOOL_NAMES if built.compact else CODER_TOOL_NAMES)
+        if not built.compact:  # a small model gains little from a todo list, and pays for its schema
+            tool_names.append("todo_write")
+        if tree.can_delegate(0):
+            tool_names.extend(["task"] if built.compact else DELEGATION_TOOL_NAMES)
+        tools = self._tools(tree, tool_names, session.id)
+        hooks.extend(self._agent_hooks(tool_names, session.id))
+        hooks.extend(tree.tree_hooks(0))
         setup = AgentSetup(
             model=built.model,
             model_name=built.name,
             model_settings=built.settings,
             priced=built.priced,
             system_prompt=system_prompt,
-            tools=compact_coder_tools() if built.compact else coder_tools(),
+            tools=tools,
             brief_tools=built.compact,
             sessions=self.sessions,
             messages=self.messages,
@@ -173,14 +203,7 @@ class App:
                 threshold=context.compact_threshold,
                 keep_recent=context.keep_recent,
             ),
-            # The main agent runs on the large model, which also writes its summaries.
-            summarizer=SummaryModel(
-                model=built.model,
-                name=built.name,
-                settings=built.settings,
-                priced=built.priced,
-                context_window=built.context_window,
-            ),
+            summarizer=summarizer,
             budgets=Budgets(
                 max_iterations=limits.max_iterations,
                 max_total_tokens=limits.max_tokens,
@@ -189,8 +212,82 @@ class App:
             hooks=[LargeResultHook(scratch_dir, context.tool_result_max_tokens), *hooks],
         )
         agent = SessionAgent(session.id, setup)
+        tree.attach(agent)
         self.coordinator.add(agent)
         return agent
+
+    def agent_registry(self, env: Mapping[str, str] | None = None) -> AgentRegistry:
+        """The agent specs of this project (built-in, the user's and the project's files)."""
+        if self._registry is None:
+            environment = os.environ if env is None else env
+            home = Path(environment["HOME"]) if environment.get("HOME") else Path.home()
+            self._registry = AgentRegistry(
+                Path(self.settings.project_root),
+                home=home,
+                user_config_dir=default_user_config_path(environment).parent,
+            )
+        return self._registry
+
+    def _agent_tree(
+        self, env: Mapping[str, str], asker: PermissionAsker | None, summarizer: SummaryModel
+    ) -> AgentTree:
+        """A new tree of agents for a main agent about to start."""
+        settings = self.settings
+        project_root = Path(settings.project_root)
+
+        def build(choice: str) -> BuiltModel:
+            if choice in ("large", "small"):
+                return self.build_model(self.model_config(choice, env), env)
+            return self.build_model(ModelConfig(model=choice), env)
+
+        def environment() -> Awaitable[str]:
+            return environment_section(project_root)
+
+        tree = AgentTree(
+            TreeServices(
+                registry=self.agent_registry(env),
+                config=settings.agents,
+                context=settings.context,
+                build_model=build,
+                sessions=self.sessions,
+                messages=self.messages,
+                bus=self.bus,
+                project_root=project_root,
+                scratch_root=settings.data_dir / "scratch",
+                asker=asker,
+                tool_factory=lambda names, session_id: self._tools(tree, names, session_id),
+                child_hooks=self._agent_hooks,
+                environment=environment,
+                summarizer=summarizer,
+            )
+        )
+        self.tree = tree
+        return tree
+
+    def _tools(self, tree: AgentTree, names: Sequence[str], session_id: str) -> list[Tool[Any]]:
+        """Fresh tools named ``names`` for session ``session_id``, in that order."""
+        built: dict[str, Tool[Any]] = {tool.name: tool for tool in stateless_tools(names)}
+        if "todo_write" in names:
+            built["todo_write"] = TodoWriteTool(
+                self._todo_list(session_id), on_change=persist_todos(self.sessions, session_id)
+            )
+        if any(name in DELEGATION_TOOL_NAMES for name in names):
+            built.update({tool.name: tool for tool in delegation_tools(tree)})
+        return [built[name] for name in names if name in built]
+
+    def _agent_hooks(self, tool_names: Sequence[str], session_id: str) -> list[Hook]:
+        """Hooks an agent gets for its tools: the completion check of its todo list."""
+        if "todo_write" not in tool_names:
+            return []
+        return [CompletionCheckHook(self._todo_list(session_id))]
+
+    def _todo_list(self, session_id: str) -> TodoList:
+        """The todo list of a session, read from its metadata once per process."""
+        todos = self._todos.get(session_id)
+        if todos is None:
+            todos = todo_list_from_metadata(self.sessions.get(session_id).metadata)
+            self._todos[session_id] = todos
+        return todos
 
     def scratch_dir(self, session_id: str) -> Path:
         """The directory where a session keeps temporary files (large tool results); made on first use."""

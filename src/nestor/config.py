@@ -182,6 +182,41 @@ class LocalConfig(_ConfigModel):
     threads: Annotated[StrictInt, Field(ge=1, le=512)] | None = None
 
 
+ModelTier: TypeAlias = Literal["fast", "standard", "powerful"]
+
+
+class AgentsConfig(_ConfigModel):
+    """The ``[agents]`` table: sub-agents' budgets, nesting, parallelism and pool.
+
+    Attributes:
+        max_depth: How deep delegation may nest; 1 means sub-agents cannot delegate further.
+        max_parallel: Sub-agents one agent runs at once; further ``task`` calls wait their turn.
+        max_turns: Model requests per sub-agent task, unless its spec says otherwise.
+        max_context_tokens: The most context a sub-agent may grow to before it must report.
+        timeout_s: Wall time of a sub-agent task, unless its spec or the call says otherwise.
+        max_cost_usd: Stop every agent of the tree once the tree has spent this much; None: no cap.
+        search_budget: ``web_search`` calls per sub-agent task.
+        pool_size: Idle pooled sub-agents (specs with ``persist: true``) kept at most.
+        pool_idle_s: An idle pooled sub-agent is dropped after this many seconds.
+        tiers: The model each tier (``fast``/``standard``/``powerful``) means: a role
+            (``large``/``small``) or ``provider:model``.
+
+    """
+
+    max_depth: Annotated[StrictInt, Field(ge=0, le=5)] = 1
+    max_parallel: Annotated[StrictInt, Field(ge=1, le=100)] = 10
+    max_turns: Annotated[StrictInt, Field(ge=1)] = 60
+    max_context_tokens: Annotated[StrictInt, Field(ge=1000)] = 64_000
+    timeout_s: Annotated[StrictFloat | StrictInt, Field(gt=0)] = 600.0
+    max_cost_usd: Annotated[StrictFloat | StrictInt, Field(gt=0)] | None = None
+    search_budget: Annotated[StrictInt, Field(ge=0)] = 10
+    pool_size: Annotated[StrictInt, Field(ge=0)] = 8
+    pool_idle_s: Annotated[StrictFloat | StrictInt, Field(gt=0)] = 600.0
+    tiers: dict[ModelTier, str] = Field(
+        default_factory=lambda: {"fast": "small", "standard": "large", "powerful": "large"}
+    )
+
+
 class _ConfigDocument(_ConfigModel):
     """Everything a config file may contain; the keys a user may write."""
 
@@ -191,6 +226,7 @@ class _ConfigDocument(_ConfigModel):
     limits: LimitsConfig = LimitsConfig()
     context: ContextConfig = ContextConfig()
     local: LocalConfig = LocalConfig()
+    agents: AgentsConfig = AgentsConfig()
 
     @field_validator("providers")
     @classmethod

@@ -14,6 +14,7 @@ from nestor.core.events import Event
 from nestor.core.usage import format_cost, format_tokens
 
 if TYPE_CHECKING:
+    from nestor.app import App
     from nestor.runtime.loop import RunResult, SessionAgent
     from nestor.runtime.titles import TitleWriter
 
@@ -61,6 +62,7 @@ async def _run(
             loop.add_signal_handler(signum, interrupt)
         try:
             result = await app.coordinator.run(agent.session_id, prompt)
+            result = await _finish_background(app, agent, result)
             if output_format == "stream-json":
                 # The title's event comes before the result line, which stays the last one.
                 await _wait_for_titles(app.titles)
@@ -75,6 +77,25 @@ async def _run(
         if app.titles is not None:
             app.titles.cancel()
         app.close()
+
+
+async def _finish_background(app: App, agent: SessionAgent, result: RunResult) -> RunResult:
+    """Wait for background sub-agents; deliver their notices in more runs of the main agent.
+
+    A headless run ends only after every background agent ended and its notice reached the main
+    agent, whose answer to them is the run's result. A run that did not complete cancels them.
+    """
+    tree = app.tree
+    if tree is None:
+        return result
+    while result.stop_reason == "completed" and (tree.background.any_running() or agent.has_pending):
+        await tree.background.wait_all()
+        if agent.has_pending:
+            result = await app.coordinator.run(agent.session_id, None)
+    if tree.background.any_running():
+        tree.background.cancel_all()
+        await tree.background.wait_all()
+    return result
 
 
 async def _wait_for_titles(titles: TitleWriter | None) -> None:

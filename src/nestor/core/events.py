@@ -104,6 +104,10 @@ class AgentFinished(_Event):
     """An agent run ended: why, its final text, and what it spent."""
 
     type: Literal["agent_finished"] = "agent_finished"
+    parent_id: str | None = None
+    depth: int = 0
+    agent_type: str = "coder"
+    description: str = ""
     stop_reason: str
     result: str
     is_error: bool = False
@@ -147,6 +151,26 @@ class SessionTitled(_Event):
     title: str
 
 
+class TodosUpdated(_Event):
+    """The agent's todo list changed; ``todos`` is the whole list (``content``, ``status``)."""
+
+    type: Literal["todos_updated"] = "todos_updated"
+    todos: list[dict[str, str]]
+
+
+class BackgroundNotice(_Event):
+    """A background sub-agent ended; ``text`` is the notice its parent's next request carries.
+
+    ``agent_id`` is the parent that receives the notice; ``child_id`` the agent that ended.
+    """
+
+    type: Literal["background_notice"] = "background_notice"
+    child_id: str
+    child_type: str
+    status: str
+    text: str
+
+
 class ErrorEvent(_Event):
     """Something went wrong that the user should see (the run may still continue)."""
 
@@ -168,6 +192,8 @@ Event = Annotated[
     | CompactionStarted
     | Compacted
     | SessionTitled
+    | TodosUpdated
+    | BackgroundNotice
     | AgentFinished
     | ErrorEvent,
     Field(discriminator="type"),

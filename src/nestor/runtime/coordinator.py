@@ -34,12 +34,16 @@ class Coordinator:
         """Return the live agent with ``agent_id``."""
         return self._agents[agent_id]
 
-    def submit(self, agent_id: str, prompt: str) -> asyncio.Task[RunResult] | None:
-        """Start a run of ``prompt``; when the agent is busy, queue it and return None."""
+    def submit(self, agent_id: str, prompt: str | None) -> asyncio.Task[RunResult] | None:
+        """Start a run of ``prompt``; when the agent is busy, queue it and return None.
+
+        ``None`` runs on what the agent has pending (background notices); ignored while busy.
+        """
         agent = self._agents[agent_id]
         running = self._runs.get(agent_id)
         if running is not None and not running.done():
-            agent.enqueue(prompt)
+            if prompt is not None:
+                agent.enqueue(prompt)
             return None
         task = asyncio.create_task(agent.run(prompt), name=f"run {agent_id}")
         self._runs[agent_id] = task
@@ -64,7 +68,7 @@ class Coordinator:
             return None
         return await running
 
-    async def run(self, agent_id: str, prompt: str) -> RunResult:
+    async def run(self, agent_id: str, prompt: str | None) -> RunResult:
         """Submit ``prompt`` and wait for the run that takes it to end."""
         task = self.submit(agent_id, prompt)
         if task is None:

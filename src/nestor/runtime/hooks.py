@@ -1,11 +1,17 @@
 """The hook protocol: how features attach to the agent loop without editing it.
 
-The loop calls every hook at three points:
+The loop calls every hook at these points:
 
 - :meth:`Hook.before_request` before each model request: a hook may stop the run (a budget is
   spent) or add a reminder the model sees in that request;
+- :meth:`Hook.before_tool_call` before each tool call: a hook may refuse the call (a blocked
+  tool, a spent search budget, an invalid delegation) with a message the model sees instead;
 - :meth:`Hook.after_tool_result` after each tool call: a hook may replace the result the model
   sees (trim it, append a reminder);
+- :meth:`Hook.before_finish` when the model answers without calling a tool: a hook may send it
+  back to work with a reminder (unfinished todos);
+- :meth:`Hook.final_turn` when a budget, the time limit or the loop guard stopped the run: a hook
+  may ask for one last request without tools, so the agent reports what it found;
 - :meth:`Hook.on_run_end` when a run ends, whatever the reason.
 
 Built-in hooks live here too: :class:`BudgetHook` enforces iteration and token budgets,
@@ -39,6 +45,8 @@ class RunState:
     usage: Usage = field(default_factory=Usage)
     started_at: float = field(default_factory=time.monotonic)
     tool_calls: int = 0
+    context_tokens: int = 0
+    """The estimated size of the next request, updated before each request's hooks run."""
 
     @property
     def elapsed_s(self) -> float:
@@ -71,11 +79,23 @@ class Hook:
         """Called before each model request; return :class:`Stop`, :class:`Remind` or None."""
         return None
 
+    async def before_tool_call(self, state: RunState, call: ToolCallPart) -> str | None:
+        """Called before each tool call; return a refusal the model sees instead, or None to run it."""
+        return None
+
     async def after_tool_result(
         self, state: RunState, call: ToolCallPart, result: ToolReturnPart
     ) -> ToolReturnPart:
         """Called after each tool call; return the result the model should see."""
         return result
+
+    async def before_finish(self, state: RunState, text: str) -> Remind | None:
+        """Called when the model answered ``text`` without a tool call; Remind sends it back to work."""
+        return None
+
+    async def final_turn(self, state: RunState, reason: StopReason, message: str) -> str | None:
+        """Called when the run was stopped by ``reason``; a prompt asks for one last tool-less answer."""
+        return None
 
     async def on_run_end(self, state: RunState, result: RunResult) -> None:
         """Called once when a run ends, whatever the reason."""

@@ -74,6 +74,9 @@ from nestor.tools.base import Tool, ToolContext, ToolResult
 
 _PREVIEW_CHARS = 200
 _RETRY_COMPACTION_AFTER = 4
+_REPORTABLE_STOPS = frozenset({"max_iterations", "token_budget", "timeout", "loop"})
+FINAL_TURN_TIMEOUT_S = 120.0
+"""Longest wait for the tool-less report a hook asks for after a budget or time stop."""
 
 
 @dataclass(slots=True)
@@ -122,6 +125,7 @@ class AgentSetup:
         agent_type: The agent spec's name, for events.
         parent_id: Parent agent id, for sub-agents.
         depth: 0 for the main agent.
+        description: What the agent was asked to do, in a few words (a sub-agent's task), for events.
 
     """
 
@@ -148,6 +152,7 @@ class AgentSetup:
     agent_type: str = "coder"
     parent_id: str | None = None
     depth: int = 0
+    description: str = ""
 
 
 class SessionAgent:
@@ -179,11 +184,13 @@ class SessionAgent:
         # After a compaction that could not get under the threshold, wait for this many messages
         # before trying again, instead of paying for a futile summary at every request.
         self._no_auto_compaction_before = 0
-        self._hooks: list[Hook] = [BudgetHook(setup.budgets), LoopGuardHook(), *setup.hooks]
+        self._budget_hook = BudgetHook(setup.budgets)
+        self._hooks: list[Hook] = [self._budget_hook, LoopGuardHook(), *setup.hooks]
         self._gate = PermissionGate(setup.policy, setup.asker, setup.bus, session_id)
         self._queue: list[str] = []
         self._task: asyncio.Task[RunResult] | None = None
         self._cancel_requested = False
+        self._cancel_listeners: list[Callable[[], None]] = []
 
     # -- public API -------------------------------------------------------------------------
 
@@ -197,14 +204,50 @@ class SessionAgent:
         self._queue.append(prompt)
         self.setup.bus.publish(PromptQueued(agent_id=self.session_id, prompt=prompt))
 
+    def deliver(self, text: str) -> None:
+        """Put ``text`` (a background agent's notice) into the next model request, without an event.
+
+        Taken at the next turn of the run in progress, or at the start of the next run.
+        """
+        self._queue.append(text)
+
+    @property
+    def has_pending(self) -> bool:
+        """True when prompts or notices wait for the next run."""
+        return bool(self._queue)
+
+    def add_cancel_listener(self, listener: Callable[[], None]) -> None:
+        """Call ``listener`` whenever this agent is cancelled (it cancels the agent's descendants)."""
+        self._cancel_listeners.append(listener)
+
+    def set_system_prompt(self, system_prompt: str) -> None:
+        """Use ``system_prompt`` from the next request on (a pooled agent's prompt, regenerated per task)."""
+        self.setup.system_prompt = system_prompt
+        self._request_parameters = ModelRequestParameters(
+            function_tools=self._tool_definitions,
+            allow_text_output=True,
+            instruction_parts=[InstructionPart(content=system_prompt)] if system_prompt else None,
+        )
+        self._fixed_tokens = fixed_tokens(system_prompt, self._tool_definitions)
+
+    def set_budgets(self, budgets: Budgets) -> None:
+        """Use ``budgets`` from the next run on (each task of a sub-agent brings its own)."""
+        self.setup.budgets = budgets
+        self._budget_hook.budgets = budgets
+
     def cancel(self) -> None:
-        """Stop the current run as soon as possible; completed messages are kept."""
+        """Stop the current run (and every descendant) as soon as possible; completed messages are kept."""
+        for listener in list(self._cancel_listeners):
+            listener()
         if self._task is not None and not self._task.done():
             self._cancel_requested = True
             self._task.cancel()
 
-    async def run(self, prompt: str) -> RunResult:
-        """Run until the model is done with ``prompt`` (and anything queued meanwhile)."""
+    async def run(self, prompt: str | None) -> RunResult:
+        """Run until the model is done with ``prompt`` (and anything queued meanwhile).
+
+        ``None`` runs on what is queued alone (prompts, background notices).
+        """
         if self.busy:
             raise RuntimeError("SessionAgent.run called while a run is in progress; use enqueue()")
         self._task = asyncio.current_task()
@@ -231,6 +274,7 @@ class SessionAgent:
                 parent_id=setup.parent_id,
                 depth=setup.depth,
                 agent_type=setup.agent_type,
+                description=setup.description,
                 model=setup.model_name,
             )
         )
@@ -262,7 +306,10 @@ class SessionAgent:
                         continue
                     queued = self._take_queue()
                     if not queued:
-                        break
+                        reminder = await self._before_finish(state, last_text)
+                        if reminder is None:
+                            break
+                        queued = [UserPromptPart(f"<system-reminder>{reminder}</system-reminder>")]
                     self._append(ModelRequest(parts=queued))
         except TimeoutError as exc:
             if not time_limit.expired():  # a hook's own TimeoutError is an error, not the budget
@@ -279,9 +326,72 @@ class SessionAgent:
             stop_reason, stop_message = "cancelled", "Cancelled by the user."
         except Exception as exc:  # the run ends; the error is reported, never a crash of the caller
             stop_reason, error = "error", exc
+        if stop_reason in _REPORTABLE_STOPS:
+            try:
+                last_text = await self._final_turn(state, stop_reason, stop_message or "") or last_text
+            except asyncio.CancelledError:
+                if not self._cancel_requested:
+                    raise
+                current = asyncio.current_task()
+                if current is not None:
+                    current.uncancel()
+                stop_reason, stop_message = "cancelled", "Cancelled by the user."
         return await self._finish(state, stop_reason, stop_message, last_text, error)
 
+    async def _before_finish(self, state: RunState, text: str) -> str | None:
+        reminders = [
+            action.text
+            for hook in self._hooks
+            if (action := await hook.before_finish(state, text)) is not None
+        ]
+        return "\n\n".join(reminders) or None
+
+    async def _final_turn(self, state: RunState, reason: StopReason, message: str) -> str | None:
+        """Ask for one last answer without tools when a hook wants a report of a stopped run.
+
+        Returns the answer's text, or None when no hook asked or the request failed (the run's
+        stop reason stands either way; a failed report must not turn a budget stop into an error).
+        """
+        prompts = [p for hook in self._hooks if (p := await hook.final_turn(state, reason, message))]
+        if not prompts:
+            return None
+        unanswered = history_repair(self.history)
+        if unanswered is not None:
+            self._append(unanswered)
+        self._append(ModelRequest(parts=[UserPromptPart("\n\n".join(prompts))]))
+        setup = self.setup
+        parameters = ModelRequestParameters(
+            function_tools=[],
+            allow_text_output=True,
+            instruction_parts=self._request_parameters.instruction_parts,
+        )
+        call = ModelCall(setup.model, setup.model_settings, parameters, setup.retry, setup.sleep)
+        try:
+            async with asyncio.timeout(FINAL_TURN_TIMEOUT_S):
+                response = await call.request(
+                    self.history, agent_id=self.session_id, publish=setup.bus.publish, stream_text=True
+                )
+        except (ModelRequestError, TimeoutError) as exc:
+            setup.bus.publish(
+                ErrorEvent(agent_id=self.session_id, message=f"the final report request failed: {exc}")
+            )
+            return None
+        usage = usage_from_response(response, priced=setup.priced)
+        state.iteration += 1
+        state.usage.add(usage)
+        self._append(response, usage=usage)
+        setup.bus.publish(
+            RequestFinished(
+                agent_id=self.session_id,
+                model=setup.model_name,
+                usage=usage.to_dict(),
+                run_usage=state.usage.to_dict(),
+            )
+        )
+        return response_text(response) or None
+
     async def _before_request(self, state: RunState) -> Stop | Remind | None:
+        state.context_tokens = self.context_tokens()
         reminders: list[str] = []
         for hook in self._hooks:
             action = await hook.before_request(state)
@@ -462,7 +572,7 @@ class SessionAgent:
         results: dict[str, ToolReturnPart] = {}
 
         async def run_one(call: ToolCallPart) -> None:
-            result = await self._run_tool(call)
+            result = await self._run_tool(state, call)
             for hook in self._hooks:
                 result = await hook.after_tool_result(state, call, result)
             results[call.tool_call_id] = result
@@ -480,7 +590,7 @@ class SessionAgent:
             state.tool_calls += len(calls)
         return [results[call.tool_call_id] for call in calls]
 
-    async def _run_tool(self, call: ToolCallPart) -> ToolReturnPart:
+    async def _run_tool(self, state: RunState, call: ToolCallPart) -> ToolReturnPart:
         publish = self.setup.bus.publish
         started = time.monotonic()
         try:
@@ -492,7 +602,7 @@ class SessionAgent:
                 agent_id=self.session_id, tool_call_id=call.tool_call_id, tool_name=call.tool_name, args=args
             )
         )
-        outcome, content = await self._execute(call)
+        outcome, content, metadata = await self._execute(state, call)
         publish(
             ToolFinished(
                 agent_id=self.session_id,
@@ -503,23 +613,31 @@ class SessionAgent:
                 duration_s=time.monotonic() - started,
             )
         )
-        return ToolReturnPart(call.tool_name, content, tool_call_id=call.tool_call_id, outcome=outcome)
+        return ToolReturnPart(
+            call.tool_name, content, tool_call_id=call.tool_call_id, outcome=outcome, metadata=metadata
+        )
 
     async def _execute(
-        self, call: ToolCallPart
-    ) -> tuple[Literal["success", "failed", "denied", "retried"], str]:
+        self, state: RunState, call: ToolCallPart
+    ) -> tuple[Literal["success", "failed", "denied", "retried"], str, dict[str, Any] | None]:
+        """Run one call: hooks, validation, permission, the tool; never raises but for cancellation."""
+        for hook in self._hooks:
+            refusal = await hook.before_tool_call(state, call)
+            if refusal is not None:
+                return "denied", refusal, None
         tool = self._tools.get(call.tool_name)
         if tool is None:
             available = ", ".join(sorted(self._tools)) or "none"
-            return "retried", f"Unknown tool {call.tool_name!r}. Available tools: {available}."
+            return "retried", f"Unknown tool {call.tool_name!r}. Available tools: {available}.", None
         try:
             params = tool.params_model.model_validate(call.args_as_dict())
         except ValidationError as exc:
-            return "retried", _format_validation_error(call.tool_name, exc)
+            return "retried", _format_validation_error(call.tool_name, exc), None
         except ValueError as exc:
             return (
                 "retried",
                 f"The arguments of {call.tool_name} are not valid JSON ({exc}). Send a JSON object.",
+                None,
             )
         ctx = ToolContext(
             project_root=self.setup.project_root,
@@ -537,14 +655,14 @@ class SessionAgent:
                     raise PermissionDeniedError(self._gate.refusal(request, verdict.decision))
             result = await tool.run(params, ctx)
         except PermissionDeniedError as exc:
-            return "denied", str(exc)
+            return "denied", str(exc), None
         except ToolError as exc:
-            return "failed", str(exc)
+            return "failed", str(exc), None
         except Exception as exc:  # a tool's bug must not end the run
-            return "failed", f"{call.tool_name} failed: {type(exc).__name__}: {exc}"
+            return "failed", f"{call.tool_name} failed: {type(exc).__name__}: {exc}", None
         if isinstance(result, str):
             result = ToolResult(result)
-        return ("failed" if result.is_error else "success"), result.content
+        return ("failed" if result.is_error else "success"), result.content, result.metadata or None
 
     # -- bookkeeping ------------------------------------------------------------------------
 
@@ -591,6 +709,10 @@ class SessionAgent:
         setup.bus.publish(
             AgentFinished(
                 agent_id=self.session_id,
+                parent_id=setup.parent_id,
+                depth=setup.depth,
+                agent_type=setup.agent_type,
+                description=setup.description,
                 stop_reason=stop_reason,
                 result=text,
                 is_error=is_error,

@@ -1,14 +1,24 @@
-"""The tool sets agents get."""
+"""The tool sets agents get, and fresh tool instances by name for sub-agents."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from nestor.tools.base import Tool
 
+CODER_TOOL_NAMES = ("view", "ls", "glob", "grep", "write", "edit", "bash", "fetch")
+"""The main coder agent's own tools, in the order the model sees them (delegation comes on top)."""
 
-def coder_tools() -> list[Tool[Any]]:
-    """Every tool of the main coder agent, in the order the model sees them."""
+COMPACT_CODER_TOOL_NAMES = ("view", "ls", "glob", "grep", "edit", "bash")
+"""The coder's tools for a small model: reading, searching, editing and running, nothing else.
+
+Every tool definition costs prompt tokens on each request and each extra tool is one more for a
+small model to confuse; ``write`` (``edit`` covers changes) and ``fetch`` are left out.
+"""
+
+
+def _constructors() -> dict[str, Callable[[], Tool[Any]]]:
     from nestor.tools.bash import BashTool
     from nestor.tools.edit import EditTool
     from nestor.tools.fetch import FetchTool
@@ -18,20 +28,33 @@ def coder_tools() -> list[Tool[Any]]:
     from nestor.tools.view import ViewTool
     from nestor.tools.write import WriteTool
 
-    return [ViewTool(), LsTool(), GlobTool(), GrepTool(), WriteTool(), EditTool(), BashTool(), FetchTool()]
+    return {
+        "view": ViewTool,
+        "ls": LsTool,
+        "glob": GlobTool,
+        "grep": GrepTool,
+        "write": WriteTool,
+        "edit": EditTool,
+        "bash": BashTool,
+        "fetch": FetchTool,
+    }
+
+
+def stateless_tools(names: Sequence[str]) -> list[Tool[Any]]:
+    """Fresh instances of the tools named ``names`` that need nothing but their call context.
+
+    Names of other tools (``todo_write``, ``task``, ...) are skipped: whoever owns their state
+    builds them.
+    """
+    constructors = _constructors()
+    return [constructors[name]() for name in names if name in constructors]
+
+
+def coder_tools() -> list[Tool[Any]]:
+    """Every tool of the main coder agent, in the order the model sees them."""
+    return stateless_tools(CODER_TOOL_NAMES)
 
 
 def compact_coder_tools() -> list[Tool[Any]]:
-    """The coder's tools for a small model: reading, searching, editing and running, nothing else.
-
-    Every tool definition costs prompt tokens on each request and each extra tool is one more
-    for a small model to confuse; ``write`` (``edit`` covers changes) and ``fetch`` are left out.
-    """
-    from nestor.tools.bash import BashTool
-    from nestor.tools.edit import EditTool
-    from nestor.tools.glob import GlobTool
-    from nestor.tools.grep import GrepTool
-    from nestor.tools.ls import LsTool
-    from nestor.tools.view import ViewTool
-
-    return [ViewTool(), LsTool(), GlobTool(), GrepTool(), EditTool(), BashTool()]
+    """The coder's tools for a small model (see :data:`COMPACT_CODER_TOOL_NAMES`)."""
+    return stateless_tools(COMPACT_CODER_TOOL_NAMES)

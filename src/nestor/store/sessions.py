@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nestor.core.errors import SessionNotFoundError
+from nestor.core.errors import SessionNotFoundError, StoreError
 from nestor.core.ids import new_session_id
 from nestor.core.usage import Usage
 from nestor.store.db import Database
@@ -53,6 +53,15 @@ _ADD_USAGE_TO_LINEAGE = f"""
         )
         SELECT id FROM lineage
     )
+"""
+
+_LINEAGE_IDS = """
+    WITH RECURSIVE lineage(id, parent_id) AS (
+        SELECT id, parent_id FROM sessions WHERE id = ?
+        UNION
+        SELECT sessions.id, sessions.parent_id FROM sessions JOIN lineage ON sessions.id = lineage.parent_id
+    )
+    SELECT id FROM lineage
 """
 
 _ADD_USAGE_TO_ONE = f"""
@@ -302,6 +311,33 @@ class SessionStore:
 
         """
         self._update(session_id, "model = ?", (model,))
+
+    def reparent(self, session_id: str, parent_id: str) -> None:
+        """Make ``session_id`` a child of ``parent_id`` (a sub-agent resumed under another parent).
+
+        Usage already counted stays with the old ancestors; what the session spends from now on
+        rolls up to the new ones.
+
+        Raises:
+            SessionNotFoundError: Either session does not exist.
+            StoreError: ``parent_id`` is ``session_id`` or one of its descendants (a cycle).
+
+        """
+        with self._db.transaction() as connection:
+            if not _exists(connection, parent_id):
+                raise _not_found(parent_id)
+            ancestors = connection.execute(_LINEAGE_IDS, (parent_id,)).fetchall()
+            if any(row[0] == session_id for row in ancestors):
+                raise StoreError(
+                    f"cannot make {session_id} a child of its own descendant {parent_id}",
+                    hint="resume the sub-agent from an agent outside its own tree",
+                )
+            cursor = connection.execute(
+                "UPDATE sessions SET parent_id = ?, updated_at = ? WHERE id = ?",
+                (parent_id, self._clock(), session_id),
+            )
+            if cursor.rowcount == 0:
+                raise _not_found(session_id)
 
     def update_metadata(self, session_id: str, values: Mapping[str, Any]) -> dict[str, Any]:
         """Merge ``values`` into a session's metadata (a key set to ``None`` is removed).

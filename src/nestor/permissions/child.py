@@ -1,0 +1,86 @@
+"""A sub-agent's permissions: its spec's rules intersected with its parent's policy.
+
+A child never gets more than its parent: whatever the parent's policy denies stays denied, whatever
+it would ask about is asked about (tagged with the child, at the root's UI) unless the user already
+allowed it for the child's session, and the spec's own rules can only tighten that. A read-only
+agent never asks at all: a request that would need the user is refused, so a read-only sub-agent
+never stalls a run on a question.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from nestor.core.permission import PermissionRequest
+from nestor.permissions.policy import Decision, PermissionPolicy
+from nestor.permissions.rules import Rule, parse_rule
+
+_STRICTNESS = {"allow": 0, "ask": 1, "deny": 2}
+
+
+@dataclass
+class ChildPolicy(PermissionPolicy):
+    """The policy of a sub-agent: the stricter of its parent's decision and its own rules.
+
+    Attributes:
+        parent: The parent agent's policy (itself a :class:`ChildPolicy` for nested agents).
+        read_only: Refuse instead of asking (read-only agents never prompt).
+        label: Names the agent in reasons, e.g. ``agent explore``.
+
+    """
+
+    parent: PermissionPolicy = field(default_factory=PermissionPolicy)
+    read_only: bool = False
+    label: str = "sub-agent"
+
+    @classmethod
+    def for_spec(
+        cls,
+        parent: PermissionPolicy,
+        rules: Iterable[tuple[str, str]],
+        *,
+        read_only: bool,
+        label: str,
+        source: str = "agent file",
+    ) -> ChildPolicy:
+        """Build the policy of a child from its parent's and its spec's ``(action, rule)`` pairs.
+
+        Raises:
+            ConfigError: A rule is not ``tool`` or ``tool(pattern)``.
+
+        """
+        parsed: list[Rule] = [parse_rule(action, text, source=source) for action, text in rules]  # pyright: ignore[reportArgumentType]
+        return cls(
+            rules=parsed,
+            project_root=parent.project_root,
+            yolo=False,
+            parent=parent,
+            read_only=read_only,
+            label=label,
+        )
+
+    def decide(self, request: PermissionRequest) -> Decision:
+        """The stricter of the parent's decision and this agent's own rules and grants."""
+        inherited = self.parent.decide(request)
+        own = self._own_decision(request)
+        decision = inherited
+        if own is not None and _STRICTNESS[own.kind] > _STRICTNESS[inherited.kind]:
+            decision = own
+        if decision.kind == "ask":
+            if own is None and (request.tool_name, request.grant_key) in self._grants:
+                return Decision("allow", "allowed for this session")
+            if (request.tool_name, "*") in self._grants and own is None:
+                return Decision("allow", "allowed for this session")
+            if self.read_only:
+                return Decision("deny", f"{self.label} is read-only and never asks: {decision.reason}")
+        return decision
+
+    def _own_decision(self, request: PermissionRequest) -> Decision | None:
+        for action in ("deny", "ask", "allow"):
+            for rule in self.rules:
+                if rule.action == action and rule.matches(
+                    request.tool_name, request.target, self.project_root
+                ):
+                    return Decision(action, f"{self.label} rule {action} {rule}", rule)
+        return None

@@ -1,0 +1,71 @@
+"""A sub-agent's system prompt: nestor's preamble, the spec's prompt, its rules and skills, thoroughness.
+
+The task prompt itself is the sub-agent's first user message, not part of its system prompt, so a
+pooled agent keeps one system prompt per spec and a resumed one gets the new task as a new turn.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from nestor.agents.spec import AgentSpec, Thoroughness
+
+SUBAGENT_PREAMBLE = """\
+You are a sub-agent of nestor, started by another agent to do one focused task. You work alone in \
+your own session: you cannot see the conversation that led to this task, and nobody can answer \
+questions while you work, so decide for yourself and note your assumptions. Your final message is \
+all the agent that started you will see: make it a complete, self-contained report of what you \
+found or did, concise, citing file paths (and line numbers) for every claim about the code. Do not \
+pad it with what you tried and dropped."""
+
+THOROUGHNESS_GUIDANCE: dict[Thoroughness, str] = {
+    "quick": "Thoroughness: quick. Do a few targeted searches, find the 2-3 most relevant files, and "
+    "report as soon as you have a good answer.",
+    "medium": "Thoroughness: medium. Explore moderately: follow imports and callers one or two levels "
+    "deep, and report once you are reasonably confident.",
+    "thorough": "Thoroughness: thorough. Be comprehensive: check every plausible location, naming "
+    "convention and cross-reference, and report only when you have exhausted them.",
+}
+
+_MAX_ATTACHED_CHARS = 20_000
+
+
+def compose_subagent_prompt(
+    spec: AgentSpec, *, thoroughness: Thoroughness | None, environment: str = ""
+) -> str:
+    """The system prompt of a sub-agent running ``spec``.
+
+    Args:
+        spec: The agent's definition.
+        thoroughness: The task's search depth (falls back to the spec's, then none).
+        environment: The ``<environment>`` section (directory, platform, date, git).
+
+    """
+    sections = [SUBAGENT_PREAMBLE, spec.prompt.strip()]
+    rules = _attached("Rules", spec.rule_files)
+    if rules:
+        sections.append(rules)
+    skills = _attached("Skills", spec.skill_files)
+    if skills:
+        sections.append(skills)
+    level = thoroughness or spec.thoroughness
+    if level is not None:
+        sections.append(THOROUGHNESS_GUIDANCE[level])
+    if environment:
+        sections.append(environment)
+    return "\n\n".join(section for section in sections if section)
+
+
+def _attached(heading: str, paths: tuple[Path, ...]) -> str:
+    """The text of ``paths`` under a heading; a file that vanished since the spec was read is named."""
+    blocks: list[str] = []
+    for path in paths:
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace").strip()
+        except OSError as exc:
+            blocks.append(f"[{path} could not be read: {exc.strerror}]")
+            continue
+        if len(text) > _MAX_ATTACHED_CHARS:
+            text = text[:_MAX_ATTACHED_CHARS] + f"\n[... {path.name} cut at {_MAX_ATTACHED_CHARS} characters]"
+        blocks.append(f"### {path.stem if path.name != 'SKILL.md' else path.parent.name}\n\n{text}")
+    return f"## {heading}\n\n" + "\n\n".join(blocks) if blocks else ""

@@ -1,0 +1,178 @@
+"""Support for agent-tree tests: scripts routed by task prompt, and a tree over a real store."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic_ai.messages import ModelMessage, ModelRequest, UserPromptPart
+from pydantic_ai.models.function import AgentInfo
+from pydantic_ai.usage import RequestUsage
+
+from nestor.agents.registry import AgentRegistry
+from nestor.config import AgentsConfig, ContextConfig
+from nestor.permissions import PermissionPolicy
+from nestor.providers.build import BuiltModel
+from nestor.runtime.delegation import AgentTree, TreeServices
+from nestor.runtime.hooks import Budgets, Hook
+from nestor.runtime.loop import AgentSetup, SessionAgent
+from nestor.runtime.permission_gate import PermissionAsker
+from nestor.runtime.subagent_hooks import DELEGATION_TOOL_NAMES
+from nestor.runtime.task_tool import delegation_tools
+from nestor.runtime.toolset import stateless_tools
+from nestor.testing import Script, ScriptedModel, ScriptExhausted, Step
+from nestor.testing.scripted_model import StepSource
+from nestor.tools.base import Tool
+from tests.runtime.support import Harness
+
+
+def first_prompt(messages: Sequence[ModelMessage]) -> str:
+    """The text of the first user prompt of a conversation (a sub-agent's task)."""
+    for message in messages:
+        if isinstance(message, ModelRequest):
+            for part in message.parts:
+                if isinstance(part, UserPromptPart) and isinstance(part.content, str):
+                    return part.content
+    return ""
+
+
+class RoutedScript(Script):
+    """Steps per conversation: a request goes to the route whose key is in its first user prompt.
+
+    Parallel sub-agents on one model each follow their own script, whatever the interleaving.
+    """
+
+    def __init__(self, routes: dict[str, list[StepSource]]) -> None:
+        super().__init__([])
+        self.routes = {key: list(steps) for key, steps in routes.items()}
+        self.played_by: dict[str, int] = dict.fromkeys(routes, 0)
+
+    async def next_step(self, messages: list[ModelMessage], info: AgentInfo) -> Step:
+        prompt = first_prompt(messages)
+        for key, steps in self.routes.items():
+            if key in prompt:
+                if not steps:
+                    raise ScriptExhausted(f"route {key!r} has no step left")
+                source = steps.pop(0)
+                self.played_by[key] += 1
+                if isinstance(source, Step):
+                    return source
+                produced = source(messages, info)
+                return await produced if inspect.isawaitable(produced) else produced  # type: ignore[return-value]
+        raise ScriptExhausted(f"no route for a conversation starting with {prompt[:80]!r}")
+
+
+def usage(input_tokens: int = 100, output_tokens: int = 10, cost: float | None = 0.001) -> RequestUsage:
+    """A request's usage with a provider-reported cost (so roll-ups can be checked exactly)."""
+    from decimal import Decimal
+
+    return RequestUsage(
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        cost=None if cost is None else Decimal(str(cost)),
+    )
+
+
+def built(model: ScriptedModel, name: str) -> BuiltModel:
+    return BuiltModel(model=model, settings={}, name=name, context_window=128_000, priced=False)
+
+
+class TreeHarness(Harness):
+    """A harness whose main agent delegates: a real registry on a temp project, scripted models."""
+
+    def __init__(
+        self,
+        root: Path,
+        *,
+        models: dict[str, ScriptedModel],
+        config: AgentsConfig | None = None,
+        extra_tools: dict[str, Callable[[], Tool[Any]]] | None = None,
+        asker: PermissionAsker | None = None,
+    ) -> None:
+        super().__init__(root)
+        self.project = root
+        self.home = root / "home"
+        self.home.mkdir(exist_ok=True)
+        self.registry = AgentRegistry(root, home=self.home, user_config_dir=self.home / ".config" / "nestor")
+        self.models = models
+        self.extra_tools = extra_tools or {}
+        self.built_choices: list[str] = []
+        self.tree = AgentTree(
+            TreeServices(
+                registry=self.registry,
+                config=config or AgentsConfig(),
+                context=ContextConfig(),
+                build_model=self._build,
+                sessions=self.sessions,
+                messages=self.messages,
+                bus=self.bus,
+                project_root=root,
+                scratch_root=root / "data" / "scratch",
+                asker=asker,
+                tool_factory=self._tools,
+                child_hooks=lambda tool_names, session_id: [],
+                environment=self._environment,
+            )
+        )
+
+    async def _environment(self) -> str:
+        return "<environment>test project</environment>"
+
+    def _build(self, choice: str) -> BuiltModel:
+        self.built_choices.append(choice)
+        if choice not in self.models:
+            from nestor.core.errors import UnknownProviderError
+
+            raise UnknownProviderError(f"no scripted model for {choice!r}")
+        return built(self.models[choice], f"test:{choice}")
+
+    def _tools(self, names: Sequence[str], session_id: str) -> list[Tool[Any]]:
+        made: dict[str, Tool[Any]] = {tool.name: tool for tool in stateless_tools(names)}
+        for name in names:
+            if name in self.extra_tools:
+                made[name] = self.extra_tools[name]()
+        if any(name in DELEGATION_TOOL_NAMES for name in names):
+            made.update({tool.name: tool for tool in delegation_tools(self.tree)})
+        return [made[name] for name in names if name in made]
+
+    def main(
+        self,
+        model: ScriptedModel,
+        tool_names: Sequence[str] = ("view", "ls", "glob", "grep", "bash"),
+        *,
+        policy: PermissionPolicy | None = None,
+        budgets: Budgets | None = None,
+        hooks: Sequence[Hook] = (),
+        asker: PermissionAsker | None = None,
+        session_id: str | None = None,
+    ) -> SessionAgent:
+        """The main agent (depth 0) with ``tool_names`` plus the delegation tools, attached to the tree."""
+        if session_id is None:
+            session_id = self.sessions.create(str(self.root), model="test:main").id
+        names = [*tool_names, *DELEGATION_TOOL_NAMES]
+        setup = AgentSetup(
+            model=model,
+            model_name="test:main",
+            system_prompt="You are the main test agent.",
+            tools=self._tools(names, session_id),
+            sessions=self.sessions,
+            messages=self.messages,
+            bus=self.bus,
+            policy=policy or PermissionPolicy(project_root=str(self.root)),
+            asker=asker,
+            project_root=self.root,
+            budgets=budgets or Budgets(),
+            hooks=[*hooks, *self.tree.tree_hooks(0)],
+            sleep=self.fake_sleep,
+        )
+        agent = SessionAgent(session_id, setup)
+        self.tree.attach(agent)
+        return agent
+
+    def write_agent(self, name: str, text: str, *, directory: str = ".nestor/agents") -> Path:
+        path = self.project / directory / f"{name}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        return path
