@@ -530,3 +530,13 @@ def test_foreign_markdown_without_front_matter_is_not_an_agent(tmp_path: Path) -
     assert [(problem.severity, problem.line) for problem in readme.problems] == [("warning", 1)]
     nestor = _read(tmp_path, "nestor", ".nestor/agents/README.md", "# Notes\n")
     assert [(problem.severity, problem.key) for problem in nestor.problems] == [("error", "description")]
+
+
+def test_nestor_permission_also_reads_opencodes_tool_to_action_shape(tmp_path: Path) -> None:
+    text = "---\ndescription: d\npermission: { edit: deny, bash: { 'git diff*': allow, '*': ask } }\n---\n"
+    spec = _spec(_read(tmp_path, "nestor", "a/x.md", text))
+    assert set(spec.permission) >= {
+        PermissionRuleSpec("deny", "edit"),
+        PermissionRuleSpec("allow", "bash(git diff*)"),
+        PermissionRuleSpec("ask", "bash"),
+    }

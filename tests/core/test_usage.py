@@ -31,3 +31,17 @@ def test_formats() -> None:
     assert format_cost(None) == "cost unknown"
     assert format_cost(0.0042) == "$0.0042"
     assert format_cost(1.5) == "$1.50"
+
+
+def test_minus_gives_what_was_added_since_a_snapshot() -> None:
+    before = Usage(input_tokens=10, output_tokens=2, requests=1, cost_usd=0.5)
+    after = Usage(input_tokens=25, output_tokens=5, requests=3, cost_usd=0.75, unpriced_requests=1)
+    delta = after.minus(before)
+    assert (delta.input_tokens, delta.output_tokens, delta.requests) == (15, 3, 2)
+    assert delta.cost_usd == 0.25 and delta.unpriced_requests == 1
+
+
+def test_minus_keeps_the_cost_unknown_when_nothing_priced_was_added() -> None:
+    before = Usage(requests=1, cost_usd=0.5)
+    after = Usage(requests=2, cost_usd=0.5, unpriced_requests=1)
+    assert after.minus(before).cost_usd is None

@@ -140,3 +140,15 @@ async def test_the_compact_coder_tools_described_briefly(harness: Harness) -> No
     assert len(json.dumps([d.parameters_json_schema for d in brief])) < len(
         json.dumps([d.parameters_json_schema for d in full])
     )
+
+
+class PinnedNoteTool(NoteTool):
+    brief_parameters = ("pinned",)
+
+
+async def test_a_tool_keeps_the_optional_parameters_it_names_for_small_models(harness: Harness) -> None:
+    [definition] = await offered_tools(harness, [PinnedNoteTool()], brief=True)
+
+    schema = definition.parameters_json_schema
+    assert list(schema["properties"]) == ["title", "body", "scope", "pinned"]
+    assert schema["required"] == ["title", "body", "scope"]  # still optional: the model may leave it out

@@ -11,6 +11,7 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart, Use
 from nestor.config import AgentsConfig
 from nestor.core.events import AgentFinished, AgentStarted
 from nestor.runtime.delegation import resolve_model_choice
+from nestor.runtime.loop import SessionAgent
 from nestor.testing import ScriptedModel, call, reply
 from nestor.tools.base import ToolError
 from tests.runtime.support import BarrierTool
@@ -239,3 +240,32 @@ async def test_inherit_context_starts_from_the_parents_conversation(tmp_path: Pa
     assert prompts == ["USER: the parent's own words", "carry on"]
     [child] = harness.sessions.children(main.session_id)
     assert len(harness.messages.list(child.id)) == 3  # inherited prompt, task prompt, answer
+
+
+async def test_a_small_model_sees_the_agents_names_and_subagent_type(tmp_path: Path) -> None:
+    harness = TreeHarness(tmp_path, models={})
+    model = ScriptedModel([reply("hi")])
+    main = harness.main(model)
+    main.setup.brief_tools = True
+    brief = SessionAgent(main.session_id, main.setup)
+    await brief.run("hello")
+    [definition] = [d for d in model.requests[0].info.function_tools if d.name == "task"]
+    description = definition.description or ""
+    assert "explore" in description and "general" in description
+    assert "\n" not in description
+    assert set(definition.parameters_json_schema["properties"]) == {"description", "prompt", "subagent_type"}
+
+
+async def test_an_agent_file_added_meanwhile_is_offered_at_the_next_run(tmp_path: Path) -> None:
+    harness = TreeHarness(tmp_path, models={})
+    model = ScriptedModel([reply("one"), reply("two")])
+    main = harness.main(model)
+    await main.run("first")
+    harness.write_agent("reviewer", "---\ndescription: Reviews diffs for bugs.\n---\nReview.\n")
+    await main.run("second")
+    descriptions = [
+        next(d.description or "" for d in request.info.function_tools if d.name == "task")
+        for request in model.requests
+    ]
+    assert "reviewer" not in descriptions[0]
+    assert "- reviewer: Reviews diffs for bugs." in descriptions[1]

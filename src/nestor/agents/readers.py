@@ -141,6 +141,9 @@ def _nestor_permission(fields: Fields) -> tuple[PermissionRuleSpec, ...]:
     if not isinstance(value, dict):
         fields.error("permission", "must be a mapping of allow/ask/deny to lists of rules")
         return ()
+    if not any(str(key) in ("allow", "ask", "deny") for key in value):  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+        # OpenCode's shape, tool -> action (or pattern -> action), reads the same here.
+        return _opencode_permission(fields)
     rules: list[PermissionRuleSpec] = []
     for action, entries in value.items():  # pyright: ignore[reportUnknownVariableType]
         key = str(action)  # pyright: ignore[reportUnknownArgumentType]

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from nestor.cli.options import CommonOptions
 from nestor.cli.render import compaction_line, short_args
 from nestor.core.events import Event
-from nestor.core.usage import format_cost, format_tokens
+from nestor.core.usage import Usage, format_cost, format_tokens
 
 if TYPE_CHECKING:
     from nestor.app import App
@@ -60,13 +60,16 @@ async def _run(
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, interrupt)
+        children_before = _children_usage(app, agent.session_id)
         try:
             result = await app.coordinator.run(agent.session_id, prompt)
-            result = await _finish_background(app, agent, result)
+            main_usage = Usage() + result.usage
+            result = await _finish_background(app, agent, result, main_usage)
+            tree_usage = main_usage + _children_usage(app, agent.session_id).minus(children_before)
             if output_format == "stream-json":
                 # The title's event comes before the result line, which stays the last one.
                 await _wait_for_titles(app.titles)
-            _print_outcome(_outcome(agent, result), output_format)
+            _print_outcome(_outcome(agent, result, tree_usage, main_usage), output_format)
             # After the answer is out: the session's title is worth a short wait, not a delay.
             await _wait_for_titles(app.titles)
         finally:
@@ -79,11 +82,22 @@ async def _run(
         app.close()
 
 
-async def _finish_background(app: App, agent: SessionAgent, result: RunResult) -> RunResult:
+def _children_usage(app: App, session_id: str) -> Usage:
+    """What the sub-agents of a session have spent so far (each child's total includes its own)."""
+    total = Usage()
+    for child in app.sessions.children(session_id):
+        total.add(child.usage)
+    return total
+
+
+async def _finish_background(
+    app: App, agent: SessionAgent, result: RunResult, main_usage: Usage
+) -> RunResult:
     """Wait for background sub-agents; deliver their notices in more runs of the main agent.
 
     A headless run ends only after every background agent ended and its notice reached the main
-    agent, whose answer to them is the run's result. A run that did not complete cancels them.
+    agent, whose answer to them is the run's result (``main_usage`` adds up every run's usage).
+    A run that did not complete cancels them.
     """
     tree = app.tree
     if tree is None:
@@ -92,6 +106,7 @@ async def _finish_background(app: App, agent: SessionAgent, result: RunResult) -
         await tree.background.wait_all()
         if agent.has_pending:
             result = await app.coordinator.run(agent.session_id, None)
+            main_usage.add(result.usage)
     if tree.background.any_running():
         tree.background.cancel_all()
         await tree.background.wait_all()
@@ -103,7 +118,13 @@ async def _wait_for_titles(titles: TitleWriter | None) -> None:
         await titles.wait(TITLE_WAIT_S)
 
 
-def _outcome(agent: SessionAgent, result: RunResult) -> dict[str, Any]:
+def _outcome(agent: SessionAgent, result: RunResult, tree_usage: Usage, main_usage: Usage) -> dict[str, Any]:
+    """The ``result`` line: the answer, and what the whole run cost (sub-agents and summaries included).
+
+    ``usage``/``cost_usd`` count the main agent's requests and its sub-agents' (the session's
+    title, written in the background, is not included: it counts in the session's totals);
+    ``main_usage`` only the main agent's own.
+    """
     outcome: dict[str, Any] = {
         "type": "result",
         "session_id": agent.session_id,
@@ -113,8 +134,9 @@ def _outcome(agent: SessionAgent, result: RunResult) -> dict[str, Any]:
         "num_turns": result.num_turns,
         "duration_s": round(result.duration_s, 3),
         "model": agent.setup.model_name,
-        "usage": result.usage.to_dict(),
-        "cost_usd": result.usage.cost_usd,
+        "usage": tree_usage.to_dict(),
+        "cost_usd": tree_usage.cost_usd,
+        "main_usage": main_usage.to_dict(),
     }
     if result.hint:
         outcome["hint"] = result.hint

@@ -47,6 +47,27 @@ class Usage:
         total.add(other)
         return total
 
+    def minus(self, earlier: Usage) -> Usage:
+        """What was added since ``earlier`` (a snapshot of the same running total).
+
+        The cost stays ``None`` when nothing priced was added since.
+        """
+        cost = None
+        if self.cost_usd is not None and self.unpriced_requests - earlier.unpriced_requests < (
+            self.requests - earlier.requests
+        ):
+            cost = self.cost_usd - (earlier.cost_usd or 0.0)
+        return Usage(
+            input_tokens=self.input_tokens - earlier.input_tokens,
+            output_tokens=self.output_tokens - earlier.output_tokens,
+            cache_read_tokens=self.cache_read_tokens - earlier.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens - earlier.cache_write_tokens,
+            reasoning_tokens=self.reasoning_tokens - earlier.reasoning_tokens,
+            requests=self.requests - earlier.requests,
+            cost_usd=cost,
+            unpriced_requests=self.unpriced_requests - earlier.unpriced_requests,
+        )
+
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dict, including ``total_tokens``."""
         # Written out: dataclasses.asdict deep-copies and is ten times slower on the loop's hot path.

@@ -275,7 +275,7 @@ class AgentTree:
             raise
         self._release(child)
         after = self.services.sessions.get(agent.session_id).usage
-        return _result(child, request, result, _usage_delta(after, before), time.monotonic() - started)
+        return _result(child, request, result, after.minus(before), time.monotonic() - started)
 
     def _release(self, child: _Child) -> None:
         """After a task: keep a persistent agent idle in the pool, forget an ephemeral one."""
@@ -559,22 +559,6 @@ def _with_temperature(settings: ModelSettings, temperature: float | None) -> Mod
     changed = ModelSettings(**settings)  # pyright: ignore[reportCallIssue]
     changed["temperature"] = temperature
     return changed
-
-
-def _usage_delta(after: Usage, before: Usage) -> Usage:
-    cost = None
-    if after.cost_usd is not None:
-        cost = after.cost_usd - (before.cost_usd or 0.0)
-    return Usage(
-        input_tokens=after.input_tokens - before.input_tokens,
-        output_tokens=after.output_tokens - before.output_tokens,
-        cache_read_tokens=after.cache_read_tokens - before.cache_read_tokens,
-        cache_write_tokens=after.cache_write_tokens - before.cache_write_tokens,
-        reasoning_tokens=after.reasoning_tokens - before.reasoning_tokens,
-        requests=after.requests - before.requests,
-        unpriced_requests=after.unpriced_requests - before.unpriced_requests,
-        cost_usd=cost,
-    )
 
 
 def _result(

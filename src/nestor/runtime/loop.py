@@ -165,22 +165,8 @@ class SessionAgent:
             history if history is not None else visible_history(setup.messages.list(session_id))
         )
         self._tools = {tool.name: tool for tool in setup.tools}
-        self._tool_definitions = [
-            ToolDefinition(
-                name=t.name,
-                description=t.brief_description if setup.brief_tools else t.description,
-                parameters_json_schema=_brief_schema(t.parameters_schema())
-                if setup.brief_tools
-                else t.parameters_schema(),
-            )
-            for t in setup.tools
-        ]
-        self._request_parameters = ModelRequestParameters(
-            function_tools=self._tool_definitions,
-            allow_text_output=True,
-            instruction_parts=[InstructionPart(content=setup.system_prompt)] if setup.system_prompt else None,
-        )
-        self._fixed_tokens = fixed_tokens(setup.system_prompt, self._tool_definitions)
+        self._tool_definitions = self._define_tools()
+        self.set_system_prompt(setup.system_prompt)
         # After a compaction that could not get under the threshold, wait for this many messages
         # before trying again, instead of paying for a futile summary at every request.
         self._no_auto_compaction_before = 0
@@ -219,6 +205,26 @@ class SessionAgent:
     def add_cancel_listener(self, listener: Callable[[], None]) -> None:
         """Call ``listener`` whenever this agent is cancelled (it cancels the agent's descendants)."""
         self._cancel_listeners.append(listener)
+
+    def _define_tools(self) -> list[ToolDefinition]:
+        brief = self.setup.brief_tools
+        return [
+            ToolDefinition(
+                name=t.name,
+                description=t.brief_description if brief else t.description,
+                parameters_json_schema=_brief_schema(t.parameters_schema(), t.brief_parameters)
+                if brief
+                else t.parameters_schema(),
+            )
+            for t in self.setup.tools
+        ]
+
+    def _refresh_tools(self) -> None:
+        """Re-read tool descriptions at each run: the task tool lists agent files as they are now."""
+        definitions = self._define_tools()
+        if definitions != self._tool_definitions:
+            self._tool_definitions = definitions
+            self.set_system_prompt(self.setup.system_prompt)
 
     def set_system_prompt(self, system_prompt: str) -> None:
         """Use ``system_prompt`` from the next request on (a pooled agent's prompt, regenerated per task)."""
@@ -267,6 +273,7 @@ class SessionAgent:
     async def _run(self, prompt: str | None) -> RunResult:
         setup = self.setup
         state = RunState(agent_id=self.session_id, agent_type=setup.agent_type)
+        self._refresh_tools()
         setup.sessions.set_status(self.session_id, "running")
         setup.bus.publish(
             AgentStarted(
@@ -747,14 +754,14 @@ def _with_interrupted(calls: list[ToolCallPart], done: dict[str, ToolReturnPart]
     return parts
 
 
-def _brief_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """A tool's parameter schema for a small model: required parameters only, no titles.
+def _brief_schema(schema: dict[str, Any], optional: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A tool's parameter schema for a small model: required parameters (and ``optional``), no titles.
 
     Small models fill optional parameters with invented values (a ``path`` that does not exist);
     the tools' defaults serve them better.
     """
     kept = {key: value for key, value in schema.items() if key not in ("title", "description")}
-    required = set(kept.get("required", ()))
+    required = set(kept.get("required", ())) | set(optional)
     properties = kept.get("properties")
     if isinstance(properties, dict):
         kept["properties"] = {name: value for name, value in properties.items() if name in required}  # pyright: ignore[reportUnknownVariableType]

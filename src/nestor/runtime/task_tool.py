@@ -48,6 +48,7 @@ class TaskTool(Tool[TaskParams]):
 
     name: ClassVar[str] = "task"
     params_model: ClassVar[type[BaseModel]] = TaskParams
+    brief_parameters: ClassVar[tuple[str, ...]] = ("subagent_type",)
 
     def __init__(self, tree: AgentTree) -> None:
         self.tree = tree
@@ -60,6 +61,12 @@ class TaskTool(Tool[TaskParams]):
             for spec in self.tree.services.registry.delegable()
         ]
         return f"{super().description}\n\nAvailable agents (subagent_type):\n" + "\n".join(lines)
+
+    @property
+    def brief_description(self) -> str:
+        """One line, with the agents' names (a small model sees no more)."""
+        names = ", ".join(spec.name for spec in self.tree.services.registry.delegable())
+        return f"{super().brief_description} Agents (subagent_type): {names}."
 
     async def run(self, params: TaskParams, ctx: ToolContext) -> ToolResult:
         """Run the task (or start it in the background) and return the report."""

@@ -104,6 +104,8 @@ class Tool(ABC, Generic[ParamsT]):
     name: ClassVar[str]
     params_model: ClassVar[type[BaseModel]]
     read_only: ClassVar[bool] = False
+    brief_parameters: ClassVar[tuple[str, ...]] = ()
+    """Optional parameters a small model still sees (it sees the required ones and these)."""
 
     @property
     def description(self) -> str:
