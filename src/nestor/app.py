@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nestor.agents.registry import AgentRegistry
+from nestor.agents.registry import AgentRegistry, project_registry
 from nestor.bus import EventBus
 from nestor.config import ModelConfig, ModelRole, Settings, default_user_config_path
 from nestor.core.errors import SessionNotFoundError
@@ -29,7 +29,7 @@ from nestor.runtime.hooks import Budgets, Hook
 from nestor.runtime.large_results import LargeResultHook
 from nestor.runtime.loop import AgentSetup, SessionAgent
 from nestor.runtime.permission_gate import PermissionAsker
-from nestor.runtime.prompt import build_system_prompt, builtin_agent_prompt, environment_section
+from nestor.runtime.prompt import EnvironmentCache, build_system_prompt, builtin_agent_prompt
 from nestor.runtime.subagent_hooks import DELEGATION_TOOL_NAMES
 from nestor.runtime.task_tool import delegation_tools
 from nestor.runtime.titles import TitleHook, TitleWriter
@@ -220,12 +220,7 @@ class App:
         """The agent specs of this project (built-in, the user's and the project's files)."""
         if self._registry is None:
             environment = os.environ if env is None else env
-            home = Path(environment["HOME"]) if environment.get("HOME") else Path.home()
-            self._registry = AgentRegistry(
-                Path(self.settings.project_root),
-                home=home,
-                user_config_dir=default_user_config_path(environment).parent,
-            )
+            self._registry = project_registry(Path(self.settings.project_root), environment)
         return self._registry
 
     def _agent_tree(
@@ -240,8 +235,7 @@ class App:
                 return self.build_model(self.model_config(choice, env), env)
             return self.build_model(ModelConfig(model=choice), env)
 
-        def environment() -> Awaitable[str]:
-            return environment_section(project_root)
+        environment = EnvironmentCache(project_root)
 
         tree = AgentTree(
             TreeServices(
@@ -257,7 +251,7 @@ class App:
                 asker=asker,
                 tool_factory=lambda names, session_id: self._tools(tree, names, session_id),
                 child_hooks=self._agent_hooks,
-                environment=environment,
+                environment=environment.get,
                 summarizer=summarizer,
             )
         )

@@ -17,6 +17,7 @@ re-reads only the files that changed, appeared or disappeared, so edits apply wi
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -25,6 +26,7 @@ from typing import Literal, TypeAlias
 from nestor.agents.readers import ECOSYSTEMS, read_agent_file, read_agent_text
 from nestor.agents.readers_common import AgentFileProblem, ReadContext, ReadResult
 from nestor.agents.spec import AgentSource, AgentSpec
+from nestor.config import default_user_config_path
 from nestor.core.errors import UnknownAgentError
 
 Layout: TypeAlias = Literal["flat", "tree", "folders"]
@@ -321,3 +323,9 @@ def _fingerprint(path: Path) -> _Fingerprint | None:
 
 def _fingerprints(paths: tuple[Path, ...]) -> tuple[_Fingerprint | None, ...]:
     return tuple(_fingerprint(path) for path in paths)
+
+
+def project_registry(project_root: Path, env: Mapping[str, str]) -> AgentRegistry:
+    """The registry of a project for a user: ``HOME`` and the user config directory from ``env``."""
+    home = Path(env["HOME"]) if env.get("HOME") else Path.home()
+    return AgentRegistry(project_root, home=home, user_config_dir=default_user_config_path(env).parent)

@@ -1,4 +1,4 @@
-"""The Typer application: ``nestor``, ``nestor run``, ``nestor models``, ``nestor sessions ...``."""
+"""The Typer application: ``nestor``, ``run``, ``models``, ``sessions ...`` and ``agents ...``."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Annotated
 import click
 import typer
 
-from nestor.cli import sessions_cmd
+from nestor.cli import agents_cmd, sessions_cmd
 from nestor.cli.options import CommonOptions
 
 app = typer.Typer(
@@ -23,6 +23,7 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 app.add_typer(sessions_cmd.app, name="sessions")
+app.add_typer(agents_cmd.app, name="agents")
 
 
 class OutputFormat(StrEnum):

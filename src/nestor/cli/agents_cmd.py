@@ -1,0 +1,478 @@
+"""``nestor agents list|show|validate|create|delete``: the agent definitions nestor reads, and new ones.
+
+Every command reads the agent files through the agent registry, so what it shows is exactly what
+the task tool will find: the effective definition of each name, the definitions it shadows, and
+every problem with its file, line and key. ``create`` writes ``.nestor/agents/NAME.md`` only after
+reading the new file back with the same readers, so a file it writes always loads.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+if TYPE_CHECKING:
+    from nestor.agents.readers_common import AgentFileProblem, ReadContext
+    from nestor.agents.registry import AgentRegistry
+    from nestor.agents.spec import AgentSpec
+    from nestor.cli.options import CommonOptions
+
+app = typer.Typer(help="List, show, check, create and delete agent definitions.", no_args_is_help=True)
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+NameArgument = Annotated[str, typer.Argument(help="The agent's name.")]
+
+
+def _options(ctx: typer.Context) -> CommonOptions:
+    from nestor.cli.options import CommonOptions
+
+    return ctx.obj if isinstance(ctx.obj, CommonOptions) else CommonOptions()
+
+
+def _registry(ctx: typer.Context) -> AgentRegistry:
+    """The project's agent registry, as the app builds it.
+
+    Not through :class:`~nestor.app.App`: importing it costs seconds (pydantic-ai), and listing
+    agent files needs neither the database nor a model.
+    """
+    from nestor.agents.registry import project_registry
+
+    return project_registry(_options(ctx).project_root, os.environ)
+
+
+@app.command("list")
+def list_agents(ctx: typer.Context, as_json: JsonOption = False) -> None:
+    """List every agent: built-in, the user's and the project's, then the problems of their files."""
+    registry = _registry(ctx)
+    specs, shadowed, problems = registry.specs(), registry.shadowed(), registry.problems()
+    if as_json:
+        winners = {spec.name: spec for spec in specs}
+        document = {
+            "agents": [spec_summary(spec) for spec in specs],
+            "shadowed": [
+                spec_summary(spec) | {"shadowed_by": _path_or_none(winners[spec.name].path)}
+                for spec in shadowed
+            ],
+            "problems": [problem_to_dict(problem) for problem in problems],
+        }
+        print(json.dumps(document, indent=2))
+        return
+    columns = ("name", "source", "format", "mode", "model", "tools", "description")
+    rows = [_row(spec, shadowed=False) for spec in specs] + [_row(spec, shadowed=True) for spec in shadowed]
+    _print_table(columns, rows)
+    if problems:
+        print()
+        print("problems:")
+        for problem in problems:
+            print(format_problem(problem))
+
+
+@app.command("show")
+def show_agent(ctx: typer.Context, name: NameArgument, as_json: JsonOption = False) -> None:
+    """Show one agent: every field, its file, what it shadows, and its prompt."""
+    registry = _registry(ctx)
+    spec = registry.get(name)
+    hidden = [other for other in registry.shadowed() if other.name == spec.name]
+    problems = [problem for problem in registry.problems() if spec.path and problem.path == spec.path]
+    if as_json:
+        document = spec_to_dict(spec) | {
+            "shadows": [spec_summary(other) for other in hidden],
+            "problems": [problem_to_dict(problem) for problem in problems],
+        }
+        print(json.dumps(document, indent=2))
+        return
+    data = spec_to_dict(spec)
+    prompt = data.pop("prompt")
+    for key, value in data.items():
+        print(f"{key}: {_value_text(key, value)}")
+    for other in hidden:
+        print(f"shadows: {_display(other.path)} ({other.source}, {other.ecosystem} format)")
+    for problem in problems:
+        print(format_problem(problem))
+    print()
+    print("prompt:")
+    print(prompt or "(none)")
+
+
+@app.command("validate")
+def validate_agents(ctx: typer.Context, as_json: JsonOption = False) -> None:
+    """Read every agent file and report its problems; exit 1 when any is an error."""
+    registry = _registry(ctx)
+    problems = registry.problems()
+    files_ok = sum(1 for spec in registry.specs() + registry.shadowed() if spec.source != "builtin")
+    errors = sum(1 for problem in problems if problem.severity == "error")
+    warnings = len(problems) - errors
+    if as_json:
+        document = {
+            "ok": errors == 0,
+            "files_ok": files_ok,
+            "errors": errors,
+            "warnings": warnings,
+            "problems": [problem_to_dict(problem) for problem in problems],
+        }
+        print(json.dumps(document, indent=2))
+    else:
+        for problem in problems:
+            print(format_problem(problem))
+        if errors:
+            print(f"{_counted(errors, 'error')}, {_counted(warnings, 'warning')} in the agent files")
+        else:
+            print(f"{_counted(files_ok, 'agent file')} OK ({_counted(warnings, 'warning')})")
+    if errors:
+        raise typer.Exit(1)
+
+
+@app.command("create")
+def create_agent(
+    ctx: typer.Context,
+    name: Annotated[str | None, typer.Argument(help="The agent's name (asked when omitted).")] = None,
+    description: Annotated[
+        str | None, typer.Option(help="When the main agent should use it (asked when omitted).")
+    ] = None,
+    tools: Annotated[
+        str | None,
+        typer.Option(help="Comma-separated tool names; empty for every tool (asked when omitted)."),
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(help="Its model (large, small, provider:model); empty inherits the parent's."),
+    ] = None,
+    prompt: Annotated[str | None, typer.Option(help="Its system prompt (asked when omitted).")] = None,
+    from_description: Annotated[
+        str | None,
+        typer.Option("--from-description", help="Let the large model draft the whole agent from this text."),
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing agent file.")] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Write a drafted agent without asking.")] = False,
+) -> None:
+    """Create a project agent in .nestor/agents/NAME.md, asking for each field or drafting it with a model."""
+    registry = _registry(ctx)
+    if name is None and from_description is None:
+        name = _ask("Name")
+    if name is not None:
+        _check_name(name)
+        _check_target(registry, name, force=force)
+    given = {"name": name, "description": description, "tools": tools, "model": model}
+    if from_description is None:
+        text = _compose(_ask_fields(given), prompt if prompt is not None else _ask("System prompt"))
+    else:
+        text = _with_overrides(_draft(_options(ctx), from_description, name), given, prompt)
+    spec = _read_new_agent(registry, text, name)
+    _check_target(registry, spec.name, force=force)
+    _write_agent(registry, spec, confirm=from_description is not None and not yes)
+
+
+@app.command("delete")
+def delete_agent(
+    ctx: typer.Context,
+    name: NameArgument,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+) -> None:
+    """Delete the project or user agent file that defines NAME (built-in agents cannot be deleted)."""
+    from nestor.core.errors import NestorError, UnknownAgentError
+
+    registry = _registry(ctx)
+    spec = registry.get(name)
+    if spec.name != name:
+        raise UnknownAgentError(f"no agent is named {name!r}", hint=f"did you mean {spec.name!r}?")
+    if spec.source == "builtin" or spec.path is None:
+        raise NestorError(
+            f"{spec.name!r} is a built-in agent and cannot be deleted",
+            hint=f"to change it, define your own: nestor agents create {spec.name} (it takes precedence)",
+        )
+    path = spec.path
+    if not yes:
+        if not sys.stdin.isatty():
+            raise NestorError(
+                f"refusing to delete {path} without confirmation", hint="add --yes to delete it"
+            )
+        if not typer.confirm(f"Delete {_display(path)} ({spec.source} agent {spec.name!r})?"):
+            raise typer.Exit(1)
+    path.unlink()
+    print(f"deleted {_display(path)}")
+    now = next((other for other in registry.specs() if other.name == spec.name), None)
+    if now is not None:
+        print(f"{spec.name!r} is now defined by {_display(now.path)} ({now.source}, {now.ecosystem} format)")
+
+
+def spec_summary(spec: AgentSpec) -> dict[str, Any]:
+    """The JSON form of a spec in a listing (its prompt left out)."""
+    return {
+        "name": spec.name,
+        "description": spec.description,
+        "source": spec.source,
+        "ecosystem": spec.ecosystem,
+        "path": _path_or_none(spec.path),
+        "mode": spec.mode,
+        "model": spec.model,
+        "tools": None if spec.tools is None else list(spec.tools),
+        "disallowed_tools": list(spec.disallowed_tools),
+    }
+
+
+def spec_to_dict(spec: AgentSpec) -> dict[str, Any]:
+    """The JSON form of every field of a spec (``tools`` None means every tool of its parent)."""
+    return spec_summary(spec) | {
+        "temperature": spec.temperature,
+        "max_turns": spec.max_turns,
+        "timeout": spec.timeout,
+        "max_context_tokens": spec.max_context_tokens,
+        "thoroughness": spec.thoroughness,
+        "rules": [str(path) for path in spec.rule_files],
+        "skills": [str(path) for path in spec.skill_files],
+        "color": spec.color,
+        "persist": spec.persist,
+        "background": spec.background,
+        "inherit_context": spec.inherit_context,
+        "permission": [{"action": rule.action, "rule": rule.rule} for rule in spec.permission],
+        "prompt": spec.prompt,
+    }
+
+
+def problem_to_dict(problem: AgentFileProblem) -> dict[str, Any]:
+    """The JSON form of a problem with an agent file."""
+    return {
+        "path": str(problem.path),
+        "line": problem.line,
+        "key": problem.key,
+        "message": problem.message,
+        "severity": problem.severity,
+    }
+
+
+def format_problem(problem: AgentFileProblem) -> str:
+    """``path:line: key: message (severity)``, the path relative to the current directory when inside it."""
+    where = f"{_display(problem.path)}:{problem.line}"
+    text = f"{where}: {problem.key}: {problem.message}" if problem.key else f"{where}: {problem.message}"
+    return f"{text} ({problem.severity})"
+
+
+def _row(spec: AgentSpec, *, shadowed: bool) -> tuple[str, ...]:
+    tools = "all" if spec.tools is None else ", ".join(spec.tools) or "(none)"
+    if spec.disallowed_tools:
+        tools += " but not " + ", ".join(spec.disallowed_tools)
+    description = spec.description.strip().split("\n", 1)[0]
+    return (
+        spec.name + (" (shadowed)" if shadowed else ""),
+        spec.source,
+        spec.ecosystem,
+        spec.mode,
+        spec.model or "inherit",
+        tools,
+        description,
+    )
+
+
+def _print_table(columns: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
+    if not sys.stdout.isatty():
+        # Piped: whole values, tab-separated, for grep and cut; a table would be cut to 80 columns.
+        for row in (columns, *rows):
+            print("\t".join(row))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    # One line per agent: the last column (the description) is cut to what the terminal has left.
+    widths = [max(len(row[index]) for row in (columns, *rows)) for index in range(len(columns) - 1)]
+    room = console.width - sum(widths) - 2 * (len(columns) - 1)
+    if room >= 20:
+        rows = [(*row[:-1], row[-1] if len(row[-1]) <= room else row[-1][: room - 3] + "...") for row in rows]
+    table = Table(box=None, pad_edge=False)
+    for column in columns:
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*row)
+    console.print(table)
+
+
+def _value_text(key: str, value: Any) -> str:
+    if key == "tools" and value is None:
+        return "all (its parent's)"
+    if key == "model" and value is None:
+        return "inherit (its parent's)"
+    if key == "permission":
+        return ", ".join(f"{rule['action']} {rule['rule']}" for rule in value) or "-"
+    if isinstance(value, list):
+        return ", ".join(str(item) for item in value) or "-"  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+    if value is None:
+        return "-"
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _check_name(name: str) -> None:
+    from nestor.agents.readers_common import NAME_PATTERN
+    from nestor.core.errors import NestorError
+
+    if not NAME_PATTERN.match(name):
+        raise NestorError(
+            f"invalid agent name {name!r}",
+            hint="use letters, digits, '_', '.' and '-', starting with a letter or digit",
+        )
+
+
+def _check_target(registry: AgentRegistry, name: str, *, force: bool) -> None:
+    from nestor.core.errors import NestorError
+
+    target = registry.project_agents_dir() / f"{name}.md"
+    if target.exists() and not force:
+        raise NestorError(
+            f"{_display(target)} already exists", hint="add --force to overwrite it, or choose another name"
+        )
+
+
+def _ask(text: str, *, optional: bool = False) -> str:
+    if optional:
+        return str(typer.prompt(text, default="", show_default=False)).strip()
+    return str(typer.prompt(text)).strip()
+
+
+def _ask_fields(given: dict[str, str | None]) -> dict[str, Any]:
+    """The front matter of a new agent: the values given as options, the others asked for."""
+    description = given["description"]
+    if description is None:
+        description = _ask("Description (when should the main agent use it?)")
+    tools = given["tools"]
+    if tools is None:
+        tools = _ask("Tools (comma-separated, empty for all)", optional=True)
+    model = given["model"]
+    if model is None:
+        model = _ask("Model (empty to inherit the parent's)", optional=True)
+    return _set_fields({"name": given["name"]}, {"description": description, "tools": tools, "model": model})
+
+
+def _set_fields(data: dict[str, Any], values: dict[str, str | None]) -> dict[str, Any]:
+    """``data`` with ``values`` set; an empty ``tools`` or ``model`` removes the key (all tools, inherit)."""
+    data = dict(data)
+    for key, value in values.items():
+        if value is None:
+            continue
+        if value.strip() or key not in ("tools", "model"):
+            data[key] = value.strip()
+        else:
+            data.pop(key, None)
+    return data
+
+
+def _with_overrides(draft: str, given: dict[str, str | None], prompt: str | None) -> str:
+    """The drafted file with the values given as options in place of the drafted ones."""
+    from nestor.agents.frontmatter import parse_front_matter
+    from nestor.core.errors import AgentFileError
+
+    if all(value is None for value in given.values()) and prompt is None:
+        return draft
+    try:
+        document = parse_front_matter(draft, Path("draft.md"))
+    except AgentFileError:
+        return draft  # reading it reports where the draft is broken
+    return _compose(_set_fields(document.data, given), prompt if prompt is not None else document.body)
+
+
+def _compose(data: dict[str, Any], body: str) -> str:
+    """An agent file from front-matter values and a prompt, for the readers to check."""
+    import yaml
+
+    class InlineLists(yaml.SafeDumper):
+        """Lists on one line (``tools: [view, grep]``), as the writer writes them."""
+
+    def inline(dumper: yaml.SafeDumper, items: list[Any]) -> yaml.Node:
+        return dumper.represent_sequence("tag:yaml.org,2002:seq", items, flow_style=True)
+
+    InlineLists.add_representer(list, inline)
+    front = yaml.dump(data, Dumper=InlineLists, sort_keys=False, allow_unicode=True, width=1_000_000)
+    return f"---\n{front}---\n\n{body.strip()}\n"
+
+
+def _draft(options: CommonOptions, description: str, name: str | None) -> str:
+    import asyncio
+
+    from nestor.agents.tool_names import NESTOR_TOOLS
+    from nestor.app import App
+    from nestor.runtime.agent_drafts import draft_agent_spec
+
+    application = App.open(options.load_settings(), notify=lambda message: print(message, file=sys.stderr))
+    try:
+        built = application.build_model(application.model_config("large", os.environ), os.environ)
+        print(f"drafting the agent with {built.name}...", file=sys.stderr)
+        return asyncio.run(draft_agent_spec(built, description, tool_names=NESTOR_TOOLS, name=name))
+    finally:
+        application.close()
+
+
+def _new_agent_context(registry: AgentRegistry, name: str) -> ReadContext:
+    from nestor.agents.readers_common import ReadContext
+
+    own = next(loc for loc in registry.locations() if loc.source == "project" and loc.ecosystem == "nestor")
+    return ReadContext(own.directory / f"{name}.md", "project", "nestor", name, own.config_dirs)
+
+
+def _read_new_agent(registry: AgentRegistry, text: str, name: str | None) -> AgentSpec:
+    """Read a new agent's text as its file would be read; print its problems; fail on an error."""
+    from nestor.agents.frontmatter import parse_front_matter
+    from nestor.agents.readers import read_agent_text
+    from nestor.agents.readers_common import NAME_PATTERN
+    from nestor.core.errors import AgentFileError, NestorError
+
+    if name is None:
+        try:
+            written: Any = parse_front_matter(text, Path("draft.md")).data.get("name")
+        except AgentFileError:
+            written = "new-agent"  # the reader reports the broken front matter
+        if not written:
+            print(text, file=sys.stderr)
+            raise NestorError(
+                "the drafted agent has no name, so nothing was written",
+                hint='give it one: nestor agents create NAME --from-description "..."',
+            )
+        name = str(written) if NAME_PATTERN.match(str(written)) else "new-agent"
+    result = read_agent_text(_new_agent_context(registry, name), text)
+    for problem in result.problems:
+        print(format_problem(problem), file=sys.stderr)
+    if result.spec is None:
+        print(text, file=sys.stderr)
+        raise NestorError(
+            "the new agent has errors (shown above), so nothing was written",
+            hint="fix the values and run nestor agents create again",
+        )
+    return result.spec
+
+
+def _write_agent(registry: AgentRegistry, spec: AgentSpec, *, confirm: bool) -> None:
+    from nestor.agents.writer import render_spec_markdown
+
+    text = render_spec_markdown(spec)
+    target = registry.project_agents_dir() / f"{spec.name}.md"
+    print(text)
+    if confirm and not typer.confirm(f"Write {_display(target)}?", default=True):
+        print("not written", file=sys.stderr)
+        raise typer.Exit(1)
+    previous = next((other for other in registry.specs() if other.name == spec.name), None)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text, encoding="utf-8")
+    print(f"created {_display(target)}")
+    if previous is not None and previous.path != target:
+        print(
+            f"it takes precedence over the {previous.source} agent {spec.name!r} ({_display(previous.path)})"
+        )
+
+
+def _display(path: Path | None) -> str:
+    if path is None:
+        return "(built into nestor)"
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def _path_or_none(path: Path | None) -> str | None:
+    return None if path is None else str(path)
+
+
+def _counted(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")
