@@ -8,8 +8,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import compaction
+import context_isolation
+import fanout
 import local_model
 import loop_overhead
+import pool_memory
 import startup
 
 
@@ -22,6 +25,12 @@ def main() -> None:
     compaction.main()
     print()
     local_model.main()
+    print()
+    fanout.main()
+    print()
+    pool_memory.main()
+    print()
+    context_isolation.main()
 
 
 if __name__ == "__main__":

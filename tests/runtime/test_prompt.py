@@ -5,6 +5,7 @@ from datetime import datetime
 from pathlib import Path
 
 from nestor.runtime.prompt import (
+    EnvironmentCache,
     build_system_prompt,
     builtin_agent_prompt,
     environment_section,
@@ -73,3 +74,17 @@ async def test_system_prompt_joins_everything(tmp_path: Path) -> None:
     prompt = await build_system_prompt("AGENT PROMPT", tmp_path, user_config_dir=None)
     assert prompt.startswith("AGENT PROMPT")
     assert "<environment>" in prompt and "Always answer in French." in prompt
+
+
+async def test_the_environment_cache_shares_a_recent_section_and_rebuilds_an_old_one(tmp_path: Path) -> None:
+    git(tmp_path, "init", "-q", "-b", "trunk")
+    (tmp_path / "a.txt").write_text("a")
+    git(tmp_path, "add", "a.txt")
+    git(tmp_path, "commit", "-qm", "one")
+    cache = EnvironmentCache(tmp_path, ttl_s=60)
+    first = await cache.get()
+    (tmp_path / "new.txt").write_text("n")
+    assert await cache.get() is first  # within the ttl: no new git call, the old status
+    cache.ttl_s = 0
+    rebuilt = await cache.get()
+    assert "?? new.txt" in rebuilt and "?? new.txt" not in first

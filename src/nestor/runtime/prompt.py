@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import platform
+import time
 from datetime import datetime
 from importlib import resources
 from pathlib import Path
@@ -100,6 +101,30 @@ async def environment_section(project_root: Path, *, now: datetime | None = None
                 lines.append(f"  ... and {more} more")
     lines.append("</environment>")
     return "\n".join(lines)
+
+
+class EnvironmentCache:
+    """The environment section of one project, rebuilt at most every ``ttl_s`` seconds.
+
+    Sub-agents started together share one section instead of each forking ``git`` twice (a fork
+    blocks the event loop for milliseconds, which twenty parallel agents add up).
+    """
+
+    def __init__(self, project_root: Path, *, ttl_s: float = 5.0) -> None:
+        self.project_root = project_root
+        self.ttl_s = ttl_s
+        self._section: str | None = None
+        self._built_at = 0.0
+        self._lock = asyncio.Lock()
+
+    async def get(self) -> str:
+        """The section, from the cache when it is recent enough."""
+        async with self._lock:
+            now = time.monotonic()
+            if self._section is None or now - self._built_at > self.ttl_s:
+                self._section = await environment_section(self.project_root)
+                self._built_at = now
+            return self._section
 
 
 async def _git(cwd: Path, *args: str) -> str | None:

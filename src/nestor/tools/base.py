@@ -13,6 +13,8 @@ the runtime saves large tool results for the model to read back); everything els
 
 from __future__ import annotations
 
+import copy
+import functools
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -121,8 +123,8 @@ class Tool(ABC, Generic[ParamsT]):
         return " ".join(first.split())
 
     def parameters_schema(self) -> dict[str, Any]:
-        """The JSON schema of the parameters, as sent to the model."""
-        return self.params_model.model_json_schema()
+        """The JSON schema of the parameters, as sent to the model (a fresh copy each time)."""
+        return copy.deepcopy(_schema_of(self.params_model))
 
     def permission(self, params: ParamsT, ctx: ToolContext) -> PermissionRequest | None:
         """Return the permission this call needs, or None when it needs none.
@@ -138,6 +140,16 @@ class Tool(ABC, Generic[ParamsT]):
     @abstractmethod
     async def run(self, params: ParamsT, ctx: ToolContext) -> ToolResult | str:
         """Do the work. Raise :class:`ToolError` for a clear error message to the model."""
+
+
+@functools.cache
+def _schema_of(params_model: type[BaseModel]) -> dict[str, Any]:
+    """A params model's JSON schema, built once.
+
+    pydantic takes milliseconds per schema, and every new agent (twenty sub-agents at once) asks
+    for its tools' schemas.
+    """
+    return params_model.model_json_schema()
 
 
 def clamp_timeout(requested: int, maximum: int, notes: list[str]) -> int:
