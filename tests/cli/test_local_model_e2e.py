@@ -55,3 +55,42 @@ def test_without_a_key_the_embedded_model_answers_by_calling_a_tool(tmp_path: Pa
     assert calls and calls[0]["tool_name"] in ("grep", "view")
     assert any("calc.py" in str(result["content"]) for result in results)
     assert outcome["result"].strip()
+
+
+@pytest.mark.usefixtures("real_model")
+def test_the_embedded_model_delegates_to_the_explore_agent_which_uses_a_tool(tmp_path: Path) -> None:
+    repo = git_repo(tmp_path / "repo", {"calc.py": CALC, "README.md": "# calc\nA tiny calculator.\n"})
+    (repo / "nestor.toml").write_text(
+        '[models.large]\nmodel = "local"\ntemperature = 0.0\nmax_tokens = 256\n\n[local]\nthreads = 2\n\n'
+        "[agents]\nmax_turns = 2\n",
+        encoding="utf-8",
+    )
+    env = clean_env(tmp_path / "home")
+
+    done = nestor(
+        [
+            "run",
+            "-o",
+            "json",
+            "Use the task tool with subagent_type explore to find where the function add is defined, "
+            "then tell me what it returns.",
+        ],
+        cwd=repo,
+        env=env,
+        timeout=1400,
+    )
+
+    assert done.returncode == 0, done.stderr
+    outcome = json.loads(done.stdout)
+    tree = nestor_json(["sessions", "show", outcome["session_id"], "--json"], cwd=repo, env=env)
+    parts = [part for message in tree["messages"] for part in message["message"]["parts"]]
+    assert [part["tool_name"] for part in parts if part["part_kind"] == "tool-call"] == ["task"]
+    [result] = [part for part in parts if part["part_kind"] == "tool-return" and part["tool_name"] == "task"]
+    child_id = result["metadata"]["subagent"]["agent_id"]
+    child = nestor_json(["sessions", "show", child_id, "--json"], cwd=repo, env=env)
+    assert child["session"]["agent_name"] == "explore"
+    assert child["session"]["parent_id"] == outcome["session_id"]
+    child_parts = [part for message in child["messages"] for part in message["message"]["parts"]]
+    assert any(part["part_kind"] == "tool-call" for part in child_parts)
+    # The sub-agent's tokens are part of the run's totals.
+    assert outcome["usage"]["input_tokens"] > outcome["main_usage"]["input_tokens"]
