@@ -269,3 +269,35 @@ async def test_an_agent_file_added_meanwhile_is_offered_at_the_next_run(tmp_path
     ]
     assert "reviewer" not in descriptions[0]
     assert "- reviewer: Reviews diffs for bugs." in descriptions[1]
+
+
+async def test_a_long_inherited_conversation_is_summarised_before_the_child_starts(tmp_path: Path) -> None:
+    long_text = "details " * 3000  # ~6k tokens, over half of the child's 4k budget
+    model = ScriptedModel(
+        RoutedScript(
+            {
+                "<transcript>": [reply("Summary: the user told a long story about details.")],
+                # The child's conversation now starts with the summary.
+                "This conversation was compacted": [reply("child done")],
+                "USER": [
+                    reply("I read it all.", usage=usage(input_tokens=6000, output_tokens=10)),
+                    call("task", task("continue", "carry on", subagent_type="forked")),
+                    reply("top done"),
+                ],
+            }
+        )
+    )
+    harness = TreeHarness(tmp_path, models={})
+    harness.write_agent(
+        "forked",
+        "---\ndescription: Continues.\ninherit_context: true\nmax_context_tokens: 4000\n---\nKeep going.\n",
+    )
+    main = harness.main(model)
+    await main.run(f"USER: {long_text}")
+    await main.run("USER now delegate")
+    [child] = harness.sessions.children(main.session_id)
+    child_request = next(r for r in model.requests if "carry on" in str(r.messages))
+    sent = str(child_request.messages)
+    assert "Summary: the user told a long story" in sent and long_text not in sent
+    [finished] = [e for e in harness.events if isinstance(e, AgentFinished) and e.agent_id == child.id]
+    assert finished.stop_reason == "completed", finished.result

@@ -27,6 +27,7 @@ from nestor.agents.spec import AgentSpec, Thoroughness
 from nestor.bus import EventBus
 from nestor.config import AgentsConfig, ContextConfig
 from nestor.core.errors import DelegationError, NestorError, ToolError, UnknownAgentError
+from nestor.core.events import ErrorEvent
 from nestor.core.usage import Usage
 from nestor.permissions.child import ChildPolicy
 from nestor.providers.build import BuiltModel
@@ -327,7 +328,30 @@ class AgentTree:
             history = self._inherited_history(parent, session.id)
         child = self._build(parent, session, spec, built, tool_names, system_prompt, history, key)
         self._configure_run(child.agent, spec, request)
+        if history:
+            await self._fit_inherited(child.agent, spec)
         return child
+
+    async def _fit_inherited(self, agent: SessionAgent, spec: AgentSpec) -> None:
+        """Summarise an inherited conversation that would take over half the child's context budget.
+
+        Without this, a child forked from a long conversation would be stopped by its context
+        budget before its first request. A failed summary leaves the history as it is.
+        """
+        budget = spec.max_context_tokens or self.services.config.max_context_tokens
+        if agent.context_tokens() <= budget // 2:
+            return
+        try:
+            await agent.compact(
+                "The conversation is handed to a sub-agent for its task; keep what it needs.",
+                keep_recent_tokens=budget // 5,
+            )
+        except NestorError as exc:
+            self.services.bus.publish(
+                ErrorEvent(
+                    agent_id=agent.session_id, message=f"could not summarise the inherited context: {exc}"
+                )
+            )
 
     async def _resume(self, parent: SessionAgent, request: TaskRequest, depth: int) -> _Child:
         agent_id = request.resume or ""

@@ -473,7 +473,9 @@ class SessionAgent:
             self.history, fixed=self._fixed_tokens, trusted_from=measured_from(self.history)
         )
 
-    async def compact(self, instructions: str | None = None) -> Compacted | None:
+    async def compact(
+        self, instructions: str | None = None, *, keep_recent_tokens: int | None = None
+    ) -> Compacted | None:
         """Summarise the older part of the history now (``/compact``), optionally with a focus.
 
         Returns the :class:`Compacted` event, or None when there was nothing to summarise.
@@ -485,7 +487,7 @@ class SessionAgent:
         """
         if self.busy:
             raise RuntimeError("cannot compact while a run is in progress")
-        return await self._compact("manual", instructions=instructions)
+        return await self._compact("manual", instructions=instructions, keep_recent_tokens=keep_recent_tokens)
 
     async def _compact_or_warn(self, state: RunState) -> None:
         """Compact at the threshold; a failed summary is reported and the run goes on uncompacted."""
@@ -502,12 +504,18 @@ class SessionAgent:
             self._no_auto_compaction_before = len(self.history) + _RETRY_COMPACTION_AFTER
 
     async def _compact(
-        self, trigger: CompactionTrigger, *, state: RunState | None = None, instructions: str | None = None
+        self,
+        trigger: CompactionTrigger,
+        *,
+        state: RunState | None = None,
+        instructions: str | None = None,
+        keep_recent_tokens: int | None = None,
     ) -> Compacted | None:
         """Replace the older part of the visible history by a stored summary; None if nothing to do."""
         setup = self.setup
         policy = self._policy
-        cut = find_cut(self.history, policy.keep_recent_tokens)
+        keep = policy.keep_recent_tokens if keep_recent_tokens is None else keep_recent_tokens
+        cut = find_cut(self.history, keep)
         if cut is None:
             return None
         before = self.context_tokens()
