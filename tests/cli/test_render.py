@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import pytest
 
@@ -18,24 +19,29 @@ from nestor.cli.render import (
 from nestor.core.events import (
     AgentFinished,
     AgentStarted,
+    BackgroundNotice,
     Compacted,
     CompactionStarted,
     ErrorEvent,
+    Event,
     PermissionAsked,
     PromptQueued,
     RequestFinished,
     Retrying,
     TextDelta,
     ThinkingDelta,
+    TodosUpdated,
     ToolFinished,
     ToolStarted,
 )
 from nestor.core.permission import PermissionRequest
 from nestor.core.usage import Usage
+from tests.cli.delegation_support import delegated_run
 from tests.cli.repl_support import lines_of, plain_console
 
 MAIN = "ses_main"
 CHILD = "ses_child42"
+GRANDCHILD = "ses_grand77"
 
 
 @pytest.fixture
@@ -171,17 +177,217 @@ def test_parallel_calls_finishing_out_of_order_are_named(
     renderer.handle(ToolStarted(agent_id=MAIN, tool_call_id="c2", tool_name="glob", args={"pattern": "*.py"}))
     renderer.handle(ToolFinished(agent_id=MAIN, tool_call_id="c1", tool_name="grep", preview="3 matches"))
     renderer.handle(ToolFinished(agent_id=MAIN, tool_call_id="c2", tool_name="glob", preview="a.py"))
-    assert lines_of(buffer)[2:] == ["  ⎿ ✓ grep 0.0s · 3 matches", "  ⎿ ✓ 0.0s · a.py"]
+    # The second end is not under its start either (the first end is): both are named.
+    assert lines_of(buffer)[2:] == ["  ⎿ ✓ grep 0.0s · 3 matches", "  ⎿ ✓ glob 0.0s · a.py"]
 
 
-def test_events_of_a_sub_agent_are_tagged(renderer: EventRenderer, buffer: io.StringIO) -> None:
-    renderer.handle(AgentStarted(agent_id=CHILD, agent_type="explore", description="find the config"))
-    renderer.handle(ToolStarted(agent_id=CHILD, tool_call_id="c1", tool_name="ls", args={"path": "."}))
-    renderer.handle(finished(agent_id=CHILD, num_turns=1))
+def test_an_end_right_under_its_start_is_not_named(renderer: EventRenderer, buffer: io.StringIO) -> None:
+    renderer.handle(ToolStarted(agent_id=MAIN, tool_call_id="c1", tool_name="grep", args={"pattern": "x"}))
+    renderer.handle(ToolFinished(agent_id=MAIN, tool_call_id="c1", tool_name="grep", preview="none"))
+    assert lines_of(buffer) == ["● grep x", "  ⎿ ✓ 0.0s · none"]
+
+
+# -- sub-agents -------------------------------------------------------------------------------
+
+
+def child_started(**changes: object) -> AgentStarted:
+    fields: dict[str, object] = {
+        "agent_id": CHILD,
+        "parent_id": MAIN,
+        "depth": 1,
+        "agent_type": "explore",
+        "description": "find auth code",
+    }
+    fields.update(changes)
+    return AgentStarted.model_validate(fields)
+
+
+def child_finished(**changes: object) -> AgentFinished:
+    fields: dict[str, object] = {
+        "agent_id": CHILD,
+        "parent_id": MAIN,
+        "depth": 1,
+        "agent_type": "explore",
+        "description": "find auth code",
+        "usage": Usage(input_tokens=12_000, output_tokens=400).to_dict(),
+        "cost_usd": 0.004,
+        "duration_s": 5.1,
+    }
+    fields.update(changes)
+    return finished(**fields)
+
+
+def test_sub_agents_print_a_start_and_a_done_line_but_not_their_tools_or_text(
+    renderer: EventRenderer, buffer: io.StringIO
+) -> None:
+    renderer.handle(AgentStarted(agent_id=MAIN))
+    task_args = {"description": "find auth code"}
+    renderer.handle(ToolStarted(agent_id=MAIN, tool_call_id="t1", tool_name="task", args=task_args))
+    renderer.handle(child_started())
+    for index in range(3):
+        call = f"c{index}"
+        renderer.handle(
+            ToolStarted(agent_id=CHILD, tool_call_id=call, tool_name="grep", args={"pattern": "x"})
+        )
+        renderer.handle(ToolFinished(agent_id=CHILD, tool_call_id=call, tool_name="grep", preview="hit"))
+    renderer.handle(TextDelta(agent_id=CHILD, text="the sub-agent's report\n\n"))
+    renderer.handle(ThinkingDelta(agent_id=CHILD, text="hmm"))
+    renderer.handle(
+        child_started(
+            agent_id=GRANDCHILD, parent_id=CHILD, depth=2, agent_type="general", description="check"
+        )
+    )
+    renderer.handle(
+        child_finished(
+            agent_id=GRANDCHILD,
+            parent_id=CHILD,
+            depth=2,
+            agent_type="general",
+            description="check",
+            stop_reason="timeout",
+            result="partial\n\n[Stopped: time limit]",
+            usage=Usage(input_tokens=900, output_tokens=100).to_dict(),
+            cost_usd=None,
+            duration_s=2.0,
+        )
+    )
+    renderer.handle(child_finished())
+    renderer.handle(
+        ToolFinished(agent_id=MAIN, tool_call_id="t1", tool_name="task", preview="in src/auth.py")
+    )
+    assert lines_of(buffer) == [
+        "● task find auth code",
+        "  [explore] find auth code …",
+        "    [general] check …",
+        "    [general] check - stopped: timeout (0 tools, 2.0s, 1.0k tok, cost unknown)",
+        "  [explore] find auth code - done (3 tools, 5.1s, 12.4k tok, $0.0040)",
+        # Other lines came between the task's start and its end, so the end names its tool.
+        "  ⎿ ✓ task 0.0s · in src/auth.py",
+    ]
+
+
+def test_status_has_a_line_of_live_counters_per_running_sub_agent(renderer: EventRenderer) -> None:
+    main = AgentStarted(agent_id=MAIN)
+    t0 = main.timestamp
+    renderer.handle(main)
+    renderer.handle(ToolStarted(agent_id=MAIN, tool_call_id="t1", tool_name="task", args={}))
+    renderer.handle(child_started(timestamp=t0 + 1))
+    renderer.handle(ToolStarted(agent_id=CHILD, tool_call_id="c1", tool_name="grep", args={}))
+    renderer.handle(ToolFinished(agent_id=CHILD, tool_call_id="c1", tool_name="grep"))
+    renderer.handle(ToolStarted(agent_id=CHILD, tool_call_id="c2", tool_name="view", args={}))
+    renderer.handle(
+        child_started(agent_id=GRANDCHILD, parent_id=CHILD, depth=2, description="x", timestamp=t0 + 2)
+    )
+    # A sub-agent's tools are not the main agent's activity.
+    assert renderer.main_status(now=t0 + 4) == "running task · 4.0s"
+    assert renderer.status(now=t0 + 4).splitlines() == [
+        "running task · 4.0s",
+        "  [explore] find auth code … 2 tools, 3.0s · view",
+        "    [explore] x … 0 tools, 2.0s",
+    ]
+    renderer.handle(child_finished(agent_id=GRANDCHILD, parent_id=CHILD, depth=2, description="x"))
+    renderer.handle(finished())
+    # A background sub-agent outlives the main agent's run: its line stays, alone.
+    assert renderer.status(now=t0 + 5) == "  [explore] find auth code … 2 tools, 4.0s · view"
+    renderer.handle(child_finished())
+    assert renderer.status() == "" and renderer.agent_status() == []
+
+
+def test_a_failed_sub_agent_shows_its_error_and_hint_with_its_done_line(
+    renderer: EventRenderer, buffer: io.StringIO
+) -> None:
+    renderer.handle(child_started(agent_type="web", description="search the docs"))
+    renderer.handle(ErrorEvent(agent_id=CHILD, message="no API key for openai", hint="set OPENAI_API_KEY"))
+    assert lines_of(buffer) == ["  [web] search the docs …"]  # the error waits for the done line
+    renderer.handle(
+        child_finished(
+            agent_type="web", description="search the docs", stop_reason="error", is_error=True, result="x"
+        )
+    )
+    assert lines_of(buffer)[1:] == [
+        "  [web] search the docs - failed: no API key for openai (0 tools, 5.1s, 12.4k tok, $0.0040)",
+        "    hint: set OPENAI_API_KEY",
+    ]
+
+
+def test_a_cancelled_sub_agent_and_one_whose_start_was_missed(
+    renderer: EventRenderer, buffer: io.StringIO
+) -> None:
+    renderer.handle(child_started())
+    renderer.handle(child_finished(stop_reason="cancelled"))
+    renderer.handle(child_finished(agent_id=GRANDCHILD, description="late", depth=2))
+    assert lines_of(buffer)[1:] == [
+        "  [explore] find auth code - cancelled (0 tools, 5.1s, 12.4k tok, $0.0040)",
+        "    [explore] late - done (5.1s, 12.4k tok, $0.0040)",
+    ]
+
+
+def test_other_events_of_a_sub_agent_are_tagged_and_indented(
+    renderer: EventRenderer, buffer: io.StringIO
+) -> None:
+    renderer.handle(AgentStarted(agent_id=MAIN))
+    renderer.handle(child_started())
+    renderer.handle(Retrying(agent_id=CHILD, attempt=1, delay_s=2.0, reason="HTTP 429"))
+    renderer.handle(
+        PermissionAsked(
+            agent_id=CHILD,
+            tool_call_id="c1",
+            tool_name="bash",
+            target="rm x",
+            decision="deny",
+            reason="read-only",
+        )
+    )
+    assert lines_of(buffer)[1:] == [
+        "  [explore hild42] ↻ retrying in 2.0s (attempt 1): HTTP 429",
+        "  [explore hild42] ⊘ denied bash: rm x (read-only)",
+    ]
+    assert renderer.main_status(now=0).startswith("waiting for the model")  # not "retrying"
+
+
+def test_background_notices_and_the_main_agents_todos(renderer: EventRenderer, buffer: io.StringIO) -> None:
+    renderer.handle(
+        BackgroundNotice(
+            agent_id=MAIN, child_id=CHILD, child_type="explore", status="completed", text="[...]"
+        )
+    )
+    todos = [
+        {"content": "Find the bug", "status": "completed"},
+        {"content": "Fix it", "status": "in_progress"},
+    ]
+    renderer.handle(TodosUpdated(agent_id=MAIN, todos=todos))
+    renderer.handle(TodosUpdated(agent_id=CHILD, todos=todos))  # a sub-agent's own list stays its own
+    assert lines_of(buffer) == [
+        f"⇠ background agent {CHILD} (explore) completed",
+        "todos: 1/2 done",
+        "  ☑ Find the bug",
+        "  ◐ Fix it",
+    ]
+
+
+async def test_a_real_delegated_run_shows_sub_agents_by_their_start_and_done_lines(tmp_path: Path) -> None:
+    buffer = io.StringIO()
+    renderer = EventRenderer(plain_console(buffer))
+
+    def handle(event: Event) -> None:
+        if isinstance(event, AgentStarted) and event.depth == 0:
+            renderer.main_agent_id = event.agent_id
+        renderer.handle(event)
+
+    await delegated_run(tmp_path, [handle])
     lines = lines_of(buffer)
-    assert lines[0] == "[explore hild42] ◆ explore started: find the config"
-    assert lines[1] == "[explore hild42] ● ls ."
-    assert lines[2].startswith("[explore hild42] ◆ finished (completed) · 1 turn")
+    assert "  [explore] find auth code …" in lines and "  [general] check the tests …" in lines
+    done = sorted(line.split(" (")[0] for line in lines if " - done (" in line)
+    assert done == ["  [explore] find auth code - done", "  [general] check the tests - done"]
+    assert any(line.startswith("  [explore] find auth code - done (2 tools, ") for line in lines)
+    text = "\n".join(lines)
+    assert "Login is in src/auth.py; there are no tests." in text
+    # The sub-agents' reports reach the user through the task results' previews, never as text of
+    # the main agent's; their tool calls are counted, not printed.
+    assert "login() is in src/auth.py:1" not in lines and "no tests directory" not in lines
+    assert any(line.startswith("  ⎿ ✓ task ") and "login() is in src/auth.py:1" in line for line in lines)
+    assert "grep" not in text and "● ls" not in text
+    assert renderer.status() == ""
 
 
 # -- run end ----------------------------------------------------------------------------------
@@ -230,22 +436,28 @@ def test_permission_question_names_the_request(renderer: EventRenderer) -> None:
     assert question == "Allow Run: git push? [y] once  [a] for this session  [n] deny"
 
 
-def test_permission_question_from_a_sub_agent_is_tagged(renderer: EventRenderer) -> None:
-    renderer.handle(AgentStarted(agent_id=CHILD, agent_type="general"))
+def test_permission_question_from_a_sub_agent_says_which_agent_asks(renderer: EventRenderer) -> None:
+    renderer.handle(AgentStarted(agent_id=CHILD, parent_id=MAIN, depth=1, agent_type="explore"))
     outside = PermissionRequest("view", "read", "/etc/hosts", "Read /etc/hosts", outside_project=True)
     question = renderer.permission_question(outside, CHILD)
-    assert question.startswith("[general hild42] Allow Read /etc/hosts (outside the project)? [y] once")
+    assert question == (
+        "[explore hild42] wants to: Read /etc/hosts (outside the project). "
+        "Allow? [y] once  [a] for this agent  [n] deny"
+    )
 
 
 def test_permission_answers_stay_on_screen(renderer: EventRenderer, buffer: io.StringIO) -> None:
     renderer.show_permission_answer(PUSH, MAIN, "once")
     renderer.show_permission_answer(PUSH, MAIN, "session")
     renderer.show_permission_answer(PUSH, CHILD, "deny")
-    assert lines_of(buffer) == [
+    renderer.handle(AgentStarted(agent_id=CHILD, parent_id=MAIN, depth=1, agent_type="general"))
+    renderer.show_permission_answer(PUSH, CHILD, "session")
+    assert lines_of(buffer)[:3] == [
         "  ⎿ ✓ allowed once: Run: git push",
         "  ⎿ ✓ allowed for this session: Run: git push",
-        "[hild42]   ⎿ ✗ denied: Run: git push",
+        "[hild42] ✗ denied: Run: git push",
     ]
+    assert lines_of(buffer)[-1] == "  [general hild42] ✓ allowed for this agent's session: Run: git push"
 
 
 def test_a_denial_without_a_question_is_shown(renderer: EventRenderer, buffer: io.StringIO) -> None:

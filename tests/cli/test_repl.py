@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
+from prompt_toolkit.formatted_text import fragment_list_to_text, to_formatted_text
 from prompt_toolkit.history import History
 from prompt_toolkit.input import PipeInput, create_pipe_input
 from prompt_toolkit.output import DummyOutput
@@ -27,7 +28,7 @@ from nestor.cli.repl import (
     run_repl,
 )
 from nestor.config import Settings, load_settings
-from nestor.core.events import PromptQueued
+from nestor.core.events import AgentFinished, AgentStarted, PromptQueued
 from nestor.testing.openai_server import ScriptedOpenAIServer, ServerReply
 from nestor.testing.scripted_model import call, reply
 from tests.cli.repl_support import (
@@ -353,3 +354,26 @@ def test_run_repl_needs_a_terminal(tmp_path: Path, capsys: pytest.CaptureFixture
     err = capsys.readouterr().err
     assert err.startswith("error: the interactive REPL needs a terminal on stdin\nhint: ")
     assert "nestor run" in err
+
+
+async def test_the_toolbar_has_a_line_of_counters_per_running_sub_agent(make_harness: MakeHarness) -> None:
+    harness = make_harness()
+    await harness.controller.open(None)
+    main_id = harness.controller.agent.session_id
+    with create_pipe_input() as pipe:
+        prompt = LinePrompt(harness.controller, harness.question, input=pipe, output=DummyOutput())
+
+        def toolbar() -> list[str]:
+            return fragment_list_to_text(to_formatted_text(prompt.session.bottom_toolbar)).splitlines()
+
+        assert toolbar() == ["Enter send · Alt-Enter new line · /help · Ctrl-D exit"]
+        # A background sub-agent runs while the main agent is idle: its counters show anyway.
+        child = {"agent_id": "ses_child", "parent_id": main_id, "depth": 1, "agent_type": "explore"}
+        harness.base.bus.publish(AgentStarted.model_validate({**child, "description": "find auth code"}))
+        lines = toolbar()
+        assert lines[0] == "Enter send · Alt-Enter new line · /help · Ctrl-D exit"
+        assert len(lines) == 2 and lines[1].startswith("  [explore] find auth code … 0 tools, ")
+        harness.base.bus.publish(
+            AgentFinished.model_validate({**child, "stop_reason": "completed", "result": ""})
+        )
+        assert len(toolbar()) == 1

@@ -115,3 +115,89 @@ def test_show_and_export_mark_where_the_history_was_compacted(
         "trigger": "threshold",
         "tokens_before": 170_000,
     }
+
+
+@pytest.fixture
+def tree(filled: tuple[Path, dict[str, str], str]) -> tuple[Path, dict[str, str], dict[str, str]]:
+    """The filled session with sub-agents: explore (with a nested explore) and general, via the store."""
+    project, env, root_id = filled
+    database = open_database(Path(env["NESTOR_HOME"]) / "nestor.db")
+    sessions, messages = SessionStore(database), MessageStore(database)
+    ids = {"root": root_id}
+    for key, agent, title, parent in (
+        ("explore", "explore", "find auth code", root_id),
+        ("general", "general", "fix the tests", root_id),
+    ):
+        ids[key] = sessions.create(project, agent_name=agent, title=title, parent_id=parent).id
+    ids["nested"] = sessions.create(project, agent_name="explore", title="dig", parent_id=ids["general"]).id
+    spent = Usage(input_tokens=1000, output_tokens=200, requests=2, cost_usd=0.004)
+    messages.append(
+        ids["explore"], ModelResponse(parts=[TextPart("auth is in auth.py")]), usage=spent, add_to_totals=True
+    )
+    explore_result = {
+        "success": True,
+        "agent_type": "explore",
+        "agent_id": ids["explore"],
+        "description": "find auth code",
+        "tools_used": {"grep": 5, "view": 3},
+        "execution_time": 5.1,
+        "stop_reason": "completed",
+    }
+    messages.append(
+        root_id,
+        ModelRequest(
+            parts=[
+                ToolReturnPart(
+                    "task", "auth is in auth.py", tool_call_id="t1", metadata={"subagent": explore_result}
+                )
+            ]
+        ),
+    )
+    database.close()
+    return project, env, ids
+
+
+def test_show_tree_draws_the_session_and_its_sub_agents(
+    tree: tuple[Path, dict[str, str], dict[str, str]],
+) -> None:
+    project, env, ids = tree
+    done = nestor(["sessions", "show", ids["root"], "--tree"], cwd=project, env=env)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) == 4
+    assert lines[0].startswith(f'{ids["root"]}  coder  "Fix the login bug"  idle · 1 tool (grep 1) · ')
+    assert lines[0].endswith("1.3k tok, $0.0050 incl. sub-agents (own: 120 tok, $0.0010)")
+    assert lines[1] == (
+        f'├─ {ids["explore"]}  explore  "find auth code"  completed · 8 tools (grep 5, view 3) · 5.1s · '
+        "1.2k tok, $0.0040"
+    )
+    assert lines[2].startswith(f'└─ {ids["general"]}  general  "fix the tests"  idle · 0 tools · ')
+    assert lines[3].startswith(f'   └─ {ids["nested"]}  explore  "dig"  idle · 0 tools · ')
+
+    nested = nestor_json(["sessions", "show", ids["root"], "--tree", "--json"], cwd=project, env=env)
+    assert nested["id"] == ids["root"] and nested["own_usage"]["total_tokens"] == 120
+    assert nested["usage"]["total_tokens"] == 1320 and nested["cost_usd"] == pytest.approx(0.005)
+    explore, general = nested["children"]
+    assert (explore["id"], explore["outcome"], explore["tools_used"], explore["tool_calls"]) == (
+        ids["explore"],
+        "completed",
+        {"grep": 5, "view": 3},
+        8,
+    )
+    assert explore["duration_s"] == 5.1 and explore["parent_id"] == ids["root"] and explore["children"] == []
+    assert [child["id"] for child in general["children"]] == [ids["nested"]]
+
+
+def test_show_without_tree_counts_the_sub_agents_and_lists_hide_them(
+    tree: tuple[Path, dict[str, str], dict[str, str]],
+) -> None:
+    project, env, ids = tree
+    shown = nestor(["sessions", "show", ids["root"]], cwd=project, env=env)
+    assert shown.stdout.rstrip().splitlines()[-1] == "3 sub-agent sessions; --tree shows them"
+    child = nestor(["sessions", "show", ids["general"]], cwd=project, env=env)
+    assert child.stdout.rstrip().splitlines()[-1] == (
+        f"sub-agent session of {ids['root']}; 1 sub-agent session; --tree shows them"
+    )
+    listed = nestor_json(["sessions", "list", "--all", "--json"], cwd=project, env=env)
+    assert ids["root"] in {row["id"] for row in listed}
+    assert not {ids["explore"], ids["general"], ids["nested"]} & {row["id"] for row in listed}

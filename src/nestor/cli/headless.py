@@ -9,7 +9,7 @@ import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
 from nestor.cli.options import CommonOptions
-from nestor.cli.render import compaction_line, short_args
+from nestor.cli.run_progress import TextProgress
 from nestor.core.events import Event
 from nestor.core.usage import Usage, format_cost, format_tokens
 
@@ -183,21 +183,12 @@ def _event_printer(output_format: str, out: TextIO, err: TextIO):
         out.write(event.model_dump_json() + "\n")
         out.flush()
 
-    def text_progress(event: Event) -> None:
-        if event.type == "tool_started":
-            err.write(f"· {event.tool_name} {short_args(event.args)}\n")
-        elif event.type == "retrying":
-            err.write(f"· retrying in {event.delay_s:.1f}s: {event.reason}\n")
-        elif event.type == "compacted":
-            err.write(f"· {compaction_line(event).removeprefix('⟳ ')}\n")
-        elif event.type == "permission_asked" and event.decision == "deny":
-            err.write(f"· denied {event.tool_name}: {event.target} ({event.reason})\n")
-
     def nothing(_event: Event) -> None:
         return None
 
     if output_format == "stream-json":
         return stream_json
     if output_format == "text":
-        return text_progress if err.isatty() else nothing
+        # Tools, retries, denials and sub-agents' start and done lines (see run_progress).
+        return TextProgress(err) if err.isatty() else nothing
     return nothing

@@ -6,20 +6,41 @@ place the way ``rich.live`` would. Assistant text is therefore streamed block by
 Markdown block (paragraphs, lists, a fenced code block, ended by a blank line outside a fence) is
 rendered as Markdown once it is complete, and the rest when the response ends or a tool starts.
 :meth:`EventRenderer.status` says what is happening meanwhile, for the prompt's toolbar.
+
+Sub-agents get a line when they start and one when they end (see :mod:`nestor.cli.agent_lines`);
+what they do in between (their tool calls, their text) is not printed: the toolbar counts their
+tool calls live, and their text is a report for the agent that started them, not for the user.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from rich.console import Console
 from rich.markdown import Markdown
 from rich.text import Text
 
+from nestor.cli.agent_lines import (
+    SubAgentTracker,
+    background_line,
+    done_line,
+    error_lines,
+    start_line,
+    todo_lines,
+)
+from nestor.cli.formatting import (
+    compaction_line,
+    counted,
+    format_duration,
+    one_line,
+    short_args,
+    turn_summary,
+    usage_summary,
+)
 from nestor.core.events import (
     AgentFinished,
     AgentStarted,
+    BackgroundNotice,
     Compacted,
     CompactionStarted,
     ErrorEvent,
@@ -31,14 +52,27 @@ from nestor.core.events import (
     SessionTitled,
     TextDelta,
     ThinkingDelta,
+    TodosUpdated,
     ToolFinished,
     ToolStarted,
 )
 from nestor.core.permission import PermissionRequest
-from nestor.core.usage import Usage, format_cost, format_tokens
+from nestor.core.usage import format_tokens
 
-_ARG_KEYS = ("command", "path", "pattern", "url", "query", "file_path", "description", "prompt")
+__all__ = [
+    "EventRenderer",
+    "MarkdownBlocks",
+    "compaction_line",
+    "counted",
+    "format_duration",
+    "short_args",
+    "turn_summary",
+    "usage_summary",
+]
+
 _ANSWER_WORDS = {"once": "allowed once", "session": "allowed for this session", "deny": "denied"}
+_SUB_AGENT_ANSWER_WORDS = {**_ANSWER_WORDS, "session": "allowed for this agent's session"}
+_DONE_STYLES = {"completed": "magenta", "error": "red"}
 
 
 class MarkdownBlocks:
@@ -92,8 +126,8 @@ class EventRenderer:
 
     Args:
         console: Where to print.
-        main_agent_id: The agent whose text is shown and whose runs get a summary line; events of
-            other agents (sub-agents) are tagged with their id.
+        main_agent_id: The agent whose text is shown and whose runs get a summary line; every
+            other agent is a sub-agent, shown by a start and a done line and tagged elsewhere.
 
     """
 
@@ -102,10 +136,11 @@ class EventRenderer:
         self.main_agent_id = main_agent_id
         self._text = MarkdownBlocks()
         self._thinking = False
-        self._agent_types: dict[str, str] = {}
+        self._agents = SubAgentTracker()
         self._asked: set[str] = set()
         self._running_tools: dict[str, str] = {}
-        self._last_started_call = ""
+        # The tool call whose start is the last line printed: its end line need not name the tool.
+        self._last_line_call = ""
         self._activity = ""
         self._run_started_at: float | None = None
 
@@ -130,35 +165,36 @@ class EventRenderer:
                 self._on_permission(event)
             case Retrying():
                 self.flush_text()
-                self._activity = f"retrying (attempt {event.attempt + 1})"
+                if self._is_main(event.agent_id):
+                    self._activity = f"retrying (attempt {event.attempt + 1})"
                 line = f"↻ retrying in {event.delay_s:.1f}s (attempt {event.attempt}): {event.reason}"
-                self._print(self._tag(event.agent_id) + line, style="yellow")
+                self._print(self._prefix(event.agent_id) + line, style="yellow")
             case RequestFinished():
-                if event.agent_id == self.main_agent_id:
+                if self._is_main(event.agent_id):
                     # One response ends here; the next one (a queued prompt's answer) starts afresh.
                     self.flush_text()
                     self._activity = "waiting for the model"
             case PromptQueued():
-                self._print(f"↳ queued for the next turn: {_one_line(event.prompt, 80)}", style="dim")
+                self._print(f"↳ queued for the next turn: {one_line(event.prompt, 80)}", style="dim")
             case CompactionStarted():
-                self.flush_text()
-                self._activity = "compacting the history"
-                share = event.context_tokens / event.context_window if event.context_window else 0
-                line = (
-                    f"⟳ compacting the history ({event.trigger}): {format_tokens(event.context_tokens)} "
-                    f"of {format_tokens(event.context_window)} tokens ({share:.0%})"
-                )
-                self._print(self._tag(event.agent_id) + line, style="dim")
+                self._on_compaction_started(event)
             case Compacted():
-                self._print(self._tag(event.agent_id) + compaction_line(event), style="dim")
+                self._print(self._prefix(event.agent_id) + compaction_line(event), style="dim")
             case SessionTitled():
-                if event.agent_id == self.main_agent_id:
+                if self._is_main(event.agent_id):
                     self._print(f"session title: {event.title}", style="dim")
+            case TodosUpdated():
+                if self._is_main(event.agent_id):
+                    self.flush_text()
+                    for line in todo_lines(event.todos):
+                        self._print(line)
+            case BackgroundNotice():
+                self.flush_text()
+                self._print(background_line(event, self._agents.get(event.agent_id)), style="cyan")
             case AgentFinished():
                 self._on_agent_finished(event)
             case ErrorEvent():
-                self.flush_text()
-                self.error(self._tag(event.agent_id) + event.message, event.hint)
+                self._on_error(event)
             case _:
                 pass
 
@@ -169,14 +205,26 @@ class EventRenderer:
             self._print_markdown(block)
 
     def status(self, now: float | None = None) -> str:
+        """The toolbar's text: :meth:`main_status`, then one line per running sub-agent; empty when idle."""
+        return "\n".join(line for line in (self.main_status(now), *self.agent_status(now)) if line)
+
+    def main_status(self, now: float | None = None) -> str:
         """What the main agent is doing and for how long, e.g. ``running bash · 12s``; empty when idle."""
         if self._run_started_at is None:
             return ""
         elapsed = (time.time() if now is None else now) - self._run_started_at
         return f"{self._activity} · {format_duration(max(elapsed, 0.0))}"
 
+    def agent_status(self, now: float | None = None) -> list[str]:
+        """``  [explore] find auth code … 5 tools, 3.2s`` for each running sub-agent, indented by depth.
+
+        Background sub-agents keep running after the main agent's run ended, so these lines may
+        be there while :meth:`main_status` is empty.
+        """
+        return self._agents.live_lines(time.time() if now is None else now)
+
     def _on_text(self, event: TextDelta) -> None:
-        if event.agent_id != self.main_agent_id:
+        if not self._is_main(event.agent_id):
             return
         self._activity = "writing"
         block = self._text.feed(event.text)
@@ -184,7 +232,7 @@ class EventRenderer:
             self._print_markdown(block)
 
     def _on_thinking(self, event: ThinkingDelta) -> None:
-        if event.agent_id != self.main_agent_id or self._thinking:
+        if not self._is_main(event.agent_id) or self._thinking:
             return
         self._thinking = True
         self._activity = "thinking"
@@ -192,29 +240,32 @@ class EventRenderer:
         self._print("✻ thinking…", style="dim italic")
 
     def _on_agent_started(self, event: AgentStarted) -> None:
-        self._agent_types[event.agent_id] = event.agent_type
-        if event.agent_id == self.main_agent_id:
+        if self._is_main(event.agent_id):
             self._run_started_at = event.timestamp
             self._activity = "waiting for the model"
             return
         self.flush_text()
-        description = f": {event.description}" if event.description else ""
-        self._print(f"{self._tag(event.agent_id)}◆ {event.agent_type} started{description}", style="magenta")
+        self._print(start_line(self._agents.started(event)), style="magenta")
 
     def _on_tool_started(self, event: ToolStarted) -> None:
+        if not self._is_main(event.agent_id):
+            self._agents.tool_started(event)
+            return
         self.flush_text()
         self._running_tools[event.tool_call_id] = event.tool_name
-        self._last_started_call = event.tool_call_id
         self._activity = "running " + ", ".join(dict.fromkeys(self._running_tools.values()))
-        line = Text(self._tag(event.agent_id))
-        line.append("● ", style="cyan")
+        line = Text("● ", style="cyan")
         line.append(event.tool_name, style="bold")
         arguments = short_args(event.args, max(20, self.console.width - len(event.tool_name) - 12))
         if arguments:
             line.append(" " + arguments)
-        self.console.print(line)
+        self._print_text(line)
+        self._last_line_call = event.tool_call_id
 
     def _on_tool_finished(self, event: ToolFinished) -> None:
+        if not self._is_main(event.agent_id):
+            self._agents.tool_finished(event)
+            return
         self.flush_text()
         self._running_tools.pop(event.tool_call_id, None)
         self._activity = (
@@ -223,18 +274,18 @@ class EventRenderer:
             else "waiting for the model"
         )
         ok = event.outcome == "success"
-        line = Text(self._tag(event.agent_id) + "  ⎿ ")
+        line = Text("  ⎿ ")
         line.append("✓" if ok else "✗", style="green" if ok else "red")
-        if event.tool_call_id != self._last_started_call:
-            # Parallel calls finish in any order: name the tool when its start is not the line above.
+        if event.tool_call_id != self._last_line_call:
+            # Parallel calls (and sub-agents) print between a start and its end: name the tool then.
             line.append(f" {event.tool_name}")
         if not ok:
             line.append(f" {event.outcome}", style="red")
         line.append(f" {format_duration(event.duration_s)}", style="dim")
-        preview = _one_line(event.preview, max(20, self.console.width - len(line) - 4))
+        preview = one_line(event.preview, max(20, self.console.width - len(line) - 4))
         if preview:
             line.append(" · " + preview, style="dim")
-        self.console.print(line)
+        self._print_text(line)
 
     def _on_permission(self, event: PermissionAsked) -> None:
         if event.decision is None:
@@ -247,15 +298,30 @@ class EventRenderer:
         if event.decision == "deny":
             self.flush_text()
             reason = f" ({event.reason})" if event.reason else ""
-            line = f"  ⎿ ⊘ denied {event.tool_name}: {event.target}{reason}"
-            self._print(self._tag(event.agent_id) + line, style="red")
+            mark = "  ⎿ ⊘" if self._is_main(event.agent_id) else "⊘"
+            line = f"{mark} denied {event.tool_name}: {event.target}{reason}"
+            self._print(self._prefix(event.agent_id) + line, style="red")
+
+    def _on_compaction_started(self, event: CompactionStarted) -> None:
+        self.flush_text()
+        if self._is_main(event.agent_id):
+            self._activity = "compacting the history"
+        share = event.context_tokens / event.context_window if event.context_window else 0
+        line = (
+            f"⟳ compacting the history ({event.trigger}): {format_tokens(event.context_tokens)} "
+            f"of {format_tokens(event.context_window)} tokens ({share:.0%})"
+        )
+        self._print(self._prefix(event.agent_id) + line, style="dim")
+
+    def _on_error(self, event: ErrorEvent) -> None:
+        if not self._is_main(event.agent_id) and self._agents.error(event) is not None:
+            return  # a running sub-agent's errors are shown with its done line
+        self.flush_text()
+        self.error(self._prefix(event.agent_id) + event.message, event.hint)
 
     def _on_agent_finished(self, event: AgentFinished) -> None:
-        if event.agent_id != self.main_agent_id:
-            self._print(
-                f"{self._tag(event.agent_id)}◆ finished ({event.stop_reason}) · {turn_summary(event)}",
-                style="magenta",
-            )
+        if not self._is_main(event.agent_id):
+            self._on_sub_agent_finished(event)
             return
         self.flush_text()
         self._run_started_at = None
@@ -270,23 +336,37 @@ class EventRenderer:
             )
         self._print(turn_summary(event), style="dim")
 
+    def _on_sub_agent_finished(self, event: AgentFinished) -> None:
+        self.flush_text()
+        agent = self._agents.finished(event)
+        self._print(done_line(event, agent), style=_DONE_STYLES.get(event.stop_reason, "yellow"))
+        for line in error_lines(event, agent) if agent is not None else ():
+            self._print(line, style="dim" if line.lstrip().startswith("hint:") else "red")
+
     # -- the REPL's own lines ---------------------------------------------------------------
 
     def permission_question(self, request: PermissionRequest, agent_id: str) -> str:
-        """The one-line question asked about ``request`` (tagged when not from the main agent)."""
+        """The one-line question asked about ``request``; a sub-agent's says which agent asks.
+
+        ``[explore 9f3a1c] wants to: Read /etc/hosts (outside the project). Allow? ...``
+        """
         outside = " (outside the project)" if request.outside_project else ""
+        if self._is_main(agent_id):
+            return f"Allow {request.description}{outside}? [y] once  [a] for this session  [n] deny"
         return (
-            f"{self._tag(agent_id)}Allow {request.description}{outside}? "
-            "[y] once  [a] for this session  [n] deny"
+            f"{self._tag(agent_id)}wants to: {request.description}{outside}. "
+            "Allow? [y] once  [a] for this agent  [n] deny"
         )
 
     def show_permission_answer(self, request: PermissionRequest, agent_id: str, answer: str) -> None:
         """Print the user's answer to a permission question, so it stays in the scrollback."""
         allowed = answer != "deny"
-        line = Text(self._tag(agent_id) + "  ⎿ ")
+        main = self._is_main(agent_id)
+        words = (_ANSWER_WORDS if main else _SUB_AGENT_ANSWER_WORDS).get(answer, answer)
+        line = Text("  ⎿ " if main else self._prefix(agent_id))
         line.append("✓ " if allowed else "✗ ", style="green" if allowed else "red")
-        line.append(f"{_ANSWER_WORDS.get(answer, answer)}: {request.description}")
-        self.console.print(line)
+        line.append(f"{words}: {request.description}")
+        self._print_text(line)
 
     def startup(self, *, model: str, session_id: str, project_root: str, resumed: str | None) -> None:
         """Print the banner: model, session and project root.
@@ -305,7 +385,7 @@ class EventRenderer:
         else:
             line.append(f"resumed {session_id}" + (f" ({resumed})" if resumed else ""))
         line.append(f" · {project_root}", style="dim")
-        self.console.print(line)
+        self._print_text(line)
         self._key_hint()
 
     def _key_hint(self) -> None:
@@ -327,82 +407,29 @@ class EventRenderer:
 
     # -- helpers ----------------------------------------------------------------------------
 
+    def _is_main(self, agent_id: str) -> bool:
+        return not agent_id or agent_id == self.main_agent_id
+
     def _tag(self, agent_id: str) -> str:
-        if not agent_id or agent_id == self.main_agent_id:
+        """``[explore 9f3a1c] ``: a sub-agent's type and the end of its id; empty for the main agent."""
+        if self._is_main(agent_id):
             return ""
-        agent_type = self._agent_types.get(agent_id)
-        return f"[{agent_type} {agent_id[-6:]}] " if agent_type else f"[{agent_id[-6:]}] "
+        agent = self._agents.get(agent_id)
+        return f"[{agent.agent_type} {agent_id[-6:]}] " if agent else f"[{agent_id[-6:]}] "
+
+    def _prefix(self, agent_id: str) -> str:
+        """The tag, indented by the sub-agent's depth when it is known."""
+        agent = self._agents.get(agent_id)
+        return (agent.indent if agent and not self._is_main(agent_id) else "") + self._tag(agent_id)
 
     def _print(self, text: str, *, style: str = "") -> None:
-        self.console.print(Text(text, style=style))
+        self._print_text(Text(text, style=style))
+
+    def _print_text(self, text: Text) -> None:
+        self._last_line_call = ""
+        self.console.print(text)
 
     def _print_markdown(self, block: str) -> None:
+        self._last_line_call = ""
         self.console.print(Markdown(block))
         self.console.print()
-
-
-def turn_summary(event: AgentFinished) -> str:
-    """``2 turns · 1.2k in / 340 out · $0.0042 · 3.1s`` for a finished run."""
-    usage = Usage.from_dict(event.usage)
-    turns = counted(event.num_turns, "turn")
-    tokens = f"{format_tokens(usage.input_tokens)} in / {format_tokens(usage.output_tokens)} out"
-    return f"{turns} · {tokens} · {format_cost(event.cost_usd)} · {format_duration(event.duration_s)}"
-
-
-def counted(count: int, noun: str) -> str:
-    """``1 message``, ``3 messages``: a count with its noun in the right number."""
-    return f"{count} {noun}{'' if count == 1 else 's'}"
-
-
-def compaction_line(event: Compacted) -> str:
-    """One line saying what a compaction saved and what its summary cost."""
-    summary = Usage.from_dict(event.usage)
-    summarised = counted(event.summarized_messages, "message")
-    return (
-        f"⟳ context compacted: {format_tokens(event.tokens_before)} → {format_tokens(event.tokens_after)} "
-        f"tokens; {summarised} summarised, {event.kept_messages} kept · summary "
-        f"{format_tokens(summary.input_tokens)} in, {format_tokens(summary.output_tokens)} out, "
-        f"{format_cost(summary.cost_usd)} · {format_duration(event.duration_s)}"
-    )
-
-
-def usage_summary(usage: Usage) -> str:
-    """Totals of a session: requests, tokens (with cache reads) and cost, honest about unpriced ones."""
-    parts = [
-        counted(usage.requests, "request"),
-        f"{format_tokens(usage.input_tokens)} in / {format_tokens(usage.output_tokens)} out",
-    ]
-    if usage.cache_read_tokens:
-        parts.append(f"{format_tokens(usage.cache_read_tokens)} cache read")
-    cost = format_cost(usage.cost_usd)
-    if usage.cost_usd is not None and usage.unpriced_requests:
-        cost += f" (+{usage.unpriced_requests} unpriced)"
-    parts.append(cost)
-    return " · ".join(parts)
-
-
-def format_duration(seconds: float) -> str:
-    """``0.3s``, ``12s``, ``2m05s``."""
-    if seconds < 10:
-        return f"{seconds:.1f}s"
-    if seconds < 60:
-        return f"{seconds:.0f}s"
-    minutes, rest = divmod(round(seconds), 60)
-    return f"{minutes}m{rest:02d}s"
-
-
-def short_args(args: dict[str, Any], limit: int = 100) -> str:
-    """A tool call's arguments in one line: its main ones (command, path, ...) if it has any, else all."""
-    shown = [args[key] for key in _ARG_KEYS if key in args] or list(args.values())
-    text = " ".join(value if isinstance(value, str) else repr(value) for value in shown)
-    return _one_line(text, limit)
-
-
-def _one_line(text: str, limit: int) -> str:
-    """The first non-blank line of ``text``, whitespace collapsed, cut to ``limit`` characters."""
-    first = next((line for line in text.splitlines() if line.strip()), "")
-    line = " ".join(first.split())
-    more = len(line) > limit or len([ln for ln in text.splitlines() if ln.strip()]) > 1
-    if len(line) > limit:
-        line = line[: max(limit - 1, 0)]
-    return line + "…" if more and line else line

@@ -204,11 +204,15 @@ class LinePrompt:
             return [("", "y allow once · a allow for this session · n or Esc deny · Ctrl-C deny and stop")]
         if self.exit_armed:
             return [("", "press Ctrl-C again to exit")]
-        status = self._controller.renderer.status()
+        renderer = self._controller.renderer
         if self._controller.busy:
             frame = _SPINNER[int(asyncio.get_running_loop().time() * 8) % len(_SPINNER)]
-            return [("", f"{frame} {status or 'working'} · Esc to interrupt · Enter queues a prompt")]
-        return [("", "Enter send · Alt-Enter new line · /help · Ctrl-D exit")]
+            status = renderer.main_status() or "working"
+            first = f"{frame} {status} · Esc to interrupt · Enter queues a prompt"
+        else:
+            first = "Enter send · Alt-Enter new line · /help · Ctrl-D exit"
+        # Running sub-agents (background ones too, after the run) each get a line of live counters.
+        return [("", "\n".join([first, *renderer.agent_status()]))]
 
     def _key_bindings(self) -> KeyBindings:
         bindings = KeyBindings()

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 if TYPE_CHECKING:
+    from nestor.cli.tree_view import AgentNode
     from nestor.store.messages import MessageRecord
     from nestor.store.sessions import Session
 
@@ -93,13 +94,59 @@ def show_session(
     ctx: typer.Context,
     session_id: Annotated[str, typer.Argument(help="A session id (a unique prefix is enough).")],
     as_json: JsonOption = False,
+    tree: Annotated[
+        bool, typer.Option("--tree", help="The session and all its sub-agent sessions, as a tree.")
+    ] = False,
 ) -> None:
-    """Show a session: its totals and every stored message."""
-    session, records = _load(ctx, session_id)
+    """Show a session: its totals and every stored message (or, with --tree, its sub-agents)."""
+    if tree:
+        root = _load_tree(ctx, session_id)
+        if as_json:
+            print(json.dumps(tree_to_dict(root), indent=2))
+        else:
+            from nestor.cli.tree_view import tree_lines
+
+            print("\n".join(tree_lines(root)))
+        return
+    from nestor.cli.tree_view import count_descendants
+
+    application, _ = _open(ctx)
+    try:
+        session = application.sessions.get(session_id)
+        records = application.messages.list_records(session.id)
+        descendants = count_descendants(application.sessions, session.id)
+    finally:
+        application.close()
     if as_json:
         print(json.dumps(session_export(session, records), indent=2))
         return
     print(render_transcript(session, records))
+    note = _relatives_note(session, descendants)
+    if note:
+        print(note)
+
+
+def _load_tree(ctx: typer.Context, session_id: str) -> AgentNode:
+    """Read a session (by id or unique prefix) and all its descendants."""
+    from nestor.cli.tree_view import load_tree
+
+    application, _ = _open(ctx)
+    try:
+        return load_tree(application.sessions, application.messages, application.sessions.get(session_id))
+    finally:
+        application.close()
+
+
+def _relatives_note(session: Session, descendants: int) -> str:
+    """One line naming a session's parent and counting its sub-agent sessions; empty if it has neither."""
+    from nestor.cli.formatting import counted
+
+    notes: list[str] = []
+    if session.parent_id:
+        notes.append(f"sub-agent session of {session.parent_id}")
+    if descendants:
+        notes.append(f"{counted(descendants, 'sub-agent session')}; --tree shows them")
+    return "; ".join(notes)
 
 
 @app.command("export")
@@ -164,6 +211,22 @@ def session_to_dict(session: Session) -> dict[str, Any]:
         "cost_usd": session.usage.cost_usd,
         "created_at": session.created_at,
         "updated_at": session.updated_at,
+    }
+
+
+def tree_to_dict(node: AgentNode) -> dict[str, Any]:
+    """The JSON form of a session tree: each session's row, its run and its children, nested.
+
+    ``usage``/``cost_usd`` include the descendants (as stored); ``own_usage`` is the session's own.
+    """
+    return {
+        **session_to_dict(node.session),
+        "outcome": node.outcome,
+        "tools_used": node.tools_used,
+        "tool_calls": sum(node.tools_used.values()),
+        "duration_s": round(node.duration_s, 3),
+        "own_usage": node.own_usage.to_dict(),
+        "children": [tree_to_dict(child) for child in node.children],
     }
 
 
