@@ -173,3 +173,33 @@ def test_a_sub_agent_is_resumed_after_a_restart(repo: Path, tmp_path: Path) -> N
     [conversation] = resumed_conversations
     texts = [m.get("content") for m in conversation if m["role"] in ("user", "assistant")]
     assert texts == ["survey the auth module", "auth has login() calling check()", "and where is check()?"]
+
+
+def test_a_headless_run_waits_for_its_background_agent_and_answers_its_notice(
+    repo: Path, tmp_path: Path
+) -> None:
+    def after_notice(body: dict[str, Any]) -> ServerReply:
+        last = body["messages"][-1]
+        assert last["role"] == "user" and "[Background sub-agent" in str(last["content"])
+        return ServerReply(text="The background agent found the TODO in src/db.py.")
+
+    routes: dict[str, list[ServerReply | Route]] = {
+        "USER": [
+            ServerReply(
+                tool_calls=(task_call("scan todos", "scan for TODO markers", run_in_background=True),)
+            ),
+            ServerReply(text="Started a scan; I will report when it ends."),
+            after_notice,
+        ],
+        "scan for TODO": [ServerReply(text="One TODO, in src/db.py:2", delay=0.5)],
+    }
+    with ScriptedOpenAIServer(router(routes)) as server:
+        events = run_json(repo, openai_env(tmp_path, server), "USER: scan in the background")
+
+    result = events[-1]
+    assert result["result"] == "The background agent found the TODO in src/db.py."
+    types = [e["type"] for e in events]
+    notice = types.index("background_notice")
+    assert types.index("agent_finished") < notice < len(types) - 1
+    [child] = [e for e in events if e["type"] == "agent_finished" and e["parent_id"] == result["session_id"]]
+    assert child["stop_reason"] == "completed"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from nestor.runtime.delegation import resolve_model_choice
 from nestor.runtime.loop import SessionAgent
 from nestor.testing import ScriptedModel, call, reply
 from nestor.tools.base import ToolError
-from tests.runtime.support import BarrierTool
+from tests.runtime.support import BarrierTool, EchoTool
 from tests.runtime.tree_support import RoutedScript, TreeHarness, usage
 
 
@@ -301,3 +302,43 @@ async def test_a_long_inherited_conversation_is_summarised_before_the_child_star
     assert "Summary: the user told a long story" in sent and long_text not in sent
     [finished] = [e for e in harness.events if isinstance(e, AgentFinished) and e.agent_id == child.id]
     assert finished.stop_reason == "completed", finished.result
+
+
+class ConcurrencyProbe(EchoTool):
+    """Records how many calls run at the same time."""
+
+    name = "probe"
+
+    def __init__(self) -> None:
+        self.running = 0
+        self.most = 0
+
+    async def run(self, params: Any, ctx: Any) -> str:
+        self.running += 1
+        self.most = max(self.most, self.running)
+        await asyncio.sleep(0.05)
+        self.running -= 1
+        return "probed"
+
+
+async def test_parallel_tasks_beyond_max_parallel_wait_their_turn(tmp_path: Path) -> None:
+    probe = ConcurrencyProbe()
+    names = [f"job {i}" for i in range(5)]
+    routes: dict[str, list[Any]] = {
+        name: [call("probe", {"text": name}), reply(f"{name} done")] for name in names
+    }
+    calls = [call("task", task(name, name)) for name in names]
+    first = calls[0]
+    for more in calls[1:]:
+        first = first + more
+    routes["USER"] = [first, reply("all done")]
+    model = ScriptedModel(RoutedScript(routes))
+    harness = TreeHarness(
+        tmp_path, models={}, config=AgentsConfig(max_parallel=2), extra_tools={"probe": lambda: probe}
+    )
+    main = harness.main(model, ("view", "probe"))
+    result = await main.run("USER")
+    assert result.text == "all done"
+    assert probe.most == 2
+    assert len(harness.sessions.children(main.session_id)) == 5
+    assert all("done" in str(part.content) for part in task_results(main.history))
