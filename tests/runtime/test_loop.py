@@ -362,3 +362,18 @@ async def test_a_hooks_own_timeout_error_is_an_error_not_the_time_budget(harness
     result = await agent.run("go")
     assert result.stop_reason == "error" and result.is_error
     assert "the hook's own deadline" in result.text
+
+
+async def test_malformed_json_arguments_are_sent_back_as_such(harness: Harness) -> None:
+    from nestor.testing import ScriptedModel, call, reply
+
+    model = ScriptedModel([call("echo", '{"text": '), call("echo", "[1, 2]"), reply("ok")])
+    agent = harness.agent(model, [EchoTool()])
+    await agent.run("go")
+    first, second = (tool_results(message)[0] for message in agent.history if tool_results_or_none(message))
+    assert first.outcome == "retried" and "not valid JSON" in str(first.content)
+    assert second.outcome == "retried" and "not valid JSON" in str(second.content)
+
+
+def tool_results_or_none(message: ModelMessage) -> bool:
+    return isinstance(message, ModelRequest) and bool(tool_results(message))

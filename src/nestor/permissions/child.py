@@ -68,9 +68,12 @@ class ChildPolicy(PermissionPolicy):
         if own is not None and _STRICTNESS[own.kind] > _STRICTNESS[inherited.kind]:
             decision = own
         if decision.kind == "ask":
-            if own is None and (request.tool_name, request.grant_key) in self._grants:
-                return Decision("allow", "allowed for this session")
-            if (request.tool_name, "*") in self._grants and own is None:
+            # A grant answers the default question, never an ask rule (the parent's or the spec's).
+            asked_by_rule = (inherited.kind == "ask" and inherited.rule is not None) or (
+                own is not None and own.kind == "ask"
+            )
+            granted = {(request.tool_name, request.grant_key), (request.tool_name, "*")} & self._grants
+            if granted and not asked_by_rule:
                 return Decision("allow", "allowed for this session")
             if self.read_only:
                 return Decision("deny", f"{self.label} is read-only and never asks: {decision.reason}")

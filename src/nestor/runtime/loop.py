@@ -645,10 +645,10 @@ class SessionAgent:
             available = ", ".join(sorted(self._tools)) or "none"
             return "retried", f"Unknown tool {call.tool_name!r}. Available tools: {available}.", None
         try:
-            params = tool.params_model.model_validate(call.args_as_dict())
+            params = tool.params_model.model_validate(call.args_as_dict(raise_if_invalid=True))
         except ValidationError as exc:
             return "retried", _format_validation_error(call.tool_name, exc), None
-        except ValueError as exc:
+        except (ValueError, AssertionError) as exc:  # pydantic-ai asserts the JSON is an object
             return (
                 "retried",
                 f"The arguments of {call.tool_name} are not valid JSON ({exc}). Send a JSON object.",

@@ -47,8 +47,8 @@ class DelegationGuardHook(Hook):
         if call.tool_name != "task":
             return None
         try:
-            args = call.args_as_dict()
-        except ValueError:
+            args = call.args_as_dict(raise_if_invalid=True)
+        except (ValueError, AssertionError):
             return None  # the loop reports invalid JSON itself
         return self._check(args)
 

@@ -148,7 +148,7 @@ class BashTool(Tool[BashParams]):
             raise ToolError(f"The project root {ctx.project_root} is not a directory.")
 
         buffer = OutputBuffer(self._output_limit)
-        process = await _start(params.command, ctx.project_root)
+        process = await _start_stopping_on_cancel(params.command, ctx.project_root)
         outcome = await self._supervise(process, buffer, timeout)
         return _result(params, buffer, outcome, timeout, notes)
 
@@ -217,6 +217,24 @@ async def _start(command: str, cwd: Path) -> asyncio.subprocess.Process:
         )
     except FileNotFoundError as error:
         raise ToolError("bash is not installed or not on PATH.") from error
+
+
+async def _start_stopping_on_cancel(command: str, cwd: Path) -> asyncio.subprocess.Process:
+    """Start the shell; if cancelled meanwhile, kill its whole process group before re-raising.
+
+    Cancelling ``create_subprocess_exec`` after the fork kills only the shell (asyncio's transport
+    ``close()``), so jobs it already started would outlive the call.
+    """
+    spawn = asyncio.ensure_future(_start(command, cwd))
+    try:
+        return await asyncio.shield(spawn)
+    except asyncio.CancelledError:
+        while not spawn.done():
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait({spawn})
+        if not spawn.cancelled() and spawn.exception() is None:
+            _signal_group(spawn.result().pid, signal.SIGKILL)
+        raise
 
 
 async def _pump(stream: asyncio.StreamReader, buffer: OutputBuffer) -> None:
