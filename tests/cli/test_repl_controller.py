@@ -380,3 +380,17 @@ async def test_compact_is_refused_while_a_run_is_going_and_with_nothing_to_compa
     assert any("/compact when it is done" in line for line in harness.lines())
     gate.release.set()
     await harness.wait_finished(1)
+
+
+async def test_clear_stops_what_the_previous_agent_left_running_in_the_background(
+    make_harness: MakeHarness,
+) -> None:
+    harness = make_harness([reply("one")])
+    controller = harness.controller
+    await controller.open(None)
+    previous = controller.agent
+    stopped: list[str] = []
+    # The agent tree listens like this to cancel an agent's sub-agents, background ones included.
+    previous.add_cancel_listener(lambda: stopped.append(previous.session_id))
+    await controller.handle_line("/clear")
+    assert stopped == [previous.session_id]

@@ -274,6 +274,7 @@ class ReplController:
         previous = self._agent
         agent = await self._start_agent(None, self._asker)
         if previous is not None:
+            previous.cancel()  # idle: this only stops its background sub-agents, whose notices would be lost
             self._coordinator.remove(previous.session_id)
         self._use(agent, title="")
         self.renderer.info(f"new session {agent.session_id} (the previous one stays stored)", style="dim")
