@@ -197,12 +197,7 @@ class App:
             asker=asker,
             project_root=project_root,
             scratch_dir=scratch_dir,
-            context=ContextPolicy(
-                context_window=built.context_window,
-                auto_compact=not context.disable_auto_compact,
-                threshold=context.compact_threshold,
-                keep_recent=context.keep_recent,
-            ),
+            context=ContextPolicy.configured(built.context_window, context),
             summarizer=summarizer,
             budgets=Budgets(
                 max_iterations=limits.max_iterations,

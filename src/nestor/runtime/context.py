@@ -30,6 +30,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.tools import ToolDefinition
 
+from nestor.config import ContextConfig
 from nestor.core.tokens import estimate_tokens
 
 DEFAULT_COMPACT_THRESHOLD = 0.85
@@ -56,6 +57,16 @@ class ContextPolicy:
     auto_compact: bool = True
     threshold: float = DEFAULT_COMPACT_THRESHOLD
     keep_recent: float = DEFAULT_KEEP_RECENT
+
+    @classmethod
+    def configured(cls, context_window: int, config: ContextConfig) -> ContextPolicy:
+        """The policy of a model with ``context_window`` under the ``[context]`` settings."""
+        return cls(
+            context_window=context_window,
+            auto_compact=not config.disable_auto_compact,
+            threshold=config.compact_threshold,
+            keep_recent=config.keep_recent,
+        )
 
     @property
     def threshold_tokens(self) -> int:

@@ -451,12 +451,7 @@ class AgentTree:
             asker=None if read_only else services.asker,
             project_root=services.project_root,
             scratch_dir=scratch,
-            context=ContextPolicy(
-                context_window=built.context_window,
-                auto_compact=not context.disable_auto_compact,
-                threshold=context.compact_threshold,
-                keep_recent=context.keep_recent,
-            ),
+            context=ContextPolicy.configured(built.context_window, context),
             summarizer=services.summarizer,
             hooks=hooks,
             retry=parent.setup.retry,

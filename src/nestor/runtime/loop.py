@@ -383,18 +383,7 @@ class SessionAgent:
                 ErrorEvent(agent_id=self.session_id, message=f"the final report request failed: {exc}")
             )
             return None
-        usage = usage_from_response(response, priced=setup.priced)
-        state.iteration += 1
-        state.usage.add(usage)
-        self._append(response, usage=usage)
-        setup.bus.publish(
-            RequestFinished(
-                agent_id=self.session_id,
-                model=setup.model_name,
-                usage=usage.to_dict(),
-                run_usage=state.usage.to_dict(),
-            )
-        )
+        self._record(state, response)
         return response_text(response) or None
 
     async def _before_request(self, state: RunState) -> Stop | Remind | None:
@@ -414,7 +403,6 @@ class SessionAgent:
         Compacts first when the request would pass the context threshold, and once more (then
         retries) when the provider rejects it as too long.
         """
-        setup = self.setup
         if self._auto_compacts and len(self.history) >= self._no_auto_compaction_before:
             policy = self._policy
             if self.context_tokens() > policy.threshold_tokens:
@@ -427,6 +415,12 @@ class SessionAgent:
             if await self._compact("overflow", state=state) is None:
                 raise
             response = await self._send(reminder)
+        self._record(state, response)
+        return response
+
+    def _record(self, state: RunState, response: ModelResponse) -> None:
+        """Count a response in the run, store it (its usage joins the totals) and publish its usage."""
+        setup = self.setup
         usage = usage_from_response(response, priced=setup.priced)
         state.iteration += 1
         state.usage.add(usage)
@@ -439,7 +433,6 @@ class SessionAgent:
                 run_usage=state.usage.to_dict(),
             )
         )
-        return response
 
     async def _send(self, reminder: str | None) -> ModelResponse:
         messages = self.history
