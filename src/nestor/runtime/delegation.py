@@ -308,13 +308,8 @@ class AgentTree:
                 self.live.pop(expired.session_id, None)
             pooled = self.pool.take(key)
             if pooled is not None:
-                pooled.set_system_prompt(system_prompt)
-                self._configure_run(pooled, spec, request)
-                tracker = _tracker_of(pooled)
-                tracker.reset()
-                self.live[pooled.session_id] = pooled
                 self.services.sessions.set_title(pooled.session_id, request.description)
-                return _Child(pooled, spec, tracker, key)
+                return self._reuse(pooled, parent, spec, request, system_prompt, key)
         session = self.services.sessions.create(
             self.services.project_root,
             agent_name=spec.name,
@@ -385,21 +380,34 @@ class AgentTree:
             self.services.sessions.reparent(session.id, parent.session_id)
         if request.description:
             self.services.sessions.set_title(session.id, request.description)
-        if pooled is not None:
-            pooled.set_system_prompt(system_prompt)
-            self._configure_run(pooled, spec, request)
-            tracker = _tracker_of(pooled)
-            tracker.reset()
-            self.live[pooled.session_id] = pooled
-            self._children_of.setdefault(parent.session_id, set()).add(pooled.session_id)
-            key = _pool_key(parent.session_id, spec, tool_names, built.name) if spec.persist else None
-            return _Child(pooled, spec, tracker, key, resumed=True)
-        history = visible_history(self.services.messages.list(session.id))
         key = _pool_key(parent.session_id, spec, tool_names, built.name) if spec.persist else None
+        if pooled is not None:
+            child = self._reuse(pooled, parent, spec, request, system_prompt, key)
+            child.resumed = True
+            return child
+        history = visible_history(self.services.messages.list(session.id))
         child = self._build(parent, session, spec, built, tool_names, system_prompt, history, key)
         self._configure_run(child.agent, spec, request)
         child.resumed = True
         return child
+
+    def _reuse(
+        self,
+        agent: SessionAgent,
+        parent: SessionAgent,
+        spec: AgentSpec,
+        request: TaskRequest,
+        system_prompt: str,
+        key: PoolKey | None,
+    ) -> _Child:
+        """Take an idle pooled agent for a new task: fresh system prompt, budgets and tracker."""
+        agent.set_system_prompt(system_prompt)
+        self._configure_run(agent, spec, request)
+        tracker = _tracker_of(agent)
+        tracker.reset()
+        self.live[agent.session_id] = agent
+        self._children_of.setdefault(parent.session_id, set()).add(agent.session_id)
+        return _Child(agent, spec, tracker, key)
 
     def _build(
         self,

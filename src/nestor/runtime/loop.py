@@ -325,11 +325,7 @@ class SessionAgent:
                 stop_reason = "timeout"
                 stop_message = f"Stopped after {setup.budgets.max_time_s:g} s (max_time_s)."
         except asyncio.CancelledError:
-            if not self._cancel_requested:
-                raise
-            current = asyncio.current_task()
-            if current is not None:
-                current.uncancel()
+            self._absorb_cancel()
             stop_reason, stop_message = "cancelled", "Cancelled by the user."
         except Exception as exc:  # the run ends; the error is reported, never a crash of the caller
             stop_reason, error = "error", exc
@@ -337,13 +333,17 @@ class SessionAgent:
             try:
                 last_text = await self._final_turn(state, stop_reason, stop_message or "") or last_text
             except asyncio.CancelledError:
-                if not self._cancel_requested:
-                    raise
-                current = asyncio.current_task()
-                if current is not None:
-                    current.uncancel()
+                self._absorb_cancel()
                 stop_reason, stop_message = "cancelled", "Cancelled by the user."
         return await self._finish(state, stop_reason, stop_message, last_text, error)
+
+    def _absorb_cancel(self) -> None:
+        """Turn a cancel of this run by :meth:`cancel` into a normal end; re-raise any other cancel."""
+        if not self._cancel_requested:
+            raise asyncio.CancelledError
+        current = asyncio.current_task()
+        if current is not None:
+            current.uncancel()
 
     async def _before_finish(self, state: RunState, text: str) -> str | None:
         reminders = [
