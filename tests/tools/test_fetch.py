@@ -7,7 +7,6 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-import httpx
 import pytest
 from pydantic import ValidationError
 
@@ -20,6 +19,11 @@ from nestor.tools.fetch import (
     FetchParams,
     FetchTool,
 )
+from nestor.tools.web.addresses import AddressPolicy
+from nestor.tools.web.client import SafeHttpClient
+
+LOOPBACK = AddressPolicy(allow_networks=("127.0.0.1/32",))
+"""The test server lives on loopback, which nestor refuses unless allowed."""
 
 NOISY_PAGE = """<!doctype html>
 <html><head><title>Docs</title><style>body { color: red }</style>
@@ -133,7 +137,11 @@ def ctx(tmp_path: Path) -> ToolContext:
 
 
 async def fetch(url: str, ctx: ToolContext, tool: FetchTool | None = None, **params: object):
-    return await (tool or FetchTool()).run(FetchParams.model_validate({"url": url, **params}), ctx)
+    arguments = FetchParams.model_validate({"url": url, **params})
+    if tool is not None:
+        return await tool.run(arguments, ctx)
+    async with SafeHttpClient(LOOPBACK) as client:
+        return await FetchTool(client=client).run(arguments, ctx)
 
 
 async def test_html_becomes_markdown_without_page_furniture(server: str, ctx: ToolContext) -> None:
@@ -328,14 +336,20 @@ async def test_default_client_ignores_proxy_variables(
     assert result.content == "arrived"
 
 
-async def test_client_factory_is_used(server: str, ctx: ToolContext) -> None:
-    tool = FetchTool(
-        client_factory=lambda: httpx.AsyncClient(trust_env=False, headers={"User-Agent": "probe"})
-    )
-
-    result = await fetch(f"{server}/agent", ctx, tool=tool)
+async def test_injected_client_is_used(server: str, ctx: ToolContext) -> None:
+    async with SafeHttpClient(LOOPBACK, user_agent="probe") as client:
+        result = await fetch(f"{server}/agent", ctx, tool=FetchTool(client=client))
 
     assert result.content == "probe"
+
+
+async def test_default_client_refuses_local_addresses(server: str, ctx: ToolContext) -> None:
+    tool = FetchTool()
+    try:
+        with pytest.raises(ToolError, match=r"127\.0\.0\.1 is a loopback address.*allow_ranges"):
+            await fetch(f"{server}/page.html", ctx, tool=tool)
+    finally:
+        await tool.client.aclose()
 
 
 def test_permission_asks_for_network_access_to_the_origin(ctx: ToolContext) -> None:

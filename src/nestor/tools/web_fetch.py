@@ -1,0 +1,166 @@
+"""The ``web_fetch`` tool: read a web page as Markdown, for research agents.
+
+Unlike ``fetch`` it takes only a URL, remembers what this session fetched (a second fetch of a URL
+returns the cached copy) and never floods the context: content over :data:`LARGE_CONTENT_BYTES` is
+saved to a file and the model gets its path, to read with ``view`` and search with ``grep``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import re
+import tempfile
+from pathlib import Path
+from typing import ClassVar
+
+from pydantic import BaseModel, Field
+
+from nestor.tools.base import PermissionRequest, Tool, ToolContext, ToolResult
+from nestor.tools.web.cache import CachedPage, WebCache
+from nestor.tools.web.client import FetchError, SafeHttpClient, check_url, origin_of
+from nestor.tools.web.content import ConvertedPage, convert, error_report
+
+LARGE_CONTENT_BYTES = 50_000
+"""Converted content larger than this (UTF-8 bytes) goes to a file instead of into the result."""
+
+CACHED_NOTE = "(already fetched this session; cached copy)"
+SAVED_DIR_NAME = "web"
+"""The folder of the scratch directory where large pages are saved."""
+
+_EXTENSIONS = {"markdown": ".md", "json": ".json", "text": ".txt"}
+_UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
+_MAX_NAME_CHARS = 80
+
+
+class WebFetchParams(BaseModel):
+    """Parameters of the ``web_fetch`` tool."""
+
+    url: str = Field(description="The http:// or https:// URL of the page to read.")
+
+
+class WebFetchTool(Tool[WebFetchParams]):
+    """Fetches a web page as Markdown; large pages go to a file, repeated URLs come from the cache.
+
+    Args:
+        client: The HTTP client (shared with other web tools to pool connections and to apply the
+            user's ``[web]`` allow-lists); by default one allowing public addresses only.
+        cache: The session's page cache (shared by the tools of one session); by default the
+            tool's own. Both are made on first use when not given.
+
+    """
+
+    name: ClassVar[str] = "web_fetch"
+    params_model: ClassVar[type[BaseModel]] = WebFetchParams
+    read_only: ClassVar[bool] = True
+
+    def __init__(self, client: SafeHttpClient | None = None, cache: WebCache | None = None) -> None:
+        self._client = client
+        self._cache = cache
+        self._temp_dir: Path | None = None
+
+    @property
+    def client(self) -> SafeHttpClient:
+        """The HTTP client, made on first use when none was given."""
+        if self._client is None:
+            self._client = SafeHttpClient()
+        return self._client
+
+    @property
+    def cache(self) -> WebCache:
+        """The session's page cache, made on first use when none was given."""
+        if self._cache is None:
+            self._cache = WebCache()
+        return self._cache
+
+    def permission(self, params: WebFetchParams, ctx: ToolContext) -> PermissionRequest | None:
+        """Network access needs approval (or a policy allowing it); a grant covers one scheme and host."""
+        return PermissionRequest(
+            tool_name=self.name,
+            action="network",
+            target=params.url,
+            description=f"Fetch {params.url}",
+            grant_key=origin_of(params.url),
+        )
+
+    async def run(self, params: WebFetchParams, ctx: ToolContext) -> ToolResult:
+        """Fetch the page (or take it from the cache) and return it inline or as a saved file."""
+        url = check_url(params.url)
+        cache = self.cache
+        cache.record_visit(url)
+        cached = cache.get(url)
+        if cached is not None:
+            return await self._present(url, cached, ctx, from_cache=True)
+        try:
+            page = await self.client.get(url, text_only=True)
+        except FetchError as error:
+            if error.page is None:
+                raise
+            report = await asyncio.to_thread(error_report, error.page)
+            return ToolResult(report, is_error=True, metadata={"url": url, "status": error.page.status})
+        converted = await asyncio.to_thread(convert, page, "markdown")
+        entry = CachedPage(page.url, converted, page.truncated, page.redirects)
+        cache.put(url, entry)
+        cache.record_visit(page.url)
+        return await self._present(url, entry, ctx, from_cache=False)
+
+    async def _present(
+        self, url: str, entry: CachedPage, ctx: ToolContext, *, from_cache: bool
+    ) -> ToolResult:
+        page = entry.page
+        size = len(page.text.encode("utf-8"))
+        metadata: dict[str, object] = {
+            "url": url,
+            "final_url": entry.url,
+            "kind": page.kind,
+            "title": page.title,
+            "bytes": size,
+            "body_truncated": entry.truncated,
+            "cached": from_cache,
+            "saved_path": None,
+        }
+        parts: list[str] = [CACHED_NOTE] if from_cache else []
+        if entry.redirects:
+            parts.append(f"Redirected to {entry.url}")
+        if size > LARGE_CONTENT_BYTES:
+            path = await asyncio.to_thread(self._save, entry.url, page, ctx)
+            metadata["saved_path"] = str(path)
+            parts.append(_saved_summary(entry.url, page, size, path))
+        else:
+            parts.append(page.text)
+        if entry.truncated:
+            megabytes = self.client.max_bytes / (1024 * 1024)
+            parts.append(f"[Body truncated: only the first {megabytes:g} MB were read.]")
+        return ToolResult("\n\n".join(parts), metadata=metadata)
+
+    def _save(self, url: str, page: ConvertedPage, ctx: ToolContext) -> Path:
+        if ctx.scratch_dir is not None:
+            folder = ctx.scratch_dir / SAVED_DIR_NAME
+        else:
+            if self._temp_dir is None:
+                self._temp_dir = Path(tempfile.mkdtemp(prefix="nestor-web-"))
+            folder = self._temp_dir
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / file_name_for(url, page.kind)
+        path.write_text(page.text, encoding="utf-8")
+        return path.absolute()
+
+
+def file_name_for(url: str, kind: str) -> str:
+    """A readable, unique file name for the content of ``url``: host and path, plus a short hash."""
+    readable = re.sub(r"^[a-z]+://", "", url, flags=re.IGNORECASE).split("#", 1)[0]
+    slug = _UNSAFE_NAME_CHARS.sub("-", readable).strip("-.")[:_MAX_NAME_CHARS].rstrip("-.") or "page"
+    digest = hashlib.sha256(url.encode("utf-8")).hexdigest()[:10]
+    return f"{slug}-{digest}{_EXTENSIONS.get(kind, '.txt')}"
+
+
+def _saved_summary(url: str, page: ConvertedPage, size: int, path: Path) -> str:
+    title = f' "{page.title}"' if page.title else ""
+    return (
+        f"The page{title} at {url} is {size:,} bytes of {page.kind}, too large to show here; "
+        f"it was saved to {path}.\n"
+        "Use view to read it in parts (offset and limit) and grep to search it."
+    )
+
+
+__all__ = ["CACHED_NOTE", "LARGE_CONTENT_BYTES", "WebFetchParams", "WebFetchTool", "file_name_for"]
