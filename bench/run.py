@@ -10,6 +10,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import compaction
 import context_isolation
 import fanout
+import html_conversion
 import local_model
 import loop_overhead
 import pool_memory
@@ -31,6 +32,8 @@ def main() -> None:
     pool_memory.main()
     print()
     context_isolation.main()
+    print()
+    html_conversion.main()
 
 
 if __name__ == "__main__":
