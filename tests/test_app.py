@@ -264,6 +264,7 @@ async def test_a_large_local_model_gets_the_full_prompt_and_tools(
         "task_status",
         "task_output",
         "task_cancel",
+        "agentic_fetch",
     ]
     assert "write" in [tool.name for tool in setup.tools]
     assert setup.system_prompt.startswith(builtin_agent_prompt("coder").strip())

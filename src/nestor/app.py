@@ -12,7 +12,7 @@ import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nestor.agents.registry import AgentRegistry, project_registry
 from nestor.bus import EventBus
@@ -21,6 +21,7 @@ from nestor.core.errors import SessionNotFoundError
 from nestor.permissions import PermissionPolicy
 from nestor.providers.build import BuiltModel, build_model
 from nestor.providers.defaults import model_for_role
+from nestor.runtime.agentic_fetch import AgenticFetchTool
 from nestor.runtime.compaction import SummaryModel
 from nestor.runtime.context import ContextPolicy
 from nestor.runtime.coordinator import Coordinator
@@ -40,6 +41,12 @@ from nestor.store.messages import MessageStore
 from nestor.store.sessions import Session, SessionStore
 from nestor.tools.base import Tool
 from nestor.tools.todo import TodoList, TodoWriteTool
+
+if TYPE_CHECKING:
+    from nestor.tools.search_backends import SearchBackend
+    from nestor.tools.web.cache import WebCache
+    from nestor.tools.web.client import SafeHttpClient
+    from nestor.tools.web_search import SearchCache
 
 
 @dataclass
@@ -68,6 +75,11 @@ class App:
     _models: dict[str, BuiltModel] = field(default_factory=dict[str, BuiltModel])
     _registry: AgentRegistry | None = None
     _todos: dict[str, TodoList] = field(default_factory=dict[str, TodoList])
+    search_backend: SearchBackend | None = None
+    """Where web_search searches; None is ddgs (tests put a recorded back end here)."""
+    _web_client: SafeHttpClient | None = None
+    _web_caches: dict[str, WebCache] = field(default_factory=dict)  # pyright: ignore[reportUnknownVariableType]
+    _search_caches: dict[str, SearchCache] = field(default_factory=dict)  # pyright: ignore[reportUnknownVariableType]
     _local_notice_given: bool = False
 
     @classmethod
@@ -262,7 +274,54 @@ class App:
             )
         if any(name in DELEGATION_TOOL_NAMES for name in names):
             built.update({tool.name: tool for tool in delegation_tools(tree)})
+        built.update(self._web_tools(tree, names, session_id))
         return [built[name] for name in names if name in built]
+
+    def _web_tools(self, tree: AgentTree, names: Sequence[str], session_id: str) -> dict[str, Tool[Any]]:
+        """The tools that reach the web, all through one safe client, with per-session caches."""
+        # Imported here: the HTML converter and the search engine cost start-up time.
+        from nestor.tools.fetch import FetchTool
+        from nestor.tools.web.cache import WebCache
+        from nestor.tools.web_fetch import WebFetchTool
+        from nestor.tools.web_search import SearchCache, WebSearchTool
+
+        tools: dict[str, Tool[Any]] = {}
+        if "fetch" in names:
+            tools["fetch"] = FetchTool(client=self.web_client())
+        if "web_fetch" in names:
+            tools["web_fetch"] = WebFetchTool(
+                self.web_client(), self._web_caches.setdefault(session_id, WebCache())
+            )
+        if "web_search" in names:
+            tools["web_search"] = WebSearchTool(
+                self.search_backend,
+                self._search_caches.setdefault(session_id, SearchCache()),
+                default_results=self.settings.web.search_results,
+            )
+        if "agentic_fetch" in names:
+            tools["agentic_fetch"] = AgenticFetchTool(
+                tree, self._fetch_page, workspace_root=self.settings.data_dir / "fetch"
+            )
+        return tools
+
+    def web_client(self) -> SafeHttpClient:
+        """The one HTTP client of web tools, refusing private addresses unless ``[web]`` allows them."""
+        if self._web_client is None:
+            from nestor.tools.web.addresses import AddressPolicy
+            from nestor.tools.web.client import SafeHttpClient
+
+            web = self.settings.web
+            self._web_client = SafeHttpClient(
+                AddressPolicy(allow_hosts=web.allow_hosts, allow_networks=web.allow_ranges)
+            )
+        return self._web_client
+
+    async def _fetch_page(self, url: str) -> str:
+        """A page as agentic_fetch hands it to its sub-agent: Markdown, JSON or text."""
+        from nestor.tools.web.content import convert
+
+        page = await self.web_client().get(url)
+        return convert(page).text
 
     def _agent_hooks(self, tool_names: Sequence[str], session_id: str) -> list[Hook]:
         """Hooks an agent gets for its tools: the completion check of its todo list."""

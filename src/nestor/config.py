@@ -217,6 +217,34 @@ class AgentsConfig(_ConfigModel):
     )
 
 
+class WebConfig(_ConfigModel):
+    """The ``[web]`` table: what ``fetch``, ``web_fetch`` and ``web_search`` may reach.
+
+    Attributes:
+        allow_hosts: Host names (``*.corp.example`` globs too) reachable even when they resolve to
+            private, loopback or other non-public addresses (a corporate proxy, fake-IP DNS).
+        allow_ranges: Address ranges (CIDR, e.g. ``10.20.0.0/16``) reachable although not public.
+        search_results: Results ``web_search`` returns unless the call asks otherwise (max 20).
+
+    """
+
+    allow_hosts: tuple[str, ...] = ()
+    allow_ranges: tuple[str, ...] = ()
+    search_results: Annotated[StrictInt, Field(ge=1, le=20)] = 10
+
+    @field_validator("allow_ranges")
+    @classmethod
+    def _check_ranges(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        import ipaddress
+
+        for text in value:
+            try:
+                ipaddress.ip_network(text, strict=False)
+            except ValueError:
+                raise ValueError(f"{text!r} is not an address range such as '10.0.0.0/8'") from None
+        return value
+
+
 class _ConfigDocument(_ConfigModel):
     """Everything a config file may contain; the keys a user may write."""
 
@@ -227,6 +255,7 @@ class _ConfigDocument(_ConfigModel):
     context: ContextConfig = ContextConfig()
     local: LocalConfig = LocalConfig()
     agents: AgentsConfig = AgentsConfig()
+    web: WebConfig = WebConfig()
 
     @field_validator("providers")
     @classmethod

@@ -33,6 +33,20 @@ class ChildPolicy(PermissionPolicy):
     parent: PermissionPolicy = field(default_factory=PermissionPolicy)
     read_only: bool = False
     label: str = "sub-agent"
+    approve_network: bool = False
+
+    @classmethod
+    def for_workspace(cls, parent: PermissionPolicy, workspace: str, *, label: str) -> ChildPolicy:
+        """The policy of an agent confined to ``workspace`` (a research agent's temporary directory).
+
+        It reads inside ``workspace`` freely, reaches the network without asking (auto-approved,
+        as a web research agent must), and is refused everything else without a question. Every
+        deny rule of its ancestors still holds.
+        """
+        base = PermissionPolicy(rules=_deny_rules(parent), project_root=workspace)
+        return cls(
+            rules=[], project_root=workspace, parent=base, read_only=True, label=label, approve_network=True
+        )
 
     @classmethod
     def for_spec(
@@ -67,6 +81,8 @@ class ChildPolicy(PermissionPolicy):
         decision = inherited
         if own is not None and _STRICTNESS[own.kind] > _STRICTNESS[inherited.kind]:
             decision = own
+        if decision.kind == "ask" and self.approve_network and request.action == "network":
+            return Decision("allow", f"{self.label} reaches the network without asking")
         if decision.kind == "ask":
             # A grant answers the default question, never an ask rule (the parent's or the spec's).
             asked_by_rule = (inherited.kind == "ask" and inherited.rule is not None) or (
@@ -87,3 +103,11 @@ class ChildPolicy(PermissionPolicy):
                 ):
                     return Decision(action, f"{self.label} rule {action} {rule}", rule)
         return None
+
+
+def _deny_rules(policy: PermissionPolicy) -> list[Rule]:
+    """The deny rules of ``policy`` and of every policy it inherits from."""
+    rules = [rule for rule in policy.rules if rule.action == "deny"]
+    if isinstance(policy, ChildPolicy):
+        rules.extend(_deny_rules(policy.parent))
+    return rules

@@ -55,6 +55,8 @@ from nestor.store.messages import MessageStore
 from nestor.store.sessions import Session, SessionStore
 from nestor.tools.base import Tool
 
+WEB_TOOLS = ("web_search", "web_fetch")
+_NEVER_IN_WORKSPACE = DELEGATION_TOOLS | USER_FACING_TOOLS
 CLAUDE_ALIASES = {"haiku": "small", "sonnet": "large", "opus": "large"}
 """Claude Code's model aliases, as roles: agent files written for Claude Code keep working."""
 _ROLES = ("large", "small")
@@ -74,6 +76,11 @@ class TaskRequest:
     run_in_background: bool | None = None
     resume: str | None = None
     timeout: float | None = None
+    spec: AgentSpec | None = None
+    """A spec built in code (``agentic_fetch``'s) instead of ``subagent_type`` from the registry."""
+    workspace: Path | None = None
+    """Confine the agent to this directory: its own tools (the spec's, not its parent's), reading
+    only there, the network without asking (see :meth:`ChildPolicy.for_workspace`)."""
 
 
 class ToolFactory(Protocol):
@@ -296,13 +303,19 @@ class AgentTree:
             raise ToolError(f"delegation is limited to {self.services.config.max_depth} level(s)")
         if request.resume:
             return await self._resume(parent, request, depth)
-        spec = self._spec(request.subagent_type)
+        spec = request.spec or self._spec(request.subagent_type)
         built = self._model(request.model or spec.model, parent)
-        tool_names = self._tool_names(spec, parent, depth)
+        if request.workspace is not None:
+            tool_names = [name for name in spec.tools or () if name not in _NEVER_IN_WORKSPACE]
+            environment = ""  # the project is not where this agent works
+        else:
+            tool_names = self._tool_names(spec, parent, depth)
+            environment = await self.services.environment()
         system_prompt = compose_subagent_prompt(
-            spec, thoroughness=request.thoroughness, environment=await self.services.environment()
+            spec, thoroughness=request.thoroughness, environment=environment
         )
-        key = _pool_key(parent.session_id, spec, tool_names, built.name) if spec.persist else None
+        persist = spec.persist and request.workspace is None
+        key = _pool_key(parent.session_id, spec, tool_names, built.name) if persist else None
         if key is not None:
             for expired in self.pool.expire():
                 self.live.pop(expired.session_id, None)
@@ -321,7 +334,9 @@ class AgentTree:
         history: list[ModelMessage] = []
         if spec.inherit_context:
             history = self._inherited_history(parent, session.id)
-        child = self._build(parent, session, spec, built, tool_names, system_prompt, history, key)
+        child = self._build(
+            parent, session, spec, built, tool_names, system_prompt, history, key, request.workspace
+        )
         self._configure_run(child.agent, spec, request)
         if history:
             await self._fit_inherited(child.agent, spec)
@@ -419,18 +434,24 @@ class AgentTree:
         system_prompt: str,
         history: list[ModelMessage],
         key: PoolKey | None,
+        workspace: Path | None = None,
     ) -> _Child:
         services = self.services
         depth = parent.setup.depth + 1
         tools = services.tool_factory(tool_names, session.id)
-        read_only = spec.read_only or all(tool.read_only for tool in tools)
-        policy = ChildPolicy.for_spec(
-            parent.setup.policy,
-            [(rule.action, rule.rule) for rule in spec.permission],
-            read_only=read_only,
-            label=f"agent {spec.name}",
-            source=str(spec.path) if spec.path else f"agent {spec.name}",
-        )
+        read_only = spec.read_only or all(tool.read_only for tool in tools) or workspace is not None
+        if workspace is not None:
+            policy: ChildPolicy = ChildPolicy.for_workspace(
+                parent.setup.policy, str(workspace), label=f"agent {spec.name}"
+            )
+        else:
+            policy = ChildPolicy.for_spec(
+                parent.setup.policy,
+                [(rule.action, rule.rule) for rule in spec.permission],
+                read_only=read_only,
+                label=f"agent {spec.name}",
+                source=str(spec.path) if spec.path else f"agent {spec.name}",
+            )
         tracker = ToolTracker()
         scratch = services.scratch_root / session.id
         context = services.context
@@ -457,7 +478,7 @@ class AgentTree:
             bus=services.bus,
             policy=policy,
             asker=None if read_only else services.asker,
-            project_root=services.project_root,
+            project_root=workspace or services.project_root,
             scratch_dir=scratch,
             context=ContextPolicy.configured(built.context_window, context),
             summarizer=services.summarizer,
@@ -496,14 +517,18 @@ class AgentTree:
         return spec
 
     def _tool_names(self, spec: AgentSpec, parent: SessionAgent, depth: int) -> list[str]:
+        parent_names = [tool.name for tool in parent.setup.tools]
+        if "fetch" in parent_names:  # the same capability (reading the web), through the same client
+            parent_names.extend(name for name in WEB_TOOLS if name not in parent_names)
         inherited = tuple(
-            tool.name
-            for tool in parent.setup.tools
-            if tool.name not in DELEGATION_TOOLS and tool.name not in USER_FACING_TOOLS
+            name for name in parent_names if name not in DELEGATION_TOOLS and name not in USER_FACING_TOOLS
         )
         names = list(spec.tool_names(inherited))
-        if self.can_delegate(depth) and (spec.tools is None or "task" in spec.tools):
-            names.extend(DELEGATION_TOOL_NAMES)
+        if self.can_delegate(depth):
+            wanted = set(DELEGATION_TOOL_NAMES) if spec.tools is None else set(spec.tools)
+            if "task" in wanted:  # the background tools come with task
+                wanted.update(DELEGATION_TOOL_NAMES[:4])
+            names.extend(name for name in DELEGATION_TOOL_NAMES if name in wanted)
         return names
 
     def _model(self, choice: str | None, parent: SessionAgent) -> BuiltModel:

@@ -19,7 +19,7 @@ from nestor.runtime.hooks import Hook, HookAction, RunState, Stop, StopReason
 if TYPE_CHECKING:
     from nestor.runtime.loop import RunResult
 
-DELEGATION_TOOL_NAMES = ("task", "task_status", "task_output", "task_cancel")
+DELEGATION_TOOL_NAMES = ("task", "task_status", "task_output", "task_cancel", "agentic_fetch")
 """The tools that start or manage sub-agents, in the order the model sees them."""
 DELEGATION_TOOLS = frozenset(DELEGATION_TOOL_NAMES)
 """Only agents allowed to delegate (depth below ``max_depth``) get these."""
