@@ -440,3 +440,15 @@ def test_unknown_key_in_the_local_table_lists_the_known_ones(project: Path, user
     error = config_error(project, user_config)
     assert "unknown key 'local.gpu_layers'" in error.message
     assert error.hint == "known keys in [local]: threads"
+
+
+def test_the_web_table_reads_allow_lists_and_names_a_bad_range(project: Path, user_config: Path) -> None:
+    (project / "nestor.toml").write_text(
+        '[web]\nallow_hosts = ["*.corp.example"]\nallow_ranges = ["10.20.0.0/16"]\n'
+    )
+    settings = load(project, user_config)
+    assert settings.web.allow_hosts == ("*.corp.example",) and settings.web.allow_ranges == ("10.20.0.0/16",)
+    assert settings.web.search_results == 10
+    (project / "nestor.toml").write_text('[web]\nallow_ranges = ["10.20.0.0/99"]\n')
+    error = config_error(project, user_config)
+    assert "web.allow_ranges" in error.message and "10.20.0.0/99" in error.message

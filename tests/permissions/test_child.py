@@ -143,3 +143,18 @@ def test_a_read_only_parent_makes_its_children_refuse_too() -> None:
     grandchild = child_of(explore)
     decision = grandchild.decide(request("view", "read", "/etc/hosts", outside=True))
     assert decision.kind == "deny" and "read-only" in decision.reason
+
+
+def test_a_workspace_agent_reads_its_directory_reaches_the_network_and_nothing_else() -> None:
+    parent = PermissionPolicy.from_config([], [], ["fetch(*internal*)", "bash"], project_root=ROOT)
+    policy = ChildPolicy.for_workspace(
+        ChildPolicy.for_spec(parent, [], read_only=False, label="x"), "/tmp/ws", label="agent agentic_fetch"
+    )
+    assert policy.decide(request("view", "read", "/tmp/ws/page.md")).kind == "allow"
+    assert policy.decide(request("web_fetch", "network", "https://example.com/")).kind == "allow"
+    outside = policy.decide(request("view", "read", "/etc/passwd", outside=True))
+    assert outside.kind == "deny" and "never asks" in outside.reason
+    assert policy.decide(request("write", "write", "/tmp/ws/x")).kind == "deny"
+    # The ancestors' deny rules hold, through every level.
+    assert policy.decide(request("fetch", "network", "http://internal.example/")).kind == "deny"
+    assert policy.decide(bash("ls")).kind == "deny"

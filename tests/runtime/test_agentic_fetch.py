@@ -211,3 +211,45 @@ async def test_a_url_is_fetched_first_and_private_addresses_are_refused(
     metadata_fetch = [p for p in results if p.tool_name == "fetch"]
     assert all(p.outcome == "failed" for p in metadata_fetch)
     assert "metadata" in str(metadata_fetch[1].content) or "169.254.169.254" in str(metadata_fetch[1].content)
+
+
+async def test_the_temporary_directory_is_removed_on_error_and_on_cancel(tmp_path: Path) -> None:
+    import asyncio
+
+    from nestor.runtime.agentic_fetch import AgenticFetchTool
+    from nestor.testing import ScriptedModel, call, reply
+    from nestor.tools.web.pages import FetchError
+    from tests.runtime.tree_support import TreeHarness
+
+    started = asyncio.Event()
+
+    async def fetch_page(url: str) -> str:
+        if "refused" in url:
+            raise FetchError("http://refused.example/ resolves to 10.0.0.1, a private address")
+        started.set()
+        await asyncio.sleep(30)
+        return ""
+
+    workspaces = tmp_path / "ws"
+    harness = TreeHarness(tmp_path, models={})
+    tool = AgenticFetchTool(harness.tree, fetch_page, workspace_root=workspaces)
+    harness.extra_tools["agentic_fetch"] = lambda: tool
+    model = ScriptedModel(
+        [call("agentic_fetch", {"prompt": "read it", "url": "http://refused.example/"}), reply("ok")]
+    )
+    main = harness.main(model, ("view", "agentic_fetch"))
+    await main.run("go")
+    [result] = [p for m in main.history for p in getattr(m, "parts", []) if p.part_kind == "tool-return"]
+    assert result.outcome == "failed" and "private address" in str(result.content)
+    assert list(workspaces.iterdir()) == []
+
+    hanging = harness.main(
+        ScriptedModel([call("agentic_fetch", {"prompt": "read it", "url": "http://slow.example/"})]),
+        ("view", "agentic_fetch"),
+    )
+    run = asyncio.create_task(hanging.run("go"))
+    await asyncio.wait_for(started.wait(), 5)
+    assert len(list(workspaces.iterdir())) == 1
+    hanging.cancel()
+    assert (await run).stop_reason == "cancelled"
+    assert list(workspaces.iterdir()) == []

@@ -151,7 +151,7 @@ class TreeHarness(Harness):
         """The main agent (depth 0) with ``tool_names`` plus the delegation tools, attached to the tree."""
         if session_id is None:
             session_id = self.sessions.create(str(self.root), model="test:main").id
-        names = [*tool_names, *DELEGATION_TOOL_NAMES]
+        names = list(dict.fromkeys([*tool_names, *DELEGATION_TOOL_NAMES]))
         setup = AgentSetup(
             model=model,
             model_name="test:main",
