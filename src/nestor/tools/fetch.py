@@ -23,9 +23,9 @@ from nestor.tools.web.client import (
     FetchError,
     SafeHttpClient,
     check_url,
-    origin_of,
 )
 from nestor.tools.web.content import NOISE_SELECTORS, HtmlConversionError, convert, error_report, page_text
+from nestor.tools.web.pages import network_permission
 
 MAX_OUTPUT_CHARS = 100_000
 """Content beyond this many characters is cut off."""
@@ -76,13 +76,7 @@ class FetchTool(Tool[FetchParams]):
 
     def permission(self, params: FetchParams, ctx: ToolContext) -> PermissionRequest | None:
         """Network access needs the user's approval; a session grant covers one scheme and host."""
-        return PermissionRequest(
-            tool_name=self.name,
-            action="network",
-            target=params.url,
-            description=f"Fetch {params.url}",
-            grant_key=origin_of(params.url),
-        )
+        return network_permission(self.name, params.url)
 
     async def run(self, params: FetchParams, ctx: ToolContext) -> ToolResult:
         """Download the URL and render its content for the model."""

@@ -18,8 +18,9 @@ from pydantic import BaseModel, Field
 
 from nestor.tools.base import PermissionRequest, Tool, ToolContext, ToolResult
 from nestor.tools.web.cache import CachedPage, WebCache
-from nestor.tools.web.client import FetchError, SafeHttpClient, check_url, origin_of
+from nestor.tools.web.client import FetchError, SafeHttpClient, check_url
 from nestor.tools.web.content import ConvertedPage, convert, error_report
+from nestor.tools.web.pages import network_permission
 
 LARGE_CONTENT_BYTES = 50_000
 """Converted content larger than this (UTF-8 bytes) goes to a file instead of into the result."""
@@ -75,13 +76,7 @@ class WebFetchTool(Tool[WebFetchParams]):
 
     def permission(self, params: WebFetchParams, ctx: ToolContext) -> PermissionRequest | None:
         """Network access needs approval (or a policy allowing it); a grant covers one scheme and host."""
-        return PermissionRequest(
-            tool_name=self.name,
-            action="network",
-            target=params.url,
-            description=f"Fetch {params.url}",
-            grant_key=origin_of(params.url),
-        )
+        return network_permission(self.name, params.url)
 
     async def run(self, params: WebFetchParams, ctx: ToolContext) -> ToolResult:
         """Fetch the page (or take it from the cache) and return it inline or as a saved file."""

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from nestor.core.errors import ToolError
+from nestor.core.permission import PermissionRequest
 
 ERROR_EXCERPT_BYTES = 64 * 1024
 """How much of an error response's body is read, for its excerpt."""
@@ -116,6 +117,17 @@ def check_url(raw: str) -> str:
         return str(httpx.URL(url))
     except (ValueError, httpx.InvalidURL) as error:
         raise FetchError(f"Invalid URL {raw!r}: {error}", url=raw) from None
+
+
+def network_permission(tool_name: str, url: str) -> PermissionRequest:
+    """What fetching ``url`` asks for: network access, a session grant covering one scheme and host."""
+    return PermissionRequest(
+        tool_name=tool_name,
+        action="network",
+        target=url,
+        description=f"Fetch {url}",
+        grant_key=origin_of(url),
+    )
 
 
 def origin_of(raw: str) -> str:
