@@ -41,3 +41,10 @@ def test_path_patterns_match_absolute_and_project_relative() -> None:
 
 def test_star_tool_matches_every_tool() -> None:
     assert Rule("deny", "*", None).matches("anything", "x", "/repo")
+
+
+def test_a_fetch_rule_also_governs_web_fetch() -> None:
+    rule = parse_rule("deny", "WebFetch(*internal*)")
+    assert rule.matches("web_fetch", "http://internal.example/", "/repo")
+    assert rule.matches("fetch", "http://internal.example/", "/repo")
+    assert not parse_rule("deny", "web_fetch").matches("fetch", "http://x/", "/repo")

@@ -27,6 +27,10 @@ _FOREIGN_TOOL_NAMES = {
     "agent": "task",
 }
 
+# A rule written for fetch also governs web_fetch: the same capability on the same client, so a
+# deny rule on fetch cannot be sidestepped by a research agent's web_fetch.
+_SAME_CAPABILITY = {"web_fetch": "fetch"}
+
 _RULE_PATTERN = re.compile(r"^\s*([A-Za-z_][\w-]*)\s*(?:\((.*)\))?\s*$", re.DOTALL)
 
 
@@ -40,7 +44,7 @@ class Rule:
 
     def matches(self, tool_name: str, target: str, project_root: str) -> bool:
         """Return True when this rule applies to a call of ``tool_name`` on ``target``."""
-        if self.tool not in (tool_name, "*"):
+        if self.tool not in (tool_name, "*") and _SAME_CAPABILITY.get(tool_name) != self.tool:
             return False
         if self.pattern is None or self.pattern in ("", "*", "**"):
             return True
