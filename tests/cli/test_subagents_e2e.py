@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,35 +16,7 @@ import pytest
 
 from nestor.testing import ScriptedOpenAIServer, ServerReply, ServerToolCall, ServerUsage
 from tests.cli.support import git_repo, nestor, nestor_json, openai_env
-
-Route = Callable[[dict[str, Any]], ServerReply]
-
-
-def first_user_text(body: dict[str, Any]) -> str:
-    for message in body.get("messages", []):
-        if message.get("role") == "user":
-            content = message.get("content")
-            return content if isinstance(content, str) else json.dumps(content)
-    return ""
-
-
-def router(routes: dict[str, list[ServerReply | Route]]) -> list[Callable[[dict[str, Any]], ServerReply]]:
-    """Server steps that answer by the route their first user message starts with.
-
-    Requests of no route (the session's title) get a title.
-    """
-    queues = {key: list(steps) for key, steps in routes.items()}
-
-    def step(body: dict[str, Any]) -> ServerReply:
-        first = first_user_text(body)
-        for key, queue in queues.items():
-            if first.startswith(key):
-                assert queue, f"route {key!r} has no reply left"
-                reply = queue.pop(0)
-                return reply if isinstance(reply, ServerReply) else reply(body)
-        return ServerReply(text="Sub-agent test session", usage=ServerUsage(10, 3))
-
-    return [step] * 40
+from tests.server_routes import Route, first_user_text, router
 
 
 def usage(prompt: int = 1000, completion: int = 100) -> ServerUsage:

@@ -6,9 +6,8 @@ sources. The cost rolls up, the temporary directory is gone, and private address
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,38 +17,10 @@ from nestor.app import App
 from nestor.config import Settings, load_settings
 from nestor.testing import ScriptedOpenAIServer, ServerReply, ServerToolCall, ServerUsage
 from nestor.tools.search_backends import RecordedBackend, SearchHit
+from tests.server_routes import Route, first_user_text, router, tool_texts
 from tests.tools.web.server import WebServer, serve
 
 QUESTION = "What does example 3.0 remove, and what does function 7 raise?"
-
-Route = Callable[[dict[str, Any]], ServerReply]
-
-
-def first_user_text(body: dict[str, Any]) -> str:
-    for message in body.get("messages", []):
-        if message.get("role") == "user":
-            content = message.get("content")
-            return content if isinstance(content, str) else json.dumps(content)
-    return ""
-
-
-def router(routes: dict[str, list[ServerReply | Route]]) -> list[Callable[[dict[str, Any]], ServerReply]]:
-    queues = {key: list(steps) for key, steps in routes.items()}
-
-    def step(body: dict[str, Any]) -> ServerReply:
-        first = first_user_text(body)
-        for key, queue in queues.items():
-            if first.startswith(key):
-                assert queue, f"route {key!r} has no reply left"
-                reply = queue.pop(0)
-                return reply if isinstance(reply, ServerReply) else reply(body)
-        return ServerReply(text="A title", usage=ServerUsage(10, 3))
-
-    return [step] * 30
-
-
-def tool_texts(body: dict[str, Any]) -> str:
-    return "\n".join(str(m.get("content")) for m in body["messages"] if m["role"] == "tool")
 
 
 @pytest.fixture
