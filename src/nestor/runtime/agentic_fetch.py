@@ -91,8 +91,7 @@ class AgenticFetchTool(Tool[AgenticFetchParams]):
             raise ToolError(str(exc)) from None
         finally:
             shutil.rmtree(workspace, ignore_errors=True)
-        metadata = {"subagent": result.to_dict()}
-        return ToolResult(result.report(), is_error=not result.summary, metadata=metadata)
+        return result.tool_result()
 
     async def _prompt(self, params: AgenticFetchParams, workspace: Path) -> str:
         if params.url is None:

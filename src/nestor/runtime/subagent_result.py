@@ -14,6 +14,7 @@ from pydantic_ai.messages import ToolCallPart, ToolReturnPart
 
 from nestor.core.usage import format_cost, format_tokens
 from nestor.runtime.hooks import Hook, RunState, StopReason
+from nestor.tools.base import ToolResult
 
 TaskStopReason = Literal["completed", "max_turns", "token_budget", "timeout", "cancelled", "loop", "error"]
 
@@ -43,7 +44,6 @@ class SubAgentResult:
     cost_usd: float | None = None
     stop_reason: TaskStopReason = "completed"
     error: str | None = None
-    background: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """The result as JSON-ready data."""
@@ -72,6 +72,10 @@ class SubAgentResult:
             f"{self.execution_time:.1f}s · {format_tokens(tokens)} tok · {format_cost(self.cost_usd)} · "
             f"{self.stop_reason}]"
         )
+
+    def tool_result(self) -> ToolResult:
+        """The result of the tool that ran the task: the report, an error when it is empty."""
+        return ToolResult(self.report(), is_error=not self.summary, metadata={"subagent": self.to_dict()})
 
     def report(self) -> str:
         """What the parent model reads: the final report (or the error) and the footer."""

@@ -96,11 +96,7 @@ class TaskTool(Tool[TaskParams]):
             raise
         except NestorError as exc:
             raise ToolError(str(exc)) from None
-        return ToolResult(
-            result.report(),
-            is_error=not result.summary,
-            metadata={"subagent": result.to_dict()},
-        )
+        return result.tool_result()
 
     def _in_background(self, request: TaskRequest) -> bool:
         if request.run_in_background is not None:
