@@ -279,3 +279,31 @@ def test_delete_cascades_to_descendants_and_their_messages(db: Database, store: 
     row = db.fetch_one("SELECT count(*) FROM messages")
     assert row is not None and row[0] == 1
     assert messages.count(survivor.id) == 1
+
+
+def test_reparent_moves_a_child_and_future_usage_rolls_up_to_the_new_parent(store: SessionStore) -> None:
+    old = store.create("/p")
+    new = store.create("/p")
+    child = store.create("/p", parent_id=old.id)
+    store.add_usage(child.id, Usage(input_tokens=10, requests=1, cost_usd=0.5))
+    store.reparent(child.id, new.id)
+    store.add_usage(child.id, Usage(input_tokens=5, requests=1, cost_usd=0.25))
+    assert store.get(child.id).parent_id == new.id
+    assert [c.id for c in store.children(new.id)] == [child.id] and store.children(old.id) == []
+    assert store.get(old.id).usage.input_tokens == 10  # what was spent before stays counted there
+    assert store.get(new.id).usage.input_tokens == 5 and store.get(new.id).usage.cost_usd == 0.25
+
+
+def test_reparent_refuses_a_cycle_and_unknown_sessions(store: SessionStore) -> None:
+    top = store.create("/p")
+    child = store.create("/p", parent_id=top.id)
+    grandchild = store.create("/p", parent_id=child.id)
+    with pytest.raises(StoreError, match="own descendant"):
+        store.reparent(child.id, grandchild.id)
+    with pytest.raises(StoreError, match="own descendant"):
+        store.reparent(child.id, child.id)
+    with pytest.raises(SessionNotFoundError):
+        store.reparent(child.id, "ses_missing")
+    with pytest.raises(SessionNotFoundError):
+        store.reparent("ses_missing", top.id)
+    assert store.get(child.id).parent_id == top.id
