@@ -342,3 +342,30 @@ async def test_parallel_tasks_beyond_max_parallel_wait_their_turn(tmp_path: Path
     assert probe.most == 2
     assert len(harness.sessions.children(main.session_id)) == 5
     assert all("done" in str(part.content) for part in task_results(main.history))
+
+
+@pytest.mark.parametrize(
+    ("parent_tools", "offered"), [(("view", "fetch"), ["view", "web_search"]), (("view",), ["view"])]
+)
+async def test_web_tools_come_to_an_agent_file_only_under_a_parent_that_can_fetch(
+    tmp_path: Path, parent_tools: tuple[str, ...], offered: list[str]
+) -> None:
+    from nestor.tools.search_backends import RecordedBackend
+    from nestor.tools.web_search import WebSearchTool
+
+    model = ScriptedModel(
+        RoutedScript(
+            {
+                "USER": [call("task", task("look up", "look it up", subagent_type="searcher")), reply("k")],
+                "look it up": [reply("found")],
+            }
+        )
+    )
+    harness = TreeHarness(
+        tmp_path, models={}, extra_tools={"web_search": lambda: WebSearchTool(RecordedBackend())}
+    )
+    harness.write_agent("searcher", "---\ndescription: Searches.\ntools: [view, web_search]\n---\nSearch.\n")
+    main = harness.main(model, parent_tools)
+    await main.run("USER")
+    child_request = next(r for r in model.requests if "look it up" in str(r.messages[0]))
+    assert sorted(child_request.tool_names) == offered
