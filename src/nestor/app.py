@@ -31,6 +31,8 @@ from nestor.runtime.large_results import LargeResultHook
 from nestor.runtime.loop import AgentSetup, SessionAgent
 from nestor.runtime.permission_gate import PermissionAsker
 from nestor.runtime.prompt import EnvironmentCache, build_system_prompt, builtin_agent_prompt
+from nestor.runtime.small.harness import SmallModelHarness
+from nestor.runtime.small.reader import ProjectReader
 from nestor.runtime.subagent_hooks import DELEGATION_TOOL_NAMES
 from nestor.runtime.task_tool import delegation_tools
 from nestor.runtime.titles import TitleHook, TitleWriter
@@ -193,6 +195,14 @@ class App:
             tool_names.extend(["task"] if built.compact else DELEGATION_TOOL_NAMES)
         tools = self._tools(tree, tool_names, session.id)
         hooks.extend(self._agent_hooks(tool_names, session.id))
+        registry = self.agent_registry(environment)
+        harness = (
+            SmallModelHarness(
+                ProjectReader(project_root), agent_names=lambda: [spec.name for spec in registry.delegable()]
+            )
+            if built.compact
+            else None
+        )
         hooks.extend(tree.tree_hooks(0))
         setup = AgentSetup(
             model=built.model,
@@ -217,6 +227,7 @@ class App:
                 max_time_s=limits.max_time_s,
             ),
             hooks=[LargeResultHook(scratch_dir, context.tool_result_max_tokens), *hooks],
+            harness=harness,
         )
         agent = SessionAgent(session.id, setup)
         tree.attach(agent)

@@ -73,6 +73,10 @@ class ModelConfig(_ConfigModel):
         temperature: Sampling temperature; ``None`` leaves the provider default.
         thinking: ``True``/``False`` or an effort level, mapped to each provider's thinking setting.
         context_window: The model's context size in tokens; ``None`` looks it up by model family.
+        profile: How agents on this model work: ``small`` runs the small-model harness (nestor
+            searches and reads, the model answers from the evidence and edits with SEARCH/REPLACE
+            blocks), ``full`` the open tool loop; ``auto`` picks ``small`` for local models of up
+            to 4 billion parameters.
 
     """
 
@@ -81,6 +85,7 @@ class ModelConfig(_ConfigModel):
     temperature: Annotated[StrictFloat, Field(ge=0.0, le=2.0)] | None = None
     thinking: ThinkingSetting | None = None
     context_window: Annotated[StrictInt, Field(gt=0)] | None = None
+    profile: Literal["auto", "small", "full"] = "auto"
 
     @field_validator("model")
     @classmethod

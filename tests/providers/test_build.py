@@ -312,6 +312,24 @@ def test_a_local_model_gets_the_configured_window_and_threads(tmp_path: Path) ->
     assert (built.model.engine.options.threads, built.model.engine.options.context_window) == (2, 65_536)
 
 
+def test_the_profile_setting_overrides_the_size_rule(tmp_path: Path) -> None:
+    small_local = write_chat_gguf(tmp_path / "models" / "coder.gguf", COMPACT_TENSORS)
+    env = {"OPENAI_BASE_URL": "http://127.0.0.1:8000/v1"}
+    settings = make_settings(tmp_path)
+
+    def compact(model: str, profile: str) -> bool:
+        return build_model(
+            ModelConfig.model_validate({"model": model, "profile": profile}), settings, env=env
+        ).compact
+
+    assert compact(f"local:{small_local}", "auto") is True
+    assert compact(f"local:{small_local}", "full") is False
+    assert compact("openai-chat:qwen2.5-coder:1.5b", "auto") is False
+    assert compact("openai-chat:qwen2.5-coder:1.5b", "small") is True
+    with pytest.raises(ValueError, match="profile"):
+        ModelConfig.model_validate({"model": "openai-chat:x", "profile": "tiny"})
+
+
 def test_a_named_local_provider_overrides_the_builtin_one(tmp_path: Path) -> None:
     settings = make_settings(tmp_path, local=NamedProviderConfig(base_url="http://127.0.0.1:8000/v1"))
     built = build_model(ModelConfig(model="local:qwen"), settings, env={})

@@ -23,6 +23,7 @@ from nestor.runtime.context import ContextPolicy
 from nestor.runtime.hooks import Budgets, Hook
 from nestor.runtime.loop import AgentSetup, SessionAgent
 from nestor.runtime.permission_gate import PermissionAsker
+from nestor.runtime.small.harness import SmallModelHarness
 from nestor.store.db import Database, open_database
 from nestor.store.messages import MessageStore
 from nestor.store.sessions import SessionStore
@@ -190,6 +191,7 @@ class Harness:
         context: ContextPolicy | None = None,
         summarizer: SummaryModel | None = None,
         brief_tools: bool = False,
+        harness: SmallModelHarness | None = None,
     ) -> SessionAgent:
         if session_id is None:
             session_id = self.sessions.create(str(self.root), model=model_name).id
@@ -211,6 +213,7 @@ class Harness:
             budgets=budgets or Budgets(),
             hooks=hooks,
             sleep=self.fake_sleep,
+            harness=harness,
         )
         return SessionAgent(session_id, setup)
 

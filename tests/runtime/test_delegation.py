@@ -128,6 +128,18 @@ async def test_empty_prompt_is_refused_before_anything_starts(tmp_path: Path) ->
     assert harness.sessions.children(main.session_id) == []
 
 
+async def test_a_description_copied_from_the_schema_is_sent_back(tmp_path: Path) -> None:
+    # Seen with the 1.5B model: the schema's own wording pasted in as the description.
+    copied = "A short (3-5 word) description of the task, shown in progress"
+    model = ScriptedModel([call("task", task(copied, "find the parser")), reply("ok")])
+    harness = TreeHarness(tmp_path, models={})
+    main = harness.main(model)
+    await main.run("go")
+    [part] = task_results(main.history)
+    assert part.outcome == "retried" and "help text" in str(part.content)
+    assert harness.sessions.children(main.session_id) == []
+
+
 async def test_an_empty_final_report_is_an_error_result(tmp_path: Path) -> None:
     model = ScriptedModel(
         RoutedScript(

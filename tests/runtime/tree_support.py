@@ -19,6 +19,7 @@ from nestor.runtime.delegation import AgentTree, TreeServices
 from nestor.runtime.hooks import Budgets, Hook
 from nestor.runtime.loop import AgentSetup, SessionAgent
 from nestor.runtime.permission_gate import PermissionAsker
+from nestor.runtime.small.harness import SmallModelHarness
 from nestor.runtime.subagent_hooks import DELEGATION_TOOL_NAMES
 from nestor.runtime.task_tool import delegation_tools
 from nestor.runtime.toolset import stateless_tools
@@ -75,8 +76,10 @@ def usage(input_tokens: int = 100, output_tokens: int = 10, cost: float | None =
     )
 
 
-def built(model: ScriptedModel, name: str) -> BuiltModel:
-    return BuiltModel(model=model, settings={}, name=name, context_window=128_000, priced=False)
+def built(model: ScriptedModel, name: str, *, compact: bool = False) -> BuiltModel:
+    return BuiltModel(
+        model=model, settings={}, name=name, context_window=128_000, priced=False, compact=compact
+    )
 
 
 class TreeHarness(Harness):
@@ -90,8 +93,10 @@ class TreeHarness(Harness):
         config: AgentsConfig | None = None,
         extra_tools: dict[str, Callable[[], Tool[Any]]] | None = None,
         asker: PermissionAsker | None = None,
+        compact: bool = False,
     ) -> None:
         super().__init__(root)
+        self.compact = compact
         self.project = root
         self.home = root / "home"
         self.home.mkdir(exist_ok=True)
@@ -126,7 +131,7 @@ class TreeHarness(Harness):
             from nestor.core.errors import UnknownProviderError
 
             raise UnknownProviderError(f"no scripted model for {choice!r}")
-        return built(self.models[choice], f"test:{choice}")
+        return built(self.models[choice], f"test:{choice}", compact=self.compact)
 
     def _tools(self, names: Sequence[str], session_id: str) -> list[Tool[Any]]:
         made: dict[str, Tool[Any]] = {tool.name: tool for tool in stateless_tools(names)}
@@ -147,6 +152,7 @@ class TreeHarness(Harness):
         hooks: Sequence[Hook] = (),
         asker: PermissionAsker | None = None,
         session_id: str | None = None,
+        harness: SmallModelHarness | None = None,
     ) -> SessionAgent:
         """The main agent (depth 0) with ``tool_names`` plus the delegation tools, attached to the tree."""
         if session_id is None:
@@ -166,6 +172,7 @@ class TreeHarness(Harness):
             budgets=budgets or Budgets(),
             hooks=[*hooks, *self.tree.tree_hooks(0)],
             sleep=self.fake_sleep,
+            harness=harness,
         )
         agent = SessionAgent(session_id, setup)
         self.tree.attach(agent)

@@ -209,3 +209,9 @@ async def test_cancelling_a_search_kills_the_subprocess() -> None:
         await task
     with pytest.raises(ProcessLookupError):
         os.kill(pids[0], 0)
+
+
+async def test_metadata_lists_where_the_shown_matches_are(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("alpha = 1\nbeta = 2\nalpha_two = 3\n")
+    result = await GrepTool().run(GrepParams(pattern="alpha"), ToolContext(project_root=tmp_path))
+    assert result.metadata["hits"] == [["a.py", 1], ["a.py", 3]]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, TypeAlias
 
 from nestor.config import ModelConfig, NamedProviderConfig, Settings
@@ -130,7 +130,9 @@ def build_model(
     key = api_key(provider, settings, env)
     model_settings = model_settings_for(model_config)
     if named is None and provider == "local":
-        return _build_local(model_name, model_config, settings, model_settings, on_progress)
+        return _with_profile(
+            _build_local(model_name, model_config, settings, model_settings, on_progress), model_config
+        )
     if (named.type if named is not None else provider) == "anthropic":
         model_settings = _with_prompt_caching(model_settings)
 
@@ -148,7 +150,7 @@ def build_model(
             f"cannot build model {model_config.model!r}: {exc}", hint="check the provider's settings"
         ) from None
     priced = named is None and provider not in _UNPRICED_PROVIDERS
-    return BuiltModel(
+    built = BuiltModel(
         model=model,
         settings=model_settings,
         name=f"{provider}:{model_name}",
@@ -157,6 +159,14 @@ def build_model(
         ),
         priced=priced,
     )
+    return _with_profile(built, model_config)
+
+
+def _with_profile(built: BuiltModel, model_config: ModelConfig) -> BuiltModel:
+    """Apply a configured ``profile``: ``small`` and ``full`` override what the model's size chose."""
+    if model_config.profile == "auto":
+        return built
+    return replace(built, compact=model_config.profile == "small")
 
 
 def _build_local(

@@ -39,6 +39,8 @@ from nestor.runtime.large_results import LargeResultHook
 from nestor.runtime.loop import AgentSetup, RunResult, SessionAgent
 from nestor.runtime.permission_gate import PermissionAsker
 from nestor.runtime.pool import AgentPool, PoolKey
+from nestor.runtime.small.harness import SmallModelHarness
+from nestor.runtime.small.reader import ProjectReader
 from nestor.runtime.subagent_hooks import (
     DELEGATION_TOOL_NAMES,
     DELEGATION_TOOLS,
@@ -489,6 +491,9 @@ class AgentTree:
             parent_id=parent.session_id,
             depth=depth,
             description=session.title,
+            harness=SmallModelHarness(ProjectReader(workspace or services.project_root), read_only=read_only)
+            if built.compact
+            else None,
         )
         agent = SessionAgent(session.id, setup, history=history)
         self.attach(agent)

@@ -47,6 +47,8 @@ class RunState:
     tool_calls: int = 0
     context_tokens: int = 0
     """The estimated size of the next request, updated before each request's hooks run."""
+    last_text: str = ""
+    """The last text the agent wrote in this run (its answer, once the run ends)."""
 
     @property
     def elapsed_s(self) -> float:

@@ -46,6 +46,7 @@ from nestor.core.events import (
     ToolFinished,
     ToolStarted,
 )
+from nestor.core.ids import new_id
 from nestor.core.usage import Usage
 from nestor.permissions import PermissionPolicy
 from nestor.providers.build import DEFAULT_CONTEXT_WINDOW
@@ -68,6 +69,8 @@ from nestor.runtime.history import repair as history_repair
 from nestor.runtime.hooks import BudgetHook, Budgets, Hook, LoopGuardHook, Remind, RunState, Stop, StopReason
 from nestor.runtime.model_call import ModelCall, is_context_overflow, response_text
 from nestor.runtime.permission_gate import PermissionAsker, PermissionGate
+from nestor.runtime.small.harness import SmallModelHarness
+from nestor.runtime.small.retrieval import ToolOutcome
 from nestor.store.messages import MessageStore
 from nestor.store.sessions import SessionStore
 from nestor.tools.base import Tool, ToolContext, ToolResult
@@ -126,6 +129,8 @@ class AgentSetup:
         parent_id: Parent agent id, for sub-agents.
         depth: 0 for the main agent.
         description: What the agent was asked to do, in a few words (a sub-agent's task), for events.
+        harness: Runs each new prompt through the small-model harness instead of the open tool
+            loop (see :mod:`nestor.runtime.small.harness`); None for capable models.
 
     """
 
@@ -153,6 +158,7 @@ class AgentSetup:
     parent_id: str | None = None
     depth: int = 0
     description: str = ""
+    harness: SmallModelHarness | None = None
 
 
 class SessionAgent:
@@ -292,32 +298,21 @@ class SessionAgent:
         prompts = self._take_queue() + ([UserPromptPart(prompt)] if prompt is not None else [])
         self._append(ModelRequest(parts=prompts))
         deadline = (time.monotonic() + setup.budgets.max_time_s) if setup.budgets.max_time_s else None
-        last_text = ""
         stop_reason: StopReason = "completed"
         stop_message: str | None = None
         error: BaseException | None = None
         time_limit = asyncio.timeout_at(_loop_deadline(deadline))
         try:
             async with time_limit:
-                while True:
-                    action = await self._before_request(state)
-                    if isinstance(action, Stop):
-                        stop_reason, stop_message = action.reason, action.message
-                        break
-                    response = await self._request(state, reminder=action.text if action else None)
-                    last_text = response_text(response) or last_text
-                    calls = [part for part in response.parts if isinstance(part, ToolCallPart)]
-                    if calls:
-                        results = await self._run_tools(state, calls)
-                        self._append(ModelRequest(parts=[*results, *self._take_queue()]))
-                        continue
-                    queued = self._take_queue()
-                    if not queued:
-                        reminder = await self._before_finish(state, last_text)
-                        if reminder is None:
-                            break
-                        queued = [UserPromptPart(f"<system-reminder>{reminder}</system-reminder>")]
-                    self._append(ModelRequest(parts=queued))
+                if setup.harness is not None:
+                    host = _HarnessHost(self, state)
+                    state.last_text = await setup.harness.run_turn(host, _prompt_text(prompts)) or ""
+                    if host.stop is not None:
+                        stop_reason, stop_message = host.stop.reason, host.stop.message
+                else:
+                    stop = await self._tool_loop(state)
+                    if stop is not None:
+                        stop_reason, stop_message = stop.reason, stop.message
         except TimeoutError as exc:
             if not time_limit.expired():  # a hook's own TimeoutError is an error, not the budget
                 stop_reason, error = "error", exc
@@ -331,11 +326,38 @@ class SessionAgent:
             stop_reason, error = "error", exc
         if stop_reason in _REPORTABLE_STOPS:
             try:
-                last_text = await self._final_turn(state, stop_reason, stop_message or "") or last_text
+                state.last_text = (
+                    await self._final_turn(state, stop_reason, stop_message or "") or state.last_text
+                )
             except asyncio.CancelledError:
                 self._absorb_cancel()
                 stop_reason, stop_message = "cancelled", "Cancelled by the user."
-        return await self._finish(state, stop_reason, stop_message, last_text, error)
+        return await self._finish(state, stop_reason, stop_message, state.last_text, error)
+
+    async def _tool_loop(self, state: RunState) -> Stop | None:
+        """Request, run the calls, repeat, until the model answers without a call or a hook stops it.
+
+        The last text the model wrote is kept in ``state.last_text`` as the run goes (a time-out
+        or a cancel ends it anywhere). Returns the hook's stop if one stopped the run.
+        """
+        while True:
+            action = await self._before_request(state)
+            if isinstance(action, Stop):
+                return action
+            response = await self._request(state, reminder=action.text if action else None)
+            state.last_text = response_text(response) or state.last_text
+            calls = [part for part in response.parts if isinstance(part, ToolCallPart)]
+            if calls:
+                results = await self._run_tools(state, calls)
+                self._append(ModelRequest(parts=[*results, *self._take_queue()]))
+                continue
+            queued = self._take_queue()
+            if not queued:
+                reminder = await self._before_finish(state, state.last_text)
+                if reminder is None:
+                    return None
+                queued = [UserPromptPart(f"<system-reminder>{reminder}</system-reminder>")]
+            self._append(ModelRequest(parts=queued))
 
     def _absorb_cancel(self) -> None:
         """Turn a cancel of this run by :meth:`cancel` into a normal end; re-raise any other cancel."""
@@ -731,6 +753,68 @@ class SessionAgent:
             )
         )
         return result
+
+
+class _HarnessHost:
+    """What the small-model harness drives: an agent's tools and model, within its run's budgets.
+
+    Tool calls the harness makes are stored as a response of the harness (``nestor:harness``, no
+    usage) followed by their results, so the session reads like any other; the model's answers
+    are stored and counted as usual.
+    """
+
+    def __init__(self, agent: SessionAgent, state: RunState) -> None:
+        self._agent = agent
+        self._state = state
+        self.stop: Stop | None = None
+
+    def tool_names(self) -> set[str]:
+        return set(self._agent._tools)  # pyright: ignore[reportPrivateUsage]
+
+    async def run_tools(self, calls: Sequence[tuple[str, dict[str, Any]]]) -> list[ToolOutcome]:
+        agent = self._agent
+        parts = [ToolCallPart(name, args, tool_call_id=f"harness-{new_id('call')}") for name, args in calls]
+        agent._append(ModelResponse(parts=list(parts), model_name="harness", provider_name="nestor"))  # pyright: ignore[reportPrivateUsage]
+        results = await agent._run_tools(self._state, parts)  # pyright: ignore[reportPrivateUsage]
+        agent._append(ModelRequest(parts=list(results)))  # pyright: ignore[reportPrivateUsage]
+        return [
+            ToolOutcome(
+                content=result.model_response_str(),
+                metadata=dict(result.metadata or {}),
+                ok=result.outcome == "success",
+            )
+            for result in results
+        ]
+
+    async def ask(self, instructions: str, prompt: str, *, max_tokens: int) -> str | None:
+        agent = self._agent
+        action = await agent._before_request(self._state)  # pyright: ignore[reportPrivateUsage]
+        if isinstance(action, Stop):
+            self.stop = action
+            return None
+        setup = agent.setup
+        parameters = ModelRequestParameters(
+            function_tools=[],
+            allow_text_output=True,
+            instruction_parts=[InstructionPart(content=instructions)],
+        )
+        settings: ModelSettings = {**(setup.model_settings or {}), "max_tokens": max_tokens}
+        call = ModelCall(setup.model, settings, parameters, setup.retry, setup.sleep)
+        response = await call.request(
+            [ModelRequest(parts=[UserPromptPart(prompt)])],
+            agent_id=agent.session_id,
+            publish=setup.bus.publish,
+            stream_text=True,
+        )
+        agent._record(self._state, response)  # pyright: ignore[reportPrivateUsage]
+        return response_text(response)
+
+
+def _prompt_text(parts: Sequence[ModelRequestPart]) -> str:
+    """The text of a turn's prompts (and queued notices), in order."""
+    return "\n\n".join(
+        part.content for part in parts if isinstance(part, UserPromptPart) and isinstance(part.content, str)
+    )
 
 
 def _loop_deadline(deadline: float | None) -> float | None:

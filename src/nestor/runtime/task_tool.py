@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationInfo, field_validator
 
 from nestor.core.errors import NestorError
 from nestor.runtime.delegation import AgentTree, TaskRequest
@@ -41,6 +41,17 @@ class TaskParams(BaseModel):
     timeout: float | None = Field(
         default=None, gt=0, le=MAX_TASK_TIMEOUT_S, description="Seconds before the sub-agent must report."
     )
+
+    @field_validator("description", "prompt")
+    @classmethod
+    def _not_the_help_text(cls, value: str, info: ValidationInfo) -> str:
+        # Small models copy a parameter's own description into the call instead of writing theirs.
+        help_text = cls.model_fields[info.field_name or ""].description or ""
+        if value.strip().rstrip(".").lower() == help_text.rstrip(".").lower():
+            raise ValueError(
+                f"this repeats the parameter's help text; write this task's own {info.field_name}"
+            )
+        return value
 
 
 class TaskTool(Tool[TaskParams]):

@@ -122,6 +122,10 @@ class GrepTool(Tool[GrepParams]):
                 metadata=metadata,
             )
         dated = await asyncio.to_thread(newest_first, collector.lines)
+        # Where the shown matches are, for callers that rank them (the small-model harness).
+        metadata["hits"] = [
+            [ctx.display_path(path), number] for path, number, _ in shown_matches(dated, collector)
+        ]
         return ToolResult(content=render_matches(dated, collector, ctx), metadata=metadata)
 
 
@@ -207,20 +211,27 @@ def render_matches(dated: list[tuple[Path, float]], collector: MatchCollector, c
         f"Found {total} {'match' if total == 1 else 'matches'} in {files} {'file' if files == 1 else 'files'}"
     )
     blocks: list[str] = [heading + (f"; showing the first {MAX_MATCHES}." if total > MAX_MATCHES else ".")]
-    remaining = MAX_MATCHES
-    for path, _ in dated:
-        if remaining <= 0:
-            break
-        shown = collector.lines[path][:remaining]
-        remaining -= len(shown)
-        rows = [f"  {number}: {_clip(text)}" for number, text in shown]
-        blocks.append(f"{ctx.display_path(path)}:\n" + "\n".join(rows))
+    by_file: dict[Path, list[str]] = {}
+    for path, number, text in shown_matches(dated, collector):
+        by_file.setdefault(path, []).append(f"  {number}: {_clip(text)}")
+    blocks.extend(f"{ctx.display_path(path)}:\n" + "\n".join(rows) for path, rows in by_file.items())
     if total > MAX_MATCHES:
         blocks.append(
             f"(Showing the first {MAX_MATCHES} of {total} matches. "
             "Narrow the pattern, path or include to see the rest.)"
         )
     return "\n\n".join(blocks)
+
+
+def shown_matches(dated: list[tuple[Path, float]], collector: MatchCollector) -> list[tuple[Path, int, str]]:
+    """The matches shown, at most :data:`MAX_MATCHES`, file by file in ``dated`` order."""
+    shown: list[tuple[Path, int, str]] = []
+    for path, _ in dated:
+        for number, text in collector.lines[path][: MAX_MATCHES - len(shown)]:
+            shown.append((path, number, text))
+        if len(shown) >= MAX_MATCHES:
+            break
+    return shown
 
 
 def _clip(text: str) -> str:

@@ -1,0 +1,398 @@
+"""The small-model harness: how an agent on a 1.5B model answers and edits.
+
+A small model loses its way in an open tool loop: it describes calls instead of making them, and
+repeats its earlier prose after a tool found the answer. So on the small-model profile nestor does
+the steps a small model does badly, and asks the model only for what it does well:
+
+- **questions**: nestor reads the prompt (:mod:`.intent`), searches for its terms and reads the
+  best regions with real tool calls (:mod:`.retrieval`), then one *answer step* sees only the
+  question and that evidence, never the model's earlier prose;
+- **tours**: the evidence is the project's card (README, layout, test command: :mod:`.project`);
+- **changes**: nestor runs the project's tests, gathers evidence around the request and the
+  failure, asks for SEARCH/REPLACE blocks (:mod:`.edit_blocks`), applies them with the ``edit``
+  tool, runs the tests again, and tries again with the new failure, a few times at most; a rename
+  is applied to every whole-word occurrence;
+- **delegation**: a prompt that names an agent ("use the explore agent") starts it with ``task``,
+  and its report (without the footer) is the answer.
+
+Every search, read, edit, command and sub-agent is a real tool call through the agent, so
+permissions, events and the stored session see them as usual.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Protocol
+
+from nestor.runtime.small import prompts
+from nestor.runtime.small.edit_blocks import EditBlock, locate, parse_edit_blocks
+from nestor.runtime.small.intent import Intent, SearchTerm, read_intent
+from nestor.runtime.small.project import project_card, runnable_test_command
+from nestor.runtime.small.reader import ProjectReader
+from nestor.runtime.small.retrieval import Evidence, ToolCall, ToolOutcome, gather_evidence
+
+ANSWER_MAX_TOKENS = 320
+EDIT_MAX_TOKENS = 700
+EDIT_ATTEMPTS = 3
+TEST_TIMEOUT_S = 180
+_TRACEBACK_LOCATION = re.compile(r"^([\w./-]+\.py):(\d+)(?::| in )", re.MULTILINE)
+_RENAME = re.compile(
+    r"\brenam\w*\b\W+(?:the\s+)?(?:\w+\s+)?`?([A-Za-z_][\w.]*)`?\s+(?:to|into|as)\s+`?([A-Za-z_]\w*)`?",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedEdit:
+    """One change to make with the ``edit`` tool (or ``write``, for a new file: ``old`` empty)."""
+
+    path: str
+    old: str
+    new: str
+    replace_all: bool = False
+
+    def call(self) -> ToolCall:
+        """The tool call that makes this edit."""
+        if not self.old:
+            return ("write", {"path": self.path, "content": self.new})
+        arguments: dict[str, object] = {"path": self.path, "old_string": self.old, "new_string": self.new}
+        if self.replace_all:
+            arguments["replace_all"] = True
+        return ("edit", arguments)
+
+
+class HarnessHost(Protocol):
+    """What the harness needs of the agent it drives."""
+
+    def tool_names(self) -> set[str]:
+        """The names of the agent's tools."""
+        ...
+
+    async def run_tools(self, calls: Sequence[ToolCall]) -> list[ToolOutcome]:
+        """Make ``calls`` as the agent's tool calls (in parallel) and return their outcomes."""
+        ...
+
+    async def ask(self, instructions: str, prompt: str, *, max_tokens: int) -> str | None:
+        """One model request without tools; None when a budget stopped the run first."""
+        ...
+
+
+@dataclass(slots=True)
+class SmallModelHarness:
+    """Runs one prompt of an agent on a small model (see the module docstring).
+
+    Attributes:
+        reader: Reads the project's files for ranking and structure.
+        read_only: The agent may not change anything: change requests get an answer instead.
+        agent_names: The agents a prompt may name for delegation (empty for sub-agents).
+
+    """
+
+    reader: ProjectReader
+    read_only: bool = False
+    agent_names: Callable[[], Iterable[str]] = field(default=lambda: ())
+
+    async def run_turn(self, host: HarnessHost, prompt: str) -> str | None:
+        """Handle ``prompt`` to the end; returns the final answer (None when a budget stopped it)."""
+        tools = host.tool_names()
+        intent = read_intent(prompt, self.agent_names() if "task" in tools else ())
+        if intent.agent is not None:
+            return await self._delegate(host, intent, prompt)
+        if intent.kind == "change" and not self.read_only and "edit" in tools:
+            return await self._change(host, intent, prompt)
+        if intent.kind == "tour":
+            return await self._tour(host, prompt)
+        return await self._answer(host, intent, prompt)
+
+    # -- questions --------------------------------------------------------------------------
+
+    async def _answer(self, host: HarnessHost, intent: Intent, prompt: str) -> str | None:
+        evidence = await gather_evidence(intent, self.reader, host.run_tools)
+        if evidence.empty:
+            card = project_card(self.reader)
+            body = (
+                "Nothing in the project matched the question's terms. What the project is:\n\n"
+                + card.render()
+            )
+        else:
+            body = evidence.render()
+        return await host.ask(
+            prompts.ANSWER,
+            f"<evidence>\n{body}\n</evidence>\n\nQuestion: {prompt}",
+            max_tokens=ANSWER_MAX_TOKENS,
+        )
+
+    async def _tour(self, host: HarnessHost, prompt: str) -> str | None:
+        # The README and layout are read here; listing the root makes the look visible as a call.
+        await host.run_tools([("ls", {"path": "."})])
+        card = project_card(self.reader)
+        return await host.ask(
+            prompts.TOUR,
+            f"<facts>\n{card.render()}\n</facts>\n\nRequest: {prompt}",
+            max_tokens=ANSWER_MAX_TOKENS,
+        )
+
+    async def _delegate(self, host: HarnessHost, intent: Intent, prompt: str) -> str | None:
+        assert intent.agent is not None
+        task = re.sub(
+            r"(?i)^\s*(?:please\s+)?use\s+the\s+\w+\s+(?:sub-?\s?)?agent\s+(?:to\s+)?", "", prompt
+        ).strip()
+        words = re.findall(r"[\w.-]+", task)[:5]
+        description = " ".join(words) or intent.agent
+        (outcome,) = await host.run_tools(
+            [("task", {"description": description, "prompt": task or prompt, "subagent_type": intent.agent})]
+        )
+        # The structured result, not the text: the footer line is for models, not for the user.
+        result = outcome.metadata.get("subagent") or {}
+        report = str(result.get("summary") or "").strip()
+        if outcome.ok and report:
+            return report
+        # The agent could not run (refused, failed): answer from the evidence instead.
+        return await self._answer(host, intent, prompt)
+
+    # -- changes ----------------------------------------------------------------------------
+
+    async def _change(self, host: HarnessHost, intent: Intent, prompt: str) -> str | None:
+        rename = _rename_request(prompt)
+        if rename is not None:
+            return await self._rename(host, *rename)
+        command = runnable_test_command(self.reader) if "bash" in host.tool_names() else None
+        failure = await self._run_tests(host, command) if command else None
+        notes: list[str] = []
+        changed: list[str] = []
+        for _attempt in range(EDIT_ATTEMPTS):
+            evidence = await self._change_evidence(host, intent, failure)
+            request = _edit_request(prompt, evidence, failure, notes)
+            reply = await host.ask(prompts.EDIT, request, max_tokens=EDIT_MAX_TOKENS)
+            if reply is None:
+                return None
+            applied, problems = await self._apply_blocks(host, parse_edit_blocks(reply))
+            changed.extend(path for path in applied if path not in changed)
+            notes = problems
+            if not applied:
+                notes = problems or ["No edit block was found in your reply: write SEARCH/REPLACE blocks."]
+                continue
+            if command is None:
+                return _change_report(changed, reply, None, None)
+            failure = await self._run_tests(host, command)
+            if failure is None:
+                return _change_report(changed, reply, command, passed=True)
+        return _change_report(changed, "", command, passed=False if command else None)
+
+    async def _change_evidence(self, host: HarnessHost, intent: Intent, failure: str | None) -> Evidence:
+        """Evidence for an edit: the request's terms, the failure's frames, what the failing tests call."""
+        locations = _traceback_locations(failure or "")
+        terms = list(intent.terms)
+        known = {term.text for term in terms}
+        for name in self._called_in_tests(intent, locations):
+            if name not in known:
+                known.add(name)
+                terms.append(SearchTerm(name, 2.0))
+        searched = Intent(kind=intent.kind, terms=tuple(terms), failing_tests=intent.failing_tests)
+        return await gather_evidence(
+            searched, self.reader, host.run_tools, max_lines=110, extra_hits=locations
+        )
+
+    def _called_in_tests(self, intent: Intent, locations: list[tuple[str, int]]) -> list[str]:
+        """Names the failing tests call: the code under test, which a traceback inside a test omits."""
+        names: list[str] = []
+        for path, line in locations:
+            if not path.endswith(".py") or not _is_test_path(path):
+                continue
+            names.extend(called_names(self.reader.read_text(path) or "", line))
+        return list(dict.fromkeys(names))[:4]
+
+    async def _run_tests(self, host: HarnessHost, command: str | None) -> str | None:
+        """Run the tests; the tail of their output when they fail, None when they pass."""
+        if command is None:
+            return None
+        (outcome,) = await host.run_tools(
+            [
+                (
+                    "bash",
+                    {"command": f"set -o pipefail; {command} 2>&1 | tail -n 60", "timeout": TEST_TIMEOUT_S},
+                )
+            ]
+        )
+        if outcome.metadata.get("exit_code") == 0 and outcome.ok:
+            return None
+        return outcome.content[-4000:]
+
+    async def _apply_blocks(self, host: HarnessHost, blocks: list[EditBlock]) -> tuple[list[str], list[str]]:
+        """Apply the blocks through the edit tool; returns the files changed and what went wrong."""
+        edits: list[PlannedEdit] = []
+        problems: list[str] = []
+        pending: dict[str, str] = {}
+        for block in blocks:
+            path = self._project_path(block.path)
+            if path is None:
+                problems.append(f"{block.path}: no such file in the project.")
+                continue
+            text = pending.get(path, self.reader.read_text(path) or "")
+            if not text and not block.search.strip():
+                edits.append(PlannedEdit(path, "", block.replace))  # a new file
+                pending[path] = block.replace
+                continue
+            located = locate(block, text) if text else None
+            if located is None:
+                problems.append(
+                    f"{path}: the SEARCH lines were not found exactly once:\n{block.search.rstrip()}"
+                )
+                continue
+            pending[path] = text.replace(located.old, located.new, 1)
+            edits.append(PlannedEdit(path, located.old, located.new))
+        applied = await self._run_edits(host, edits, problems)
+        return applied, problems
+
+    async def _run_edits(self, host: HarnessHost, edits: list[PlannedEdit], problems: list[str]) -> list[str]:
+        """Make ``edits`` in rounds of at most one per file (edits of one file must not race).
+
+        Returns the files changed; what failed is added to ``problems``.
+        """
+        applied: list[str] = []
+        remaining = list(edits)
+        while remaining:
+            batch: list[PlannedEdit] = []
+            later: list[PlannedEdit] = []
+            for edit in remaining:
+                (later if any(planned.path == edit.path for planned in batch) else batch).append(edit)
+            outcomes = await host.run_tools([edit.call() for edit in batch])
+            for edit, outcome in zip(batch, outcomes, strict=True):
+                if not outcome.ok:
+                    problems.append(f"{edit.path}: {outcome.content[:300]}")
+                elif edit.path not in applied:
+                    applied.append(edit.path)
+            remaining = later
+        self.reader.forget()
+        return applied
+
+    async def _rename(self, host: HarnessHost, old: str, new: str) -> str | None:
+        """Rename every whole-word ``old`` to ``new`` in the project's files, then run the tests."""
+        pattern = re.compile(rf"\b{re.escape(old)}\b")
+        (found,) = await host.run_tools([("grep", {"pattern": pattern.pattern})])
+        edits: list[PlannedEdit] = []
+        for path, number in found.metadata.get("hits", []):
+            lines = (self.reader.read_text(str(path)) or "").splitlines()
+            if not 0 < int(number) <= len(lines):
+                continue
+            line = lines[int(number) - 1]
+            edit = PlannedEdit(str(path), line, pattern.sub(new, line), replace_all=True)
+            if edit not in edits:
+                edits.append(edit)
+        if not edits:
+            return f"I found no occurrence of `{old}` in the project, so nothing was renamed."
+        problems: list[str] = []
+        applied = await self._run_edits(host, edits, problems)
+        command = runnable_test_command(self.reader) if "bash" in host.tool_names() else None
+        failure = await self._run_tests(host, command)
+        summary = (
+            f"Renamed `{old}` to `{new}` in {len(edits)} lines of {len(applied)} files: {', '.join(applied)}."
+        )
+        if problems:
+            summary += "\nNot changed:\n" + "\n".join(f"- {problem}" for problem in problems)
+        if command:
+            summary += f"\nTests (`{command}`): " + (
+                "pass." if failure is None else f"fail:\n{failure[-1500:]}"
+            )
+        return summary
+
+    def _project_path(self, path: str) -> str | None:
+        """``path`` as the model wrote it, made project-relative; None when it is not a project file."""
+        cleaned = path.strip().strip("`'\"").removeprefix("./")
+        resolved = self.reader.resolve(cleaned)
+        if resolved is None:
+            return None
+        relative = resolved.relative_to(self.reader.root).as_posix()
+        if resolved.is_file() or not resolved.exists():
+            return relative
+        return None
+
+
+def _rename_request(prompt: str) -> tuple[str, str] | None:
+    """(old, new) when ``prompt`` asks to rename an identifier."""
+    match = _RENAME.search(prompt)
+    if match is None:
+        return None
+    old = match.group(1).rsplit(".", 1)[-1]
+    return (old, match.group(2)) if old != match.group(2) else None
+
+
+def _is_test_path(path: str) -> bool:
+    name = PurePosixPath(path).name
+    return (
+        name.startswith("test_") or name.endswith("_test.py") or "tests/" in path or path.startswith("test/")
+    )
+
+
+def called_names(source: str, line: int) -> list[str]:
+    """The functions and classes the Python function around ``line`` calls (builtins and asserts left out)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    enclosing = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.lineno <= line <= (node.end_lineno or 0)
+    ]
+    if not enclosing:
+        return []
+    names: list[str] = []
+    for node in ast.walk(enclosing[-1]):
+        if isinstance(node, ast.Call):
+            function = node.func
+            name = function.attr if isinstance(function, ast.Attribute) else getattr(function, "id", "")
+            if name and name not in _BUILTIN_NAMES and not name.startswith("assert"):
+                names.append(name)
+    return names
+
+
+_BUILTIN_NAMES = frozenset(dir(builtins)) | {"raises", "approx", "fixture", "mark", "parametrize", "skip"}
+
+
+def _traceback_locations(output: str) -> list[tuple[str, int]]:
+    """``(path, line)`` of each frame a test run's output names, in order, without repeats."""
+    seen: dict[tuple[str, int], None] = {}
+    for match in _TRACEBACK_LOCATION.finditer(output):
+        path = match.group(1)
+        if "site-packages" in path or PurePosixPath(path).is_absolute():
+            continue
+        seen.setdefault((path, int(match.group(2))), None)
+    return list(seen)[:6]
+
+
+def _edit_request(prompt: str, evidence: Evidence, failure: str | None, notes: list[str]) -> str:
+    parts = [f"<code>\n{evidence.render()}\n</code>"]
+    if failure:
+        parts.append(f"<test-output>\n{_trim_lines(failure, 40)}\n</test-output>")
+    if notes:
+        parts.append("Your previous edit did not work:\n" + "\n".join(f"- {note}" for note in notes[:4]))
+    parts.append(f"Request: {prompt}")
+    return "\n\n".join(parts)
+
+
+def _trim_lines(text: str, count: int) -> str:
+    lines = text.strip().splitlines()
+    return "\n".join(lines[-count:])
+
+
+def _change_report(changed: list[str], reply: str, command: str | None, passed: bool | None) -> str:
+    """What was changed, the model's own sentence about it, and how the tests went."""
+    prose = re.sub(r"(?s)<{5,9}\s*SEARCH.*?>{5,9}\s*REPLACE", "", reply)
+    sentences = [
+        line.strip()
+        for line in prose.splitlines()
+        if " " in line.strip() and not line.strip().startswith("```")
+    ]
+    lines = ["Changed " + ", ".join(changed) + "." if changed else "I could not make a working change."]
+    if sentences and changed:
+        lines.append(" ".join(sentences)[:400])
+    if command and passed is not None:
+        lines.append(f"Tests (`{command}`): " + ("pass." if passed else "still fail."))
+    return "\n".join(lines)

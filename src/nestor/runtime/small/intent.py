@@ -1,0 +1,233 @@
+"""What a prompt asks for, read without a model: its kind, the names and words to search for.
+
+A 1.5B model cannot be trusted to plan its searches, so the small-model harness reads the prompt
+itself. This reading is deliberately plain: the kind of request from its leading words, and search
+terms from what users write when they mean code (``backticks``, ``snake_case``, ``CamelCase``,
+``dotted.names``, ``file.py``, ``call()``), then from the remaining content words, which also
+stand for identifiers when joined (``digest method`` -> ``digest_method``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Literal
+
+RequestKind = Literal["question", "tour", "change"]
+
+_CHANGE_VERBS = (
+    "fix|repair|rename|add|implement|change|update|remove|delete|refactor|make|write|create|modify|"
+    "replace|move|introduce|support|extend|correct|edit|convert|rewrite|adjust|handle"
+)
+# "Fix the test", "please add ...", "can you rename ...", "I need you to add ...".
+_CHANGE_REQUEST = re.compile(
+    rf"^\s*(?:(?:please|pls|now|then|ok|okay|so)[,\s]+)*"
+    rf"(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?|i\s+(?:need|want)\s+you\s+to\s+|let'?s\s+)?"
+    rf"(?:{_CHANGE_VERBS})\b",
+    re.IGNORECASE,
+)
+# A failing test reported as such is a request to fix it even when phrased as a statement.
+_FAILING = re.compile(r"\b(?:fails?|failing|failed|broken|breaks|error(?:s|ed)?)\b", re.IGNORECASE)
+_FIX_WORDS = re.compile(r"\b(?:fix|repair|make\s+it\s+pass|get\s+it\s+passing|solve)\b", re.IGNORECASE)
+_TOUR = re.compile(
+    r"\b(?:tour|overview|walk\s*through|what\s+is\s+this\s+(?:project|repo(?:sitory)?|code\s*base)|"
+    r"(?:how\s+is|how's)\s+(?:this|the)\s+(?:project|repo(?:sitory)?|code\s*base)\s+(?:laid\s+out|organi[sz]ed|"
+    r"structured)|layout\s+of\s+(?:this|the)\s+(?:project|repo(?:sitory)?))\b",
+    re.IGNORECASE,
+)
+_AGENT_REQUEST = re.compile(
+    r"\b(?:use|ask|delegate\s+to|with|have|let|via|using)\s+(?:the\s+|an?\s+)?[`'\"]?([a-z][\w-]*)[`'\"]?"
+    r"\s+(?:sub-?\s?)?agent\b",
+    re.IGNORECASE,
+)
+
+_BACKTICKED = re.compile(r"`([^`\n]{1,80})`")
+_QUOTED = re.compile(r"(?<![\w])[\"']([^\"'\n]{2,60})[\"'](?![\w])")
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:\(\))?")
+_FILE_NAME = re.compile(
+    r"(?:[\w.-]+/)*[\w-]+\.(?:py|pyi|js|ts|tsx|jsx|go|rs|java|kt|rb|c|h|cc|cpp|hpp|cs|"
+    r"toml|cfg|ini|json|ya?ml|md|rst|txt|sh|sql|html|css)\b"
+)
+
+# Words that carry the question's shape rather than its subject.
+_STOPWORDS_TEXT = """
+    a an the this that these those it its is are was were be been being am do does did done doing
+    has have had having of in on at to from by for with without as into onto about over under than
+    then so and or not no nor but if else when where which who whom whose what why how whether there
+    here out up down off all any both each few more most other some such only own same too very can
+    could should would will shall may might must i me my we our you your he she they them their his
+    her one two three please thanks thank tell show give find explain describe say list know need
+    want use used uses using look looks see get gets got let lets make makes made way ways project
+    repo repository repositories codebase package packages defined define defines definition
+    implemented implement implementation happen happens called call calls number where's what's
+    how's does it's also just like thing things part parts question answer answers work works
+    working run runs running
+"""
+_STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
+# Words too common to search alone that still name things in a phrase (digest method -> digest_method).
+_PHRASE_ONLY_TEXT = """
+    function functions method methods class classes value values default defaults file files line
+    lines name names type types key keys error errors option options setting settings config test
+    tests testing code module modules
+"""
+_PHRASE_ONLY = frozenset(_PHRASE_ONLY_TEXT.split())
+
+
+@dataclass(frozen=True, slots=True)
+class SearchTerm:
+    """Something to search the project for.
+
+    Attributes:
+        text: The identifier, phrase or file name.
+        weight: How strongly it stands for what the prompt is about (exact names weigh most).
+        exact: Search it case-sensitively as a whole word (an identifier or a quoted string);
+            otherwise case-insensitively.
+        is_file: It names a file (``signer.py``): matched against paths too.
+
+    """
+
+    text: str
+    weight: float
+    exact: bool = True
+    is_file: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Intent:
+    """A prompt, read.
+
+    Attributes:
+        kind: ``question`` (find and explain; nothing changes), ``tour`` (what the project is,
+            its layout, how to run its tests) or ``change`` (edit the code).
+        terms: What to search for, strongest first.
+        agent: The agent the user asked to use (``explore`` in "use the explore agent"), or None.
+        failing_tests: Names of tests the prompt says fail (``test_foo``), if any.
+
+    """
+
+    kind: RequestKind
+    terms: tuple[SearchTerm, ...]
+    agent: str | None = None
+    failing_tests: tuple[str, ...] = field(default_factory=tuple)
+
+
+def read_intent(prompt: str, agent_names: Iterable[str] = ()) -> Intent:
+    """Read ``prompt``: its kind, search terms, named agent and failing tests."""
+    agent = _named_agent(prompt, agent_names)
+    terms = search_terms(prompt)
+    failing = tuple(
+        dict.fromkeys(t.text.removesuffix("()") for t in terms if t.text.startswith("test_") and t.exact)
+    )
+    return Intent(kind=request_kind(prompt), terms=terms, agent=agent, failing_tests=failing)
+
+
+def request_kind(prompt: str) -> RequestKind:
+    """Whether ``prompt`` asks for a change, a tour of the project, or an answer."""
+    # A sentence that opens with a change verb asks for a change; "How do I add ...?" does not.
+    sentences = re.split(r"(?<=[.!?;])\s+|\n+", prompt.strip())
+    if any(_CHANGE_REQUEST.match(sentence) for sentence in sentences):
+        return "change"
+    if _FAILING.search(prompt) and _FIX_WORDS.search(prompt):
+        return "change"
+    if _TOUR.search(prompt):
+        return "tour"
+    return "question"
+
+
+def _named_agent(prompt: str, agent_names: Iterable[str]) -> str | None:
+    known = {name.lower(): name for name in agent_names}
+    for match in _AGENT_REQUEST.finditer(prompt):
+        name = match.group(1).lower()
+        if name in known:
+            return known[name]
+    return None
+
+
+def search_terms(prompt: str) -> tuple[SearchTerm, ...]:
+    """The names, files and words of ``prompt`` worth searching for, strongest first, deduplicated."""
+    found: dict[str, SearchTerm] = {}
+
+    def add(term: SearchTerm) -> None:
+        key = term.text if term.exact else term.text.lower()
+        current = found.get(key)
+        if current is None or current.weight < term.weight:
+            found[key] = term
+
+    text = prompt
+    for match in _BACKTICKED.finditer(prompt):
+        for term in _terms_in_code(match.group(1)):
+            add(term)
+    text = _BACKTICKED.sub(" ", text)
+    for match in _QUOTED.finditer(text):
+        quoted = match.group(1).strip()
+        if _looks_like_code(quoted) or len(quoted.split()) <= 4:
+            add(SearchTerm(quoted, 3.0, exact=_looks_like_code(quoted)))
+    for match in _FILE_NAME.finditer(text):
+        add(SearchTerm(match.group(0), 3.0, is_file=True))
+    words: list[str] = []
+    for match in _WORD.finditer(_FILE_NAME.sub(" ", text)):
+        word = match.group(0)
+        if _looks_like_code(word):
+            for term in _terms_in_code(word):
+                add(term)
+            words.append("")  # an identifier breaks a phrase of plain words
+        elif word.lower() not in _STOPWORDS and len(word) > 2:
+            words.append(word.lower())
+        else:
+            words.append("")
+    for phrase in _phrases(words):
+        # Searched flexibly (see retrieval.term_pattern): digest_method also finds DigestMethod.
+        add(SearchTerm("_".join(phrase), 1.5 if len(phrase) == 2 else 1.3, exact=False))
+    for word in words:
+        if word and word not in _PHRASE_ONLY:
+            add(SearchTerm(_singular(word), 1.0, exact=False))
+    return tuple(sorted(found.values(), key=lambda t: -t.weight))
+
+
+def _terms_in_code(code: str) -> list[SearchTerm]:
+    """Terms in a piece of code the user wrote: the whole name, and each part of a dotted one."""
+    code = code.strip().removesuffix("()")
+    if _FILE_NAME.fullmatch(code):
+        return [SearchTerm(code, 3.0, is_file=True)]
+    names = re.findall(r"[A-Za-z_][A-Za-z0-9_]*", code)
+    if not names:
+        return [SearchTerm(code, 2.5, exact=False)] if code else []
+    terms = [SearchTerm(names[-1], 3.0)]  # obj.method: the method is what is asked about
+    terms.extend(SearchTerm(name, 2.0) for name in names[:-1] if len(name) > 2)
+    return terms
+
+
+def _looks_like_code(word: str) -> bool:
+    """An identifier a user would not write in prose: snake_case, CamelCase, dotted, a call, CONSTANT."""
+    bare = word.removesuffix("()")
+    return (
+        word.endswith("()")
+        or "_" in bare.strip("_")
+        or "." in bare
+        or bool(re.search(r"[a-z][A-Z]", bare))
+        or (bare.isupper() and len(bare) > 2)
+        or bool(re.match(r"^[A-Z][a-z]+[A-Z]", bare))
+    )
+
+
+def _phrases(words: list[str]) -> list[list[str]]:
+    """Runs of two or three adjacent content words ('' separates runs)."""
+    phrases: list[list[str]] = []
+    run: list[str] = []
+    for word in [*words, ""]:
+        if word:
+            run.append(word)
+            continue
+        for size in (3, 2):
+            phrases.extend(run[i : i + size] for i in range(len(run) - size + 1))
+        run = []
+    return phrases
+
+
+def _singular(word: str) -> str:
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word

@@ -1,0 +1,312 @@
+"""Evidence for a small model: search the project for a prompt's terms, rank the hits, read the best.
+
+The searches and reads are real tool calls (``grep``, ``glob``, ``view``) made through the agent,
+so permission rules, events and the stored session see them like any other call. What is done here
+is the part a 1.5B model does badly: choosing the searches, ranking what they found (a definition
+of an asked-about name beats a mention; a line matching several terms beats one matching one), and
+cutting each hit to the code around it (the enclosing function, for Python) within a line budget.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Any
+
+from nestor.runtime.small.intent import Intent, SearchTerm
+from nestor.runtime.small.project import project_files
+from nestor.runtime.small.reader import ProjectReader
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutcome:
+    """What one tool call returned: its text for the model and its structured metadata."""
+
+    content: str
+    metadata: dict[str, Any]
+    ok: bool
+
+
+ToolCall = tuple[str, dict[str, Any]]
+RunTools = Callable[[Sequence[ToolCall]], Awaitable[list[ToolOutcome]]]
+"""Runs tool calls (in parallel, through the agent's permission gate) and returns their outcomes."""
+
+MAX_SEARCHES = 6
+MAX_REGIONS = 5
+MAX_EVIDENCE_LINES = 90
+MAX_FUNCTION_LINES = 45
+MAX_OTHER_HITS = 10
+
+_DEFINITION = (
+    r"^\s*(?:export\s+)?(?:pub\s+)?(?:async\s+)?"
+    r"(?:def|class|function|func|fn|interface|type|struct|enum|const|let|var|static)\s+{name}\b"
+)
+_ASSIGNMENT = r"^\s*(?:self\.)?{name}\s*(?::[^=\n]*)?=(?!=)"
+_TEST_PATH = re.compile(r"(?:^|/)(?:tests?|spec)(?:/|$)|(?:^|/)test_[^/]*$|_test\.\w+$|\.spec\.\w+$")
+_DOC_SUFFIXES = frozenset({".md", ".rst", ".txt"})
+
+
+@dataclass(frozen=True, slots=True)
+class Region:
+    """Lines ``start``..``end`` (1-based, inclusive) of ``path``, chosen as evidence."""
+
+    path: str
+    start: int
+    end: int
+    score: float
+    label: str = ""
+
+
+@dataclass(slots=True)
+class Hit:
+    """One matching line and how much it is worth."""
+
+    path: str
+    line: int
+    text: str
+    score: float = 0.0
+    terms: set[str] = field(default_factory=set[str])
+
+
+@dataclass(slots=True)
+class Evidence:
+    """What the harness found: the regions read (rendered), and other matching lines."""
+
+    regions: list[Region] = field(default_factory=list[Region])
+    excerpts: list[str] = field(default_factory=list[str])
+    other_hits: list[Hit] = field(default_factory=list[Hit])
+    searched: list[str] = field(default_factory=list[str])
+
+    @property
+    def empty(self) -> bool:
+        """True when nothing was found."""
+        return not self.excerpts and not self.other_hits
+
+    def render(self) -> str:
+        """The evidence as text for the model: excerpts first, then the other matching lines."""
+        blocks = list(self.excerpts)
+        if self.other_hits:
+            rows = [f"{hit.path}:{hit.line}: {hit.text.strip()[:160]}" for hit in self.other_hits]
+            blocks.append("Other matching lines:\n" + "\n".join(rows))
+        return "\n\n".join(blocks)
+
+
+def term_pattern(term: SearchTerm) -> str:
+    """The ripgrep regex that finds ``term``."""
+    if term.exact:
+        escaped = re.escape(term.text)
+        return rf"\b{escaped}\b" if re.fullmatch(r"\w+", term.text) else escaped
+    # A joined phrase (digest_method) also matches DigestMethod, digest-method and "digest method".
+    parts = [re.escape(part) for part in term.text.split("_") if part]
+    return "(?i)" + "[_ -]?".join(parts)
+
+
+async def gather_evidence(
+    intent: Intent,
+    reader: ProjectReader,
+    run_tools: RunTools,
+    *,
+    max_lines: int = MAX_EVIDENCE_LINES,
+    extra_hits: Sequence[tuple[str, int]] = (),
+    companion_tests: bool = False,
+) -> Evidence:
+    """Search for the intent's terms, rank what was found, and read the best regions.
+
+    Args:
+        intent: The prompt, read.
+        reader: Reads the project's files (for ranking and structure; the model sees ``view``).
+        run_tools: Makes the tool calls.
+        max_lines: The most lines of excerpts.
+        extra_hits: Lines known to matter already (``path``, ``line``), e.g. from a traceback.
+        companion_tests: Also show the end of the test file of each source file shown
+            (``tests/test_mod.py`` for ``pkg/mod.py``), where a new test would go.
+
+    """
+    evidence = Evidence()
+    terms = [term for term in intent.terms if not term.is_file][:MAX_SEARCHES]
+    files = [term for term in intent.terms if term.is_file][:2]
+    calls: list[ToolCall] = [("grep", {"pattern": term_pattern(term)}) for term in terms]
+    calls.extend(("glob", {"pattern": f"**/{PurePosixPath(term.text).name}"}) for term in files)
+    evidence.searched = [args["pattern"] for _, args in calls]
+    outcomes = await run_tools(calls) if calls else []
+    hits: dict[tuple[str, int], Hit] = {}
+    for (name, _args), outcome in zip(calls, outcomes, strict=True):
+        if name != "grep" or not outcome.ok:
+            continue
+        for path, line in outcome.metadata.get("hits", []):
+            hits.setdefault((str(path), int(line)), Hit(str(path), int(line), ""))
+    file_paths = [
+        line.strip()
+        for (name, _), outcome in zip(calls, outcomes, strict=True)
+        if name == "glob" and outcome.ok
+        for line in outcome.content.splitlines()
+        if line.strip() and not line.startswith(("Found", "No files", "("))
+    ]
+    for path, line in extra_hits:
+        hits.setdefault((path, line), Hit(path, line, "", score=6.0))
+    ranked = rank_hits(list(hits.values()), intent, reader)
+    regions = choose_regions(ranked, reader, max_lines=max_lines)
+    for path in file_paths[:2]:
+        if not any(region.path == path for region in regions) and reader.read_text(path) is not None:
+            regions.append(Region(path, 1, 40, score=5.0, label="the file named"))
+    if companion_tests:
+        regions.extend(_companion_test_regions(regions, reader))
+    if not regions:
+        return evidence
+    views = await run_tools(
+        [("view", {"path": r.path, "offset": r.start - 1, "limit": r.end - r.start + 1}) for r in regions]
+    )
+    for region, view in zip(regions, views, strict=True):
+        if view.ok:
+            evidence.regions.append(region)
+            evidence.excerpts.append(_excerpt(region, view.content))
+    covered = {(r.path, line) for r in evidence.regions for line in range(r.start, r.end + 1)}
+    evidence.other_hits = [hit for hit in ranked if (hit.path, hit.line) not in covered][:MAX_OTHER_HITS]
+    return evidence
+
+
+def rank_hits(hits: list[Hit], intent: Intent, reader: ProjectReader) -> list[Hit]:
+    """Score each hit by the terms its line matches, definitions and the file's relevance; best first."""
+    patterns = [(term, re.compile(term_pattern(term))) for term in intent.terms if not term.is_file]
+    terms_per_file: dict[str, set[str]] = {}
+    for hit in hits:
+        text = reader.read_text(hit.path)
+        lines = text.splitlines() if text else []
+        hit.text = lines[hit.line - 1] if 0 < hit.line <= len(lines) else ""
+        for term, pattern in patterns:
+            if pattern.search(hit.text):
+                hit.terms.add(term.text)
+                hit.score += term.weight
+                if _defines(hit.text, term):
+                    hit.score += 2.5 * term.weight
+        terms_per_file.setdefault(hit.path, set()).update(hit.terms)
+    wants_tests = bool(intent.failing_tests) or any("test" in t.text.lower() for t in intent.terms)
+    for hit in hits:
+        hit.score += 0.5 * len(terms_per_file.get(hit.path, ()))
+        if len(hit.terms) > 1:
+            hit.score *= 1.0 + 0.25 * (len(hit.terms) - 1)
+        if _TEST_PATH.search(hit.path) and not wants_tests:
+            hit.score *= 0.5
+        if PurePosixPath(hit.path).suffix in _DOC_SUFFIXES and intent.kind != "tour":
+            hit.score *= 0.6
+    return sorted(hits, key=lambda hit: (-hit.score, hit.path, hit.line))
+
+
+def _defines(line: str, term: SearchTerm) -> bool:
+    name = re.escape(term.text) if term.exact else "[_ -]?".join(map(re.escape, term.text.split("_")))
+    flags = 0 if term.exact else re.IGNORECASE
+    return bool(
+        re.search(_DEFINITION.format(name=name), line, flags)
+        or re.search(_ASSIGNMENT.format(name=name), line, flags)
+    )
+
+
+def choose_regions(ranked: list[Hit], reader: ProjectReader, *, max_lines: int) -> list[Region]:
+    """Cut the best hits to the code around them, merging overlaps, within ``max_lines`` in all."""
+    regions: list[Region] = []
+    used = 0
+    for hit in ranked:
+        if len(regions) >= MAX_REGIONS or used >= max_lines or hit.score <= 0:
+            break
+        if any(r.path == hit.path and r.start <= hit.line <= r.end for r in regions):
+            continue
+        region = region_around(hit, reader)
+        room = max_lines - used
+        if region.end - region.start + 1 > room:
+            if room < 8:
+                break
+            start = max(region.start, min(hit.line - 3, region.end - room + 1))
+            region = Region(region.path, start, start + room - 1, region.score, region.label)
+        regions.append(region)
+        used += region.end - region.start + 1
+    return _merged(regions)
+
+
+def region_around(hit: Hit, reader: ProjectReader) -> Region:
+    """The code around ``hit``: its enclosing function (Python), else a window of lines."""
+    text = reader.read_text(hit.path) or ""
+    total = max(1, text.count("\n") + 1)
+    if hit.path.endswith(".py"):
+        block = _enclosing_block(text, hit.line)
+        if block is not None:
+            name, start, end = block
+            if end - start + 1 <= MAX_FUNCTION_LINES:
+                return Region(hit.path, start, end, hit.score, name)
+            if hit.line - start < MAX_FUNCTION_LINES - 10:
+                return Region(hit.path, start, start + MAX_FUNCTION_LINES - 1, hit.score, name)
+            return Region(hit.path, max(start, hit.line - 12), min(end, hit.line + 12), hit.score, name)
+    before, after = (2, 8) if PurePosixPath(hit.path).suffix in _DOC_SUFFIXES else (4, 10)
+    return Region(hit.path, max(1, hit.line - before), min(total, hit.line + after), hit.score)
+
+
+def _enclosing_block(text: str, line: int) -> tuple[str, int, int] | None:
+    """The innermost function (or small class) around ``line``: (label, first line, last line)."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+    best: tuple[str, int, int] | None = None
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            continue
+        start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+        end = node.end_lineno or node.lineno
+        if not start <= line <= end:
+            continue
+        if isinstance(node, ast.ClassDef) and line != node.lineno and end - start + 1 > MAX_FUNCTION_LINES:
+            continue  # a line in a big class body: a window around it says more than the class head
+        kind = "class" if isinstance(node, ast.ClassDef) else "def"
+        if best is None or start >= best[1]:
+            best = (f"{kind} {node.name}", start, end)
+    return best
+
+
+def _companion_test_regions(regions: list[Region], reader: ProjectReader) -> list[Region]:
+    """The last lines of the test file of each Python source file among ``regions``, at most two."""
+    shown = {region.path for region in regions}
+    files = [path for path in project_files(reader.root) if path.endswith(".py")]
+    found: list[Region] = []
+    for region in regions:
+        if _TEST_PATH.search(region.path) or not region.path.endswith(".py"):
+            continue
+        wanted = f"test_{PurePosixPath(region.path).name}"
+        for path in files:
+            if PurePosixPath(path).name == wanted and path not in shown:
+                total = (reader.read_text(path) or "").count("\n")
+                found.append(Region(path, max(1, total - 14), max(1, total), 1.0, "end of its test file"))
+                shown.add(path)
+                break
+    return found[:2]
+
+
+def _merged(regions: list[Region]) -> list[Region]:
+    """Regions of one file that overlap or touch become one; order (by score) is kept."""
+    merged: list[Region] = []
+    for region in regions:
+        for index, other in enumerate(merged):
+            if other.path == region.path and region.start <= other.end + 1 and other.start <= region.end + 1:
+                merged[index] = Region(
+                    other.path,
+                    min(other.start, region.start),
+                    max(other.end, region.end),
+                    max(other.score, region.score),
+                    other.label or region.label,
+                )
+                break
+        else:
+            merged.append(region)
+    return merged
+
+
+def _excerpt(region: Region, view_output: str) -> str:
+    """A region as the model sees it: a heading, then ``number: text`` lines."""
+    rows: list[str] = []
+    for line in view_output.splitlines():
+        number, tab, code = line.partition("\t")
+        if tab and number.strip().isdigit():
+            rows.append(f"{number.strip()}: {code}")
+    label = f" ({region.label})" if region.label else ""
+    return f"{region.path} lines {region.start}-{region.end}{label}:\n" + "\n".join(rows)

@@ -1,0 +1,51 @@
+import pytest
+
+from nestor.runtime.small.intent import read_intent, request_kind, search_terms
+
+
+@pytest.mark.parametrize(
+    ("prompt", "kind"),
+    [
+        ("Where is the Signer class defined?", "question"),
+        ("What does `load_config` return when the file is missing?", "question"),
+        ("How do I add a new command?", "question"),
+        ("Explain what parse_args does.", "question"),
+        ("Fix the bug in the parser.", "change"),
+        ("Please rename `get_user` to `fetch_user` everywhere.", "change"),
+        ("Can you add a --verbose flag to the CLI?", "change"),
+        ("test_totals in tests/test_ledger.py fails. Make it pass.", "change"),
+        ("The test test_signer fails since yesterday, please fix it", "change"),
+        (
+            "Give a short tour of this repository: what it is, how it is laid out, and how to run its tests.",
+            "tour",
+        ),
+        ("How is this project organised?", "tour"),
+    ],
+)
+def test_request_kind(prompt: str, kind: str) -> None:
+    assert request_kind(prompt) == kind
+
+
+def test_identifiers_outweigh_words_and_phrases_are_joined() -> None:
+    terms = {term.text: term for term in search_terms("What digest method does `Signer` use by default?")}
+    assert terms["Signer"].weight > terms["digest_method"].weight > terms["digest"].weight
+    assert terms["Signer"].exact and not terms["digest"].exact
+    assert "what" not in terms and "default" not in terms
+
+
+def test_code_like_words_files_and_dotted_names() -> None:
+    terms = {
+        term.text: term
+        for term in search_terms("Why does config.load_file() in settings.py raise ValueError?")
+    }
+    assert terms["settings.py"].is_file
+    assert terms["load_file"].weight == 3.0
+    assert terms["config"].exact
+
+
+def test_named_agent_and_failing_tests() -> None:
+    intent = read_intent("Use the explore agent to find where tokens are refreshed.", ["explore", "plan"])
+    assert intent.agent == "explore"
+    assert read_intent("use the foo agent to look", ["explore"]).agent is None
+    failing = read_intent("test_refresh_token fails; fix it")
+    assert failing.failing_tests == ("test_refresh_token",)
