@@ -1,0 +1,214 @@
+"""The eval runner end to end: real tasks files, real workspaces, the real nestor harness and CLI,
+and a scripted OpenAI-compatible server on loopback in place of the model."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evals.cli import main, run_and_report
+from evals.harnesses.base import EvalContext
+from evals.harnesses.nestor import NestorHarness
+from evals.runner import select_tasks
+from evals.tasks import load_tasks
+from nestor.testing import ScriptedOpenAIServer, ServerReply, ServerToolCall, ServerUsage
+
+TASKS = r"""
+[[task]]
+id = "calc-lookup"
+repo = "calc"
+kind = "lookup"
+prompt = "What does add(2, 3) return?"
+timeout_s = 60
+
+[task.check]
+answer_all = ['\b5\b']
+answer_none = ['\b6\b']
+
+[[task]]
+id = "calc-fix"
+repo = "calc"
+kind = "fix"
+prompt = "Fix add so that test_calc.py passes."
+timeout_s = 60
+
+[[task.setup]]
+file = "calc.py"
+old = "a + b"
+new = "a - b"
+
+[task.check]
+test_command = "{python} -m pytest -q -p no:cacheprovider test_calc.py"
+unchanged = ["test_calc.py"]
+changed = ["calc.py"]
+"""
+
+Responder = Callable[[dict[str, Any]], ServerReply]
+
+
+@pytest.fixture
+def suite(tmp_path: Path) -> tuple[Path, Path]:
+    repo = tmp_path / "repos" / "calc"
+    repo.mkdir(parents=True)
+    (repo / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    (repo / "test_calc.py").write_text(
+        "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+    )
+    tasks_dir = tmp_path / "tasks"
+    tasks_dir.mkdir()
+    (tasks_dir / "smoke.toml").write_text(TASKS)
+    return tasks_dir, repo.parent
+
+
+@pytest.fixture
+def context(tmp_path: Path) -> EvalContext:
+    model = tmp_path / "models" / "unused.gguf"
+    model.parent.mkdir()
+    model.write_bytes(b"GGUF")
+    return EvalContext(model_path=model, work_dir=tmp_path / "work", threads=1)
+
+
+def scripted_model(answer: str) -> Responder:
+    """A model that answers the question with ``answer`` and fixes ``add`` with one edit."""
+
+    def respond(request: dict[str, Any]) -> ServerReply:
+        if not request.get("tools"):  # the new session's title, asked after the run
+            return ServerReply(text="Calc")
+        messages: list[dict[str, Any]] = request["messages"]
+        prompt = next(json.dumps(m["content"]) for m in messages if m["role"] == "user")
+        usage = ServerUsage(prompt_tokens=100, completion_tokens=7)
+        if "Fix add" not in prompt:
+            return ServerReply(text=answer, usage=usage)
+        if any(m["role"] == "tool" for m in messages):
+            return ServerReply(text="Fixed: add adds again.", usage=usage)
+        edit = ServerToolCall("edit", {"path": "calc.py", "old_string": "a - b", "new_string": "a + b"})
+        return ServerReply(tool_calls=(edit,), usage=usage)
+
+    return respond
+
+
+def served_nestor(server: ScriptedOpenAIServer) -> NestorHarness:
+    return NestorHarness(
+        env={
+            "OPENAI_BASE_URL": server.base_url,
+            "OPENAI_API_KEY": "test-key",
+            "NESTOR_MODEL": "openai-chat:gpt-4o",
+        }
+    )
+
+
+def test_smoke_run_solves_a_question_and_an_edit_and_writes_rows_and_totals(
+    suite: tuple[Path, Path], context: EvalContext, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tasks_dir, repos_dir = suite
+    tasks = load_tasks(tasks_dir, repos_dir)
+    json_path = tmp_path / "results" / "run.json"
+    with ScriptedOpenAIServer([scripted_model("add(2, 3) returns 5.")] * 20) as server:
+        code = run_and_report(
+            tasks, [served_nestor(server)], context, json_path=json_path, repos_dir=repos_dir
+        )
+    out = capsys.readouterr().out
+
+    assert code == 0
+    lines = out.splitlines()
+    assert [cell.strip() for cell in lines[0].split("|")] == [
+        *("task", "kind", "harness", "solved", "seconds", "tokens in/out", "first failure")
+    ]
+    assert [line.split("|")[3].strip() for line in lines[1:3]] == ["yes", "yes"]
+    assert "100/7" in lines[1] and "200/14" in lines[2]
+    assert "| nestor | 2/2 | 100% |" in out
+
+    report = json.loads(json_path.read_text())
+    assert [(row["task_id"], row["solved"], row["failures"]) for row in report["rows"]] == [
+        ("calc-lookup", True, []),
+        ("calc-fix", True, []),
+    ]
+    assert report["rows"][0]["answer"] == "add(2, 3) returns 5."
+    assert report["rows"][1]["input_tokens"] == 200 and report["rows"][1]["output_tokens"] == 14
+    [totals] = report["totals"]
+    assert totals["harness"] == "nestor" and totals["solved"] == 2 and totals["total"] == 2
+    assert totals["question_median_s"] > 0 and totals["edit_median_s"] > 0
+    assert totals["input_tokens"] == 300
+    assert "| nestor | 2/2 | 100% |" in report["markdown"]
+    assert report["threads"] == 1 and report["model"] == {"file": "unused.gguf", "size": 4, "sha256": None}
+    assert report["interrupted"] is False and report["nestor"]["commit"]
+
+    log = Path(report["rows"][1]["log"])
+    assert log == context.work_dir / "logs" / "nestor" / "calc-fix.log"
+    assert '"result": "Fixed: add adds again."' in log.read_text()
+    # The workspaces lived in temporary directories, gone once checked.
+    assert report["rows"][0]["workspace"] is None
+
+
+def test_a_wrong_answer_is_reported_unsolved_with_the_failed_check(
+    suite: tuple[Path, Path], context: EvalContext, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tasks_dir, repos_dir = suite
+    tasks = select_tasks(load_tasks(tasks_dir, repos_dir), ["lookup"])
+    json_path = tmp_path / "run.json"
+    with ScriptedOpenAIServer([scripted_model("It returns 6.")] * 10) as server:
+        code = run_and_report(
+            tasks, [served_nestor(server)], context, json_path=json_path, repos_dir=repos_dir
+        )
+    out = capsys.readouterr().out
+
+    assert code == 0
+    [row] = json.loads(json_path.read_text())["rows"]
+    assert row["solved"] is False
+    assert row["failures"] == [r"answer lacks /\b5\b/", r"answer matches /\b6\b/"]
+    assert r"| no     |" in out and r"answer lacks /\b5\b/" in out
+    assert "| nestor | 0/1 | 0% |" in out
+
+
+def test_a_harness_that_cannot_be_prepared_ends_the_run_with_one_line(
+    suite: tuple[Path, Path], context: EvalContext, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tasks_dir, repos_dir = suite
+    harness = NestorHarness(python=str(tmp_path / "no-such-python"))
+    code = run_and_report(
+        load_tasks(tasks_dir, repos_dir),
+        [harness],
+        context,
+        json_path=tmp_path / "run.json",
+        repos_dir=repos_dir,
+    )
+    err = capsys.readouterr().err
+
+    assert code == 1
+    [error] = [line for line in err.splitlines() if "error" in line]
+    assert (
+        error.startswith("python -m evals: error: nestor could not be prepared: ")
+        and "no-such-python" in error
+    )
+    assert "Traceback" not in err
+
+
+def test_list_prints_the_selected_tasks(suite: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    tasks_dir, repos_dir = suite
+    assert main(["--list", "--kind", "fix"], tasks_dir=tasks_dir, repos_dir=repos_dir) == 0
+    [line] = capsys.readouterr().out.splitlines()
+    assert line.split() == ["calc-fix", "fix", "calc:", "Fix", "add", "so", "that", "test_calc.py", "passes."]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--harness", "nestor,vim"], "unknown harness vim; known: nestor, aider, mini-swe-agent"),
+        (["--task", "nothing-like-it"], "no task matches (of 2 in"),
+        (["--kind", "poetry"], "invalid choice: 'poetry'"),
+        (["--threads", "0"], "expected at least 1, got 0"),
+    ],
+)
+def test_usage_mistakes_exit_2_with_one_line(
+    suite: tuple[Path, Path], capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    tasks_dir, repos_dir = suite
+    assert main(argv, tasks_dir=tasks_dir, repos_dir=repos_dir) == 2
+    captured = capsys.readouterr()
+    [line] = captured.err.splitlines()
+    assert line.startswith("python -m evals: error: ") and message in line
+    assert captured.out == ""

@@ -1,0 +1,262 @@
+"""The real eval suite checks itself: every task loads, its reference passes, doing nothing fails.
+
+For each task of ``evals/tasks``, in fresh workspaces of its repository:
+
+- the reference outcome (its edits and answer) passes the task's check;
+- an empty answer with no edits fails it, even with the test command left out, so no task can be
+  passed by a check that holds vacuously or by the repository's tests alone;
+- for a fix task, the setup breaks the repository's tests (the bug is real), and the reference
+  edits alone do not touch the tests.
+
+Plus the suite's shape: enough tasks, repositories and every kind. (The reference runs of the edit
+tasks run each repository's whole test suite, so they also show that the vendored tests pass.)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import shlex
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from evals.checks import apply_reference, check_outcome
+from evals.processes import run_in_group
+from evals.tasks import KINDS, REPOS_DIR, Task, load_tasks
+from evals.workspace import prepare_workspace
+
+TASKS = load_tasks()
+BY_ID = {task.id: task for task in TASKS}
+EDIT_TASKS = [task for task in TASKS if not task.is_question]
+FIX_TASKS = [task for task in TASKS if task.kind == "fix"]
+REPOS = sorted({task.repo for task in TASKS})
+
+MINIMUM_PER_KIND = {
+    "locate": 5,
+    "lookup": 5,
+    "explain": 3,
+    "tour": 3,
+    "fix": 4,
+    "rename": 2,
+    "feature": 2,
+    "multi": 2,
+    "delegate": 2,
+}
+
+
+def fresh_workspace(task: Task, tmp_path: Path, name: str) -> Path:
+    parent = tmp_path / name
+    parent.mkdir()
+    return prepare_workspace(task, parent)
+
+
+def ids(tasks: list[Task]) -> list[str]:
+    return [task.id for task in tasks]
+
+
+def test_the_suite_has_enough_tasks_repositories_and_every_kind() -> None:
+    assert len(TASKS) >= 24
+    assert len(REPOS) >= 3
+    kinds = Counter(task.kind for task in TASKS)
+    assert set(kinds) == set(KINDS)
+    for kind, minimum in MINIMUM_PER_KIND.items():
+        assert kinds[kind] >= minimum, f"{kind}: {kinds[kind]} tasks, fewer than {minimum}"
+    tours = Counter(task.repo for task in TASKS if task.kind == "tour")
+    assert set(tours) == set(REPOS), "every repository has a tour task"
+
+
+def test_every_repository_says_where_it_comes_from() -> None:
+    listing = (REPOS_DIR / "README.md").read_text(encoding="utf-8")
+    for repo in REPOS:
+        source = (REPOS_DIR / repo / "SOURCE.txt").read_text(encoding="utf-8")
+        assert re.search(r"^PROVENANCE: \S", source, re.MULTILINE), repo
+        assert f"`{repo}/`" in listing, repo
+
+
+@pytest.mark.parametrize("task_id", ids(TASKS))
+def test_task_is_well_formed(task_id: str) -> None:
+    task = BY_ID[task_id]
+    check = task.check
+    assert task.prompt
+    assert task.reference.answer, "every task has a reference answer"
+    for pattern in (*check.answer_all, *check.answer_none):
+        re.compile(pattern)
+    if task.is_question:
+        assert check.answer_all, "a question is judged on its answer"
+        assert not task.setup and not task.reference.edits and check.test_command is None
+    else:
+        assert task.reference.edits, "an edit task has reference edits"
+        assert check.test_command is not None, "an edit task runs the repository's tests"
+    if task.kind == "fix":
+        assert task.setup, "a fix task plants its bug in the setup"
+        assert "tests/**" in check.unchanged, "a fix task may not edit the tests"
+        assert check.changed, "a fix task names the file the fix belongs in"
+    if task.kind in ("rename", "feature"):
+        assert check.files_all, "a rename or feature task looks for the new name in the files"
+
+
+@pytest.mark.parametrize("task_id", ids(TASKS))
+def test_the_reference_outcome_passes(task_id: str, tmp_path: Path) -> None:
+    task = BY_ID[task_id]
+    workspace = fresh_workspace(task, tmp_path, "reference")
+    answer = apply_reference(task, workspace)
+
+    outcome = check_outcome(task, workspace, answer)
+
+    assert outcome.solved, outcome.failures
+
+
+@pytest.mark.parametrize("task_id", ids(TASKS))
+def test_doing_nothing_fails_even_without_the_tests(task_id: str, tmp_path: Path) -> None:
+    task = BY_ID[task_id]
+    workspace = fresh_workspace(task, tmp_path, "nothing")
+    without_tests = dataclasses.replace(task, check=dataclasses.replace(task.check, test_command=None))
+
+    outcome = check_outcome(without_tests, workspace, "")
+
+    assert not outcome.solved
+
+
+# For each question: an answer a user would accept, phrased unlike the reference, and a plausible
+# wrong one. Each question's check must take the first and reject the second.
+ANSWERS: dict[str, tuple[str, str]] = {
+    "cachetools-locate-ttlcache": (
+        "`class TTLCache(_TimedCache)` lives in cachetools/__init__.py.",
+        "TTLCache is defined in src/cachetools/ttl.py.",
+    ),
+    "cachetools-locate-default-key": (
+        "hashkey() from src/cachetools/keys.py: cached() defaults to key=keys.hashkey "
+        "(typedkey is the typed one).",
+        "The key is built by functools._make_key, in the standard library's functools.py.",
+    ),
+    "cachetools-lookup-ttl-default": (
+        "Results expire after 10 minutes: ttl defaults to 600 seconds.",
+        "The default TTL is 60 seconds.",
+    ),
+    "cachetools-lookup-value-too-large": (
+        "You get a ValueError('value too large') from Cache.__setitem__.",
+        "It raises KeyError, because the item gets evicted right away.",
+    ),
+    "cachetools-explain-ttl-expire": (
+        "expire() drops every entry whose TTL has elapsed (at the timer's current time unless you pass one) "
+        "and returns a list of the (key, value) tuples it removed.",
+        "expire() sets a new expiry time on every item and returns None.",
+    ),
+    "cachetools-tour": (
+        "cachetools: extensible memoizing collections and decorators. The code is in src/cachetools "
+        "(__init__.py, func.py, keys.py), the tests in tests/. Run `tox`, or `python -m pytest`.",
+        "This is a Node.js project: install it with npm and run npm test.",
+    ),
+    "cachetools-multi-func-defaults": (
+        "maxsize defaults to 128, and ttl_cache stores results in a cachetools.TTLCache.",
+        "maxsize is unbounded (None) by default, and ttl_cache uses an LRUCache.",
+    ),
+    "cachetools-delegate-lock": (
+        "The explore agent found that func.py passes lock=RLock() (threading.RLock) to cached().",
+        "They pass a plain threading.Lock().",
+    ),
+    "semver-locate-cli-parser": (
+        "createparser() in semver/cli.py builds it.",
+        "It is built in src/semver/__main__.py.",
+    ),
+    "semver-locate-deprecated": (
+        "They live in src/semver/_deprecated.py and semver/__init__.py re-exports them.",
+        "They are methods of the Version class in src/semver/version.py.",
+    ),
+    "semver-lookup-prerelease-token": (
+        "The token defaults to 'rc', so 3.4.5 becomes 3.4.5-rc.1.",
+        "It defaults to 'alpha'.",
+    ),
+    "semver-lookup-parse-error": (
+        "ValueError: '1.2 is not valid SemVer string'.",
+        "It raises semver.InvalidVersion.",
+    ),
+    "semver-explain-next-version": (
+        "For 1.2.3 it bumps the patch and appends rc.1: 1.2.4-rc.1. For 1.2.3-rc.1 it only increments "
+        "the prerelease: 1.2.3-rc.2.",
+        "1.2.3 becomes 1.3.0-rc.1 and 1.2.3-rc.1 becomes 1.2.3-rc.2.",
+    ),
+    "semver-tour": (
+        "python-semver, a semantic versioning library. Sources in src/semver (version.py, cli.py), tests "
+        "in tests/, run with pytest.",
+        "It is a Django app: run python manage.py test.",
+    ),
+    "semver-multi-compare": (
+        "It returns -1, since a prerelease sorts before its release. Build metadata doesn't affect the "
+        "comparison at all.",
+        "It returns 1, and build metadata makes a version newer.",
+    ),
+    "stockroom-locate-home-env": (
+        "resolve_data_dir() in stockroom/config.py reads it (through HOME_ENV_VAR).",
+        "It is read in src/stockroom/cli.py, in main().",
+    ),
+    "stockroom-locate-sku-validation": (
+        "stockroom/models.py: validate_sku() checks it against SKU_PATTERN.",
+        "src/stockroom/inventory.py, in Inventory.get.",
+    ),
+    "stockroom-lookup-low-stock-default": (
+        "It defaults to 5 (DEFAULT_LOW_STOCK_THRESHOLD).",
+        "The default threshold is 3.",
+    ),
+    "stockroom-lookup-withdraw-error": (
+        "InsufficientStockError, a subclass of StockroomError.",
+        "It raises a ValueError.",
+    ),
+    "stockroom-explain-atomic-save": (
+        "It writes to a temp file from tempfile.mkstemp in the same folder, then os.replace()s it over "
+        "inventory.json, so the swap is atomic.",
+        "It copies inventory.json to a backup first and restores the backup if writing fails.",
+    ),
+    "stockroom-tour": (
+        "stockroom is a command-line inventory tracker. The package is in src/stockroom (cli.py, "
+        "inventory.py, storage.py, ...), the tests in tests/: run python -m pytest.",
+        "It is a Rust crate: run cargo test.",
+    ),
+    "stockroom-delegate-exit-code": (
+        "It exits with status 1 (EXIT_ERROR); main() in src/stockroom/cli.py decides that.",
+        "It exits with code 2, set in cli.py.",
+    ),
+}
+QUESTIONS = [task for task in TASKS if task.is_question]
+
+
+def test_every_question_has_answers_to_try() -> None:
+    assert set(ANSWERS) == set(ids(QUESTIONS))
+
+
+@pytest.fixture(scope="module")
+def question_workspaces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """One untouched workspace per repository, shared by the question tasks (they have no setup)."""
+    workspaces: dict[str, Path] = {}
+    for task in QUESTIONS:
+        if task.repo not in workspaces:
+            workspaces[task.repo] = prepare_workspace(task, tmp_path_factory.mktemp(task.repo))
+    return workspaces
+
+
+@pytest.mark.parametrize("task_id", ids(QUESTIONS))
+def test_a_question_takes_a_differently_phrased_answer_and_rejects_a_wrong_one(
+    task_id: str, question_workspaces: dict[str, Path]
+) -> None:
+    task = BY_ID[task_id]
+    good, wrong = ANSWERS[task_id]
+    workspace = question_workspaces[task.repo]
+
+    assert check_outcome(task, workspace, good).solved, check_outcome(task, workspace, good).failures
+    assert not check_outcome(task, workspace, wrong).solved
+
+
+@pytest.mark.parametrize("task_id", ids(FIX_TASKS))
+def test_the_setup_of_a_fix_task_breaks_the_tests(task_id: str, tmp_path: Path) -> None:
+    task = BY_ID[task_id]
+    assert task.check.test_command is not None
+    workspace = fresh_workspace(task, tmp_path, "broken")
+
+    command = task.check.test_command.replace("{python}", shlex.quote(sys.executable))
+    finished = run_in_group(command, cwd=workspace, timeout_s=300)
+
+    assert finished.returncode != 0, finished.stdout[-2000:]
+    assert not any(edit.file.startswith("tests/") for edit in task.reference.edits)
