@@ -42,9 +42,10 @@ EDIT_ATTEMPTS = 3
 TEST_TIMEOUT_S = 180
 _TRACEBACK_LOCATION = re.compile(r"^([\w./-]+\.py):(\d+)(?::| in )", re.MULTILINE)
 _RENAME = re.compile(
-    r"\brenam\w*\b\W+(?:the\s+)?(?:\w+\s+)?`?([A-Za-z_][\w.]*)`?\s+(?:to|into|as)\s+`?([A-Za-z_]\w*)`?",
-    re.IGNORECASE,
+    r"\brenam\w*\b(?P<before>.{1,120}?)\s(?:to|into|as)\s+[`'\"]?(?P<new>[A-Za-z_]\w*)",
+    re.IGNORECASE | re.DOTALL,
 )
+_IDENTIFIER = re.compile(r"[A-Za-z_][\w.]*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -314,12 +315,16 @@ class SmallModelHarness:
 
 
 def _rename_request(prompt: str) -> tuple[str, str] | None:
-    """(old, new) when ``prompt`` asks to rename an identifier."""
+    """(old, new) when ``prompt`` asks to rename an identifier: the last name before "to", the one after."""
     match = _RENAME.search(prompt)
     if match is None:
         return None
-    old = match.group(1).rsplit(".", 1)[-1]
-    return (old, match.group(2)) if old != match.group(2) else None
+    names = _IDENTIFIER.findall(match.group("before"))
+    if not names:
+        return None
+    old = names[-1].rstrip(".").rsplit(".", 1)[-1]
+    new = match.group("new")
+    return (old, new) if old and old != new else None
 
 
 def _is_test_path(path: str) -> bool:

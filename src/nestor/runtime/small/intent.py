@@ -36,6 +36,18 @@ _TOUR = re.compile(
     r"structured)|layout\s+of\s+(?:this|the)\s+(?:project|repo(?:sitory)?))\b",
     re.IGNORECASE,
 )
+# A tour is also asked for aspect by aspect: what it is, how it is laid out, how to run its tests.
+_TOUR_ASPECTS = (
+    re.compile(
+        r"\bwhat\s+(?:is\s+(?:it|this)\b|(?:it|this\s+\w+)\s+(?:is|does)\b|does\s+(?:it|this\s+\w+)\s+do)",
+        re.I,
+    ),
+    re.compile(
+        r"\b(?:organi[sz]ed|laid\s+out|layout|structured|structure|where\s+(?:the\s+)?(?:code|tests?)\b)",
+        re.I,
+    ),
+    re.compile(r"\bhow\s+(?:do\s+(?:i|you|we)\s+|to\s+|can\s+i\s+)run\s+(?:the|its|their)?\s*tests\b", re.I),
+)
 _AGENT_REQUEST = re.compile(
     r"\b(?:use|ask|delegate\s+to|with|have|let|via|using)\s+(?:the\s+|an?\s+)?[`'\"]?([a-z][\w-]*)[`'\"]?"
     r"\s+(?:sub-?\s?)?agent\b",
@@ -62,14 +74,16 @@ _STOPWORDS_TEXT = """
     repo repository repositories codebase package packages defined define defines definition
     implemented implement implementation happen happens called call calls number where's what's
     how's does it's also just like thing things part parts question answer answers work works
-    working run runs running
+    working run runs running don doesn didn isn aren wasn weren won wouldn couldn shouldn haven
+    hasn agent agents quick report back try point
 """
 _STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
 # Words too common to search alone that still name things in a phrase (digest method -> digest_method).
 _PHRASE_ONLY_TEXT = """
     function functions method methods class classes value values default defaults file files line
     lines name names type types key keys error errors option options setting settings config test
-    tests testing code module modules
+    tests testing code module modules exception exceptions raise raises raised return returns
+    returned
 """
 _PHRASE_ONLY = frozenset(_PHRASE_ONLY_TEXT.split())
 
@@ -130,7 +144,7 @@ def request_kind(prompt: str) -> RequestKind:
         return "change"
     if _FAILING.search(prompt) and _FIX_WORDS.search(prompt):
         return "change"
-    if _TOUR.search(prompt):
+    if _TOUR.search(prompt) or sum(bool(aspect.search(prompt)) for aspect in _TOUR_ASPECTS) >= 2:
         return "tour"
     return "question"
 
@@ -161,7 +175,7 @@ def search_terms(prompt: str) -> tuple[SearchTerm, ...]:
     text = _BACKTICKED.sub(" ", text)
     for match in _QUOTED.finditer(text):
         quoted = match.group(1).strip()
-        if _looks_like_code(quoted) or len(quoted.split()) <= 4:
+        if re.search(r"[A-Za-z]", quoted) and (_looks_like_code(quoted) or len(quoted.split()) <= 4):
             add(SearchTerm(quoted, 3.0, exact=_looks_like_code(quoted)))
     for match in _FILE_NAME.finditer(text):
         add(SearchTerm(match.group(0), 3.0, is_file=True))
@@ -205,9 +219,8 @@ def _looks_like_code(word: str) -> bool:
         word.endswith("()")
         or "_" in bare.strip("_")
         or "." in bare
-        or bool(re.search(r"[a-z][A-Z]", bare))
+        or (bool(re.search(r"[A-Z]", bare[1:])) and bool(re.search(r"[a-z]", bare)))
         or (bare.isupper() and len(bare) > 2)
-        or bool(re.match(r"^[A-Z][a-z]+[A-Z]", bare))
     )
 
 

@@ -35,10 +35,10 @@ RunTools = Callable[[Sequence[ToolCall]], Awaitable[list[ToolOutcome]]]
 """Runs tool calls (in parallel, through the agent's permission gate) and returns their outcomes."""
 
 MAX_SEARCHES = 6
-MAX_REGIONS = 5
-MAX_EVIDENCE_LINES = 90
-MAX_FUNCTION_LINES = 45
-MAX_OTHER_HITS = 10
+MAX_REGIONS = 4
+MAX_EVIDENCE_LINES = 70
+MAX_FUNCTION_LINES = 40
+MAX_OTHER_HITS = 6
 
 _DEFINITION = (
     r"^\s*(?:export\s+)?(?:pub\s+)?(?:async\s+)?"
@@ -176,18 +176,21 @@ def rank_hits(hits: list[Hit], intent: Intent, reader: ProjectReader) -> list[Hi
         text = reader.read_text(hit.path)
         lines = text.splitlines() if text else []
         hit.text = lines[hit.line - 1] if 0 < hit.line <= len(lines) else ""
+        names = 0
         for term, pattern in patterns:
             if pattern.search(hit.text):
                 hit.terms.add(term.text)
                 hit.score += term.weight
+                names += term.exact
                 if _defines(hit.text, term):
-                    hit.score += 2.5 * term.weight
+                    # The definition of a name the user wrote is what most questions are about.
+                    hit.score += (4.0 if term.exact else 2.0) * term.weight
+        if names > 1:  # a line naming several of the user's identifiers ties them together
+            hit.score *= 1.0 + 0.25 * (names - 1)
         terms_per_file.setdefault(hit.path, set()).update(hit.terms)
     wants_tests = bool(intent.failing_tests) or any("test" in t.text.lower() for t in intent.terms)
     for hit in hits:
         hit.score += 0.5 * len(terms_per_file.get(hit.path, ()))
-        if len(hit.terms) > 1:
-            hit.score *= 1.0 + 0.25 * (len(hit.terms) - 1)
         if _TEST_PATH.search(hit.path) and not wants_tests:
             hit.score *= 0.5
         if PurePosixPath(hit.path).suffix in _DOC_SUFFIXES and intent.kind != "tour":
