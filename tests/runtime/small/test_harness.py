@@ -98,8 +98,11 @@ async def test_a_failing_test_is_fixed_with_edit_blocks_and_the_tests_run_again(
     (root / "tests" / "test_calc.py").write_text(TEST_CALC)
     (root / "pytest.ini").write_text("[pytest]\npythonpath = .\n")
     seen: list[list[ModelMessage]] = []
+    # As the 1.5B model writes them: the format's placeholder path, and an edit of the test itself.
     fix = (
-        "calc.py\n<<<<<<< SEARCH\n    return a - b\n=======\n    return a + b\n>>>>>>> REPLACE\nAdd now adds."
+        "path/to/file.py\n<<<<<<< SEARCH\n    return a - b\n=======\n    return a + b\n>>>>>>> REPLACE\n"
+        "tests/test_calc.py\n<<<<<<< SEARCH\n    assert add(2, 3) == 5\n=======\n    assert True\n>>>>>>> REPLACE\n"
+        "Add now adds."
     )
     model = scripted([fix], requests=seen)
     harness = Harness(root)
@@ -111,6 +114,7 @@ async def test_a_failing_test_is_fixed_with_edit_blocks_and_the_tests_run_again(
     )
     result = await agent.run("test_add in tests/test_calc.py fails. Fix the code.")
     assert (root / "calc.py").read_text().endswith("return a + b\n")
+    assert (root / "tests" / "test_calc.py").read_text() == TEST_CALC  # the failing test was not touched
     assert "Changed calc.py" in result.text and "pass" in result.text, result.text
     prompt = _prompt_of(seen[0])
     assert "return a - b" in prompt and "assert" in prompt  # the code and the failure were shown

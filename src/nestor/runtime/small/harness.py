@@ -32,7 +32,7 @@ from typing import Protocol
 from nestor.runtime.small import prompts
 from nestor.runtime.small.edit_blocks import EditBlock, locate, parse_edit_blocks
 from nestor.runtime.small.intent import Intent, SearchTerm, read_intent
-from nestor.runtime.small.project import project_card, runnable_test_command
+from nestor.runtime.small.project import project_card, project_files, runnable_test_command
 from nestor.runtime.small.reader import ProjectReader
 from nestor.runtime.small.retrieval import Evidence, ToolCall, ToolOutcome, gather_evidence
 
@@ -46,6 +46,9 @@ _RENAME = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 _IDENTIFIER = re.compile(r"[A-Za-z_][\w.]*")
+_ASKS_FOR_TESTS = re.compile(
+    r"\b(?:add|write|update|change|fix)\s+(?:a\s+|the\s+|new\s+)*tests?\b|\btests?\s+for\b", re.I
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,27 +166,34 @@ class SmallModelHarness:
         if rename is not None:
             return await self._rename(host, *rename)
         command = runnable_test_command(self.reader) if "bash" in host.tool_names() else None
-        failure = await self._run_tests(host, command) if command else None
+        # The tests the user named fail first and say most; the whole suite must pass at the end.
+        named = _selecting(command, intent.failing_tests)
+        failure = await self._run_tests(host, named or command)
+        # Fixing a failing test means changing the code under test, unless tests are asked for.
+        tests_frozen = bool(intent.failing_tests) and not _ASKS_FOR_TESTS.search(prompt)
         notes: list[str] = []
         changed: list[str] = []
+        reply = ""
         for _attempt in range(EDIT_ATTEMPTS):
             evidence = await self._change_evidence(host, intent, failure)
             request = _edit_request(prompt, evidence, failure, notes)
-            reply = await host.ask(prompts.EDIT, request, max_tokens=EDIT_MAX_TOKENS)
-            if reply is None:
+            reply = await host.ask(prompts.EDIT, request, max_tokens=EDIT_MAX_TOKENS) or ""
+            if not reply:
                 return None
-            applied, problems = await self._apply_blocks(host, parse_edit_blocks(reply))
+            blocks = parse_edit_blocks(reply)
+            applied, notes = await self._apply_blocks(host, blocks, evidence, tests_frozen=tests_frozen)
             changed.extend(path for path in applied if path not in changed)
-            notes = problems
             if not applied:
-                notes = problems or ["No edit block was found in your reply: write SEARCH/REPLACE blocks."]
+                notes = notes or ["No edit block was found in your reply: write SEARCH/REPLACE blocks."]
                 continue
             if command is None:
                 return _change_report(changed, reply, None, None)
-            failure = await self._run_tests(host, command)
+            failure = await self._run_tests(host, named) if named else None
+            if failure is None:
+                failure = await self._run_tests(host, command)
             if failure is None:
                 return _change_report(changed, reply, command, passed=True)
-        return _change_report(changed, "", command, passed=False if command else None)
+        return _change_report(changed, reply, command, passed=False if command else None)
 
     async def _change_evidence(self, host: HarnessHost, intent: Intent, failure: str | None) -> Evidence:
         """Evidence for an edit: the request's terms, the failure's frames, what the failing tests call."""
@@ -200,11 +210,24 @@ class SmallModelHarness:
         )
 
     def _called_in_tests(self, intent: Intent, locations: list[tuple[str, int]]) -> list[str]:
-        """Names the failing tests call: the code under test, which a traceback inside a test omits."""
+        """Names the failing tests call: the code under test, which a traceback inside a test omits.
+
+        The tests are the ones the user named (found by their ``def``) and the test frames of the
+        failure's traceback.
+        """
+        places = [(path, line) for path, line in locations if path.endswith(".py") and _is_test_path(path)]
+        if intent.failing_tests:
+            wanted = re.compile(
+                rf"^\s*(?:async\s+)?def\s+(?:{'|'.join(map(re.escape, intent.failing_tests))})\b"
+            )
+            for path in project_files(self.reader.root):
+                if path.endswith(".py") and _is_test_path(path):
+                    lines = (self.reader.read_text(path) or "").splitlines()
+                    places.extend(
+                        (path, number) for number, line in enumerate(lines, 1) if wanted.match(line)
+                    )
         names: list[str] = []
-        for path, line in locations:
-            if not path.endswith(".py") or not _is_test_path(path):
-                continue
+        for path, line in places:
             names.extend(called_names(self.reader.read_text(path) or "", line))
         return list(dict.fromkeys(names))[:4]
 
@@ -224,15 +247,24 @@ class SmallModelHarness:
             return None
         return outcome.content[-4000:]
 
-    async def _apply_blocks(self, host: HarnessHost, blocks: list[EditBlock]) -> tuple[list[str], list[str]]:
+    async def _apply_blocks(
+        self, host: HarnessHost, blocks: list[EditBlock], evidence: Evidence, *, tests_frozen: bool
+    ) -> tuple[list[str], list[str]]:
         """Apply the blocks through the edit tool; returns the files changed and what went wrong."""
         edits: list[PlannedEdit] = []
         problems: list[str] = []
         pending: dict[str, str] = {}
         for block in blocks:
-            path = self._project_path(block.path)
+            path = self._block_path(block, evidence)
             if path is None:
-                problems.append(f"{block.path}: no such file in the project.")
+                problems.append(
+                    f"{block.path}: no such file in the project, and the SEARCH lines match no file shown."
+                )
+                continue
+            if tests_frozen and _is_test_path(path):
+                problems.append(
+                    f"{path} is a test: the failing test says what the code must do; change the code."
+                )
                 continue
             text = pending.get(path, self.reader.read_text(path) or "")
             if not text and not block.search.strip():
@@ -245,10 +277,30 @@ class SmallModelHarness:
                     f"{path}: the SEARCH lines were not found exactly once:\n{block.search.rstrip()}"
                 )
                 continue
+            if located.old == located.new:
+                problems.append(
+                    f"{path}: the REPLACE lines are the same as the SEARCH lines: nothing changes."
+                )
+                continue
             pending[path] = text.replace(located.old, located.new, 1)
             edits.append(PlannedEdit(path, located.old, located.new))
         applied = await self._run_edits(host, edits, problems)
         return applied, problems
+
+    def _block_path(self, block: EditBlock, evidence: Evidence) -> str | None:
+        """The project file a block edits: the path it names, else the one shown file its SEARCH matches.
+
+        Small models copy the format's placeholder path, or leave a directory out; the lines
+        they mean to replace say which file they looked at.
+        """
+        named = self._project_path(block.path)
+        if named is not None and (self.reader.read_text(named) is not None or not block.search.strip()):
+            return named
+        candidates = dict.fromkeys(excerpt.region.path for excerpt in evidence.excerpts)
+        matching = [
+            path for path in candidates if locate(block, self.reader.read_text(path) or "") is not None
+        ]
+        return matching[0] if len(matching) == 1 else None
 
     async def _run_edits(self, host: HarnessHost, edits: list[PlannedEdit], problems: list[str]) -> list[str]:
         """Make ``edits`` in rounds of at most one per file (edits of one file must not race).
@@ -372,8 +424,15 @@ def _traceback_locations(output: str) -> list[tuple[str, int]]:
     return list(seen)[:6]
 
 
+def _selecting(command: str | None, tests: tuple[str, ...]) -> str | None:
+    """``command`` narrowed to the named tests (pytest's ``-k``), or None when it cannot be."""
+    if command is None or not tests or "pytest" not in command:
+        return None
+    return f"{command} -k '{' or '.join(tests)}'"
+
+
 def _edit_request(prompt: str, evidence: Evidence, failure: str | None, notes: list[str]) -> str:
-    parts = [f"<code>\n{evidence.render()}\n</code>"]
+    parts = [f"<code>\n{evidence.render(numbered=False)}\n</code>"]
     if failure:
         parts.append(f"<test-output>\n{_trim_lines(failure, 40)}\n</test-output>")
     if notes:

@@ -75,7 +75,8 @@ _STOPWORDS_TEXT = """
     implemented implement implementation happen happens called call calls number where's what's
     how's does it's also just like thing things part parts question answer answers work works
     working run runs running don doesn didn isn aren wasn weren won wouldn couldn shouldn haven
-    hasn agent agents quick report back try point
+    hasn agent agents quick report back try point fix fixes fixed fixing fail fails failed failing
+    pass passes passed passing bug bugs broken library
 """
 _STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
 # Words too common to search alone that still name things in a phrase (digest method -> digest_method).

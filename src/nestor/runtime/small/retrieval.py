@@ -73,10 +73,10 @@ class Hit:
 
 @dataclass(slots=True)
 class Evidence:
-    """What the harness found: the regions read (rendered), and other matching lines."""
+    """What the harness found: the regions read, with their lines, and other matching lines."""
 
     regions: list[Region] = field(default_factory=list[Region])
-    excerpts: list[str] = field(default_factory=list[str])
+    excerpts: list[Excerpt] = field(default_factory=list["Excerpt"])
     other_hits: list[Hit] = field(default_factory=list[Hit])
     searched: list[str] = field(default_factory=list[str])
 
@@ -85,13 +85,44 @@ class Evidence:
         """True when nothing was found."""
         return not self.excerpts and not self.other_hits
 
-    def render(self) -> str:
-        """The evidence as text for the model: excerpts first, then the other matching lines."""
-        blocks = list(self.excerpts)
+    def render(self, *, numbered: bool = True) -> str:
+        """The evidence as text for the model: excerpts first, then the other matching lines.
+
+        Args:
+            numbered: Put each line's number before it (answers cite them); edits copy lines
+                exactly, and numbers in the way make small models copy them too.
+
+        """
+        blocks = [excerpt.render(numbered=numbered) for excerpt in self.excerpts]
         if self.other_hits:
             rows = [f"{hit.path}:{hit.line}: {hit.text.strip()[:160]}" for hit in self.other_hits]
             blocks.append("Other matching lines:\n" + "\n".join(rows))
         return "\n\n".join(blocks)
+
+
+@dataclass(frozen=True, slots=True)
+class Excerpt:
+    """The lines of one region as ``view`` returned them: ``(number, text)`` pairs."""
+
+    region: Region
+    lines: tuple[tuple[int, str], ...]
+
+    @classmethod
+    def from_view(cls, region: Region, view_output: str) -> Excerpt:
+        """Read the numbered lines out of ``view``'s output."""
+        rows: list[tuple[int, str]] = []
+        for line in view_output.splitlines():
+            number, tab, code = line.partition("\t")
+            if tab and number.strip().isdigit():
+                rows.append((int(number), code))
+        return cls(region, tuple(rows))
+
+    def render(self, *, numbered: bool = True) -> str:
+        """A heading naming the file and lines, then the lines."""
+        label = f" ({self.region.label})" if self.region.label else ""
+        heading = f"{self.region.path} lines {self.region.start}-{self.region.end}{label}:"
+        body = [f"{number}: {code}" if numbered else code for number, code in self.lines]
+        return heading + "\n" + "\n".join(body)
 
 
 def term_pattern(term: SearchTerm) -> str:
@@ -162,7 +193,7 @@ async def gather_evidence(
     for region, view in zip(regions, views, strict=True):
         if view.ok:
             evidence.regions.append(region)
-            evidence.excerpts.append(_excerpt(region, view.content))
+            evidence.excerpts.append(Excerpt.from_view(region, view.content))
     covered = {(r.path, line) for r in evidence.regions for line in range(r.start, r.end + 1)}
     evidence.other_hits = [hit for hit in ranked if (hit.path, hit.line) not in covered][:MAX_OTHER_HITS]
     return evidence
@@ -302,14 +333,3 @@ def _merged(regions: list[Region]) -> list[Region]:
         else:
             merged.append(region)
     return merged
-
-
-def _excerpt(region: Region, view_output: str) -> str:
-    """A region as the model sees it: a heading, then ``number: text`` lines."""
-    rows: list[str] = []
-    for line in view_output.splitlines():
-        number, tab, code = line.partition("\t")
-        if tab and number.strip().isdigit():
-            rows.append(f"{number.strip()}: {code}")
-    label = f" ({region.label})" if region.label else ""
-    return f"{region.path} lines {region.start}-{region.end}{label}:\n" + "\n".join(rows)
