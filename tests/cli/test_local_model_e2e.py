@@ -72,8 +72,7 @@ def test_the_embedded_model_delegates_to_the_explore_agent_which_uses_a_tool(tmp
             "run",
             "-o",
             "json",
-            "Use the task tool with subagent_type explore to find where the function add is defined, "
-            "then tell me what it returns.",
+            "Use the explore agent to find where the function add is defined, and what it returns.",
         ],
         cwd=repo,
         env=env,
