@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pytest
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart, UserPromptPart
+from pydantic_ai.models import Model
 
 from nestor.permissions import PermissionPolicy
+from nestor.runtime.loop import SessionAgent
 from nestor.runtime.small.harness import SmallModelHarness
 from nestor.runtime.small.reader import ProjectReader
 from nestor.runtime.toolset import stateless_tools
@@ -87,37 +89,61 @@ async def test_a_question_is_answered_from_evidence_the_harness_gathered(tmp_pat
     assert len(stored) == len(agent.history)
 
 
-async def test_a_failing_test_is_fixed_with_edit_blocks_and_the_tests_run_again(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _calc_project(root: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     # The user's environment: the python on PATH is the one with pytest.
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
-    root = tmp_path / "project"
     (root / "tests").mkdir(parents=True)
     (root / "calc.py").write_text(CALC)
     (root / "tests" / "test_calc.py").write_text(TEST_CALC)
     (root / "pytest.ini").write_text("[pytest]\npythonpath = .\n")
-    seen: list[list[ModelMessage]] = []
-    # As the 1.5B model writes them: the format's placeholder path, and an edit of the test itself.
-    fix = (
-        "path/to/file.py\n<<<<<<< SEARCH\n    return a - b\n=======\n    return a + b\n>>>>>>> REPLACE\n"
-        "tests/test_calc.py\n<<<<<<< SEARCH\n    assert add(2, 3) == 5\n=======\n    assert True\n>>>>>>> REPLACE\n"
-        "Add now adds."
-    )
-    model = scripted([fix], requests=seen)
-    harness = Harness(root)
-    agent = harness.agent(
+    return root
+
+
+def _coder(harness: Harness, model: Model, root: Path) -> SessionAgent:
+    return harness.agent(
         model,
         stateless_tools(["view", "ls", "glob", "grep", "edit", "bash"]),
         policy=PermissionPolicy(project_root=str(root), yolo=True),
         harness=SmallModelHarness(ProjectReader(root)),
     )
+
+
+async def test_a_failing_test_is_fixed_by_rewriting_the_function_it_calls(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _calc_project(tmp_path / "project", monkeypatch)
+    seen: list[list[ModelMessage]] = []
+    wrong = "```python\ndef add(a, b):\n    return a * b\n```"
+    right = '```python\ndef add(a, b):\n    """Add two numbers."""\n    return a + b\n```'
+    agent = _coder(Harness(root), scripted([wrong, right], requests=seen), root)
+
     result = await agent.run("test_add in tests/test_calc.py fails. Fix the code.")
-    assert (root / "calc.py").read_text().endswith("return a + b\n")
-    assert (root / "tests" / "test_calc.py").read_text() == TEST_CALC  # the failing test was not touched
+
+    assert (root / "calc.py").read_text() == CALC.replace("a - b", "a + b")
+    assert (root / "tests" / "test_calc.py").read_text() == TEST_CALC
     assert "Changed calc.py" in result.text and "pass" in result.text, result.text
-    prompt = _prompt_of(seen[0])
-    assert "return a - b" in prompt and "assert" in prompt  # the code and the failure were shown
+    first, second = _prompt_of(seen[0]), _prompt_of(seen[1])
+    # The function under test, the failing test and its output; then the failed try, undone.
+    assert "return a - b" in first and "assert add(2, 3) == 5" in first and "test-output" in first
+    assert "did not make the tests pass" in second and "return a - b" in second
+
+
+async def test_other_changes_come_as_edit_blocks_matched_to_the_file_shown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _calc_project(tmp_path / "project", monkeypatch)
+    (root / "calc.py").write_text(CALC.replace("a - b", "a + b"))
+    # As the 1.5B model writes them: the format's placeholder path.
+    blocks = (
+        "path/to/file.py\n<<<<<<< SEARCH\n    return a + b\n=======\n    return a + b\n\n\n"
+        "def subtract(a, b):\n    return a - b\n>>>>>>> REPLACE\nAdded subtract."
+    )
+    agent = _coder(Harness(root), scripted([blocks]), root)
+
+    result = await agent.run("Add a subtract function next to add in calc.py.")
+
+    assert "def subtract(a, b):\n    return a - b\n" in (root / "calc.py").read_text()
+    assert "Changed calc.py" in result.text and "pass" in result.text, result.text
 
 
 async def test_a_rename_changes_every_whole_word_occurrence(tmp_path: Path) -> None:

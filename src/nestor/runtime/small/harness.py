@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 import builtins
 import re
+import textwrap
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -31,6 +32,7 @@ from typing import Protocol
 
 from nestor.runtime.small import prompts
 from nestor.runtime.small.edit_blocks import EditBlock, locate, parse_edit_blocks
+from nestor.runtime.small.functions import FunctionSpan, function_at, functions_named, rewritten_function
 from nestor.runtime.small.intent import Intent, SearchTerm, read_intent
 from nestor.runtime.small.project import project_card, project_files, runnable_test_command
 from nestor.runtime.small.reader import ProjectReader
@@ -171,12 +173,16 @@ class SmallModelHarness:
         failure = await self._run_tests(host, named or command)
         # Fixing a failing test means changing the code under test, unless tests are asked for.
         tests_frozen = bool(intent.failing_tests) and not _ASKS_FOR_TESTS.search(prompt)
+        if failure is not None and command is not None and (tests_frozen or not intent.failing_tests):
+            suspects = self._suspects(intent, failure)
+            if suspects:
+                return await self._fix_by_rewriting(host, prompt, suspects, failure, command, named)
         notes: list[str] = []
         changed: list[str] = []
         reply = ""
         for _attempt in range(EDIT_ATTEMPTS):
             evidence = await self._change_evidence(host, intent, failure)
-            request = _edit_request(prompt, evidence, failure, notes)
+            request = _edit_request(prompt, evidence, failure, notes, tests_frozen=tests_frozen)
             reply = await host.ask(prompts.EDIT, request, max_tokens=EDIT_MAX_TOKENS) or ""
             if not reply:
                 return None
@@ -194,6 +200,83 @@ class SmallModelHarness:
             if failure is None:
                 return _change_report(changed, reply, command, passed=True)
         return _change_report(changed, reply, command, passed=False if command else None)
+
+    async def _fix_by_rewriting(
+        self,
+        host: HarnessHost,
+        prompt: str,
+        suspects: list[FunctionSpan],
+        failure: str,
+        command: str,
+        named: str | None,
+    ) -> str | None:
+        """Fix failing tests by having the model rewrite one suspect function at a time.
+
+        A rewrite that does not make the tests pass is undone before the next attempt, so attempts
+        never pile up on each other.
+        """
+        tests = self._failing_test_sources(failure)
+        notes: list[str] = []
+        for attempt in range(EDIT_ATTEMPTS):
+            span = suspects[attempt % len(suspects)]
+            source = self.reader.read_text(span.path) or ""
+            original = span.text(source)
+            request = _rewrite_request(prompt, span, original, tests, failure, notes)
+            reply = await host.ask(prompts.REWRITE, request, max_tokens=EDIT_MAX_TOKENS)
+            if reply is None:
+                return None
+            rewritten = rewritten_function(reply, span, original)
+            if rewritten is None:
+                notes = [
+                    f"Your reply had no complete, valid `def {span.name}` that differs from the current one."
+                ]
+                continue
+            problems: list[str] = []
+            if not await self._run_edits(host, [PlannedEdit(span.path, original, rewritten)], problems):
+                notes = problems
+                continue
+            after = await self._run_tests(host, named) if named else None
+            if after is None:
+                after = await self._run_tests(host, command)
+            if after is None:
+                return _change_report([span.path], f"Rewrote {span.label}.", command, passed=True)
+            await self._run_edits(host, [PlannedEdit(span.path, rewritten, original)], [])
+            notes = [
+                f"Your version of `{span.name}` did not make the tests pass; it was undone. It failed with:\n"
+                + _trim_lines(after, 12)
+            ]
+        return _change_report([], "", command, passed=False)
+
+    def _suspects(self, intent: Intent, failure: str) -> list[FunctionSpan]:
+        """Functions outside the tests the failure points at: traceback frames, then what the tests call."""
+        suspects: list[FunctionSpan] = []
+        locations = _traceback_locations(failure)
+        for path, line in reversed(locations):  # the innermost frame is where it went wrong
+            if path.endswith(".py") and not _is_test_path(path):
+                span = function_at(path, self.reader.read_text(path) or "", line)
+                if span is not None and span not in suspects:
+                    suspects.append(span)
+        called = set(self._called_in_tests(intent, locations))
+        if called:
+            for path in project_files(self.reader.root):
+                if path.endswith(".py") and not _is_test_path(path):
+                    for span in functions_named(path, self.reader.read_text(path) or "", called):
+                        if span not in suspects:
+                            suspects.append(span)
+        return suspects[:3]
+
+    def _failing_test_sources(self, failure: str) -> str:
+        """The source of the test functions the failure's traceback names (at most two)."""
+        sources: list[str] = []
+        for path, line in _traceback_locations(failure):
+            if path.endswith(".py") and _is_test_path(path):
+                source = self.reader.read_text(path) or ""
+                span = function_at(path, source, line)
+                if span is not None:
+                    text = f"# {path}\n{textwrap.dedent(span.text(source))}"
+                    if text not in sources:
+                        sources.append(text)
+        return "\n".join(sources[:2])
 
     async def _change_evidence(self, host: HarnessHost, intent: Intent, failure: str | None) -> Evidence:
         """Evidence for an edit: the request's terms, the failure's frames, what the failing tests call."""
@@ -424,6 +507,20 @@ def _traceback_locations(output: str) -> list[tuple[str, int]]:
     return list(seen)[:6]
 
 
+def _rewrite_request(
+    prompt: str, span: FunctionSpan, original: str, tests: str, failure: str, notes: list[str]
+) -> str:
+    """The rewrite step's prompt: the one function, the failing tests, their output, the request."""
+    parts = [f'<function file="{span.path}">\n{textwrap.dedent(original).rstrip()}\n</function>']
+    if tests:
+        parts.append(f"<failing-test>\n{tests.rstrip()}\n</failing-test>")
+    parts.append(f"<test-output>\n{_trim_lines(failure, 25)}\n</test-output>")
+    if notes:
+        parts.append("\n".join(notes))
+    parts.append(f"Request: {prompt}\n\nRewrite `{span.name}` so that the failing test passes.")
+    return "\n\n".join(parts)
+
+
 def _selecting(command: str | None, tests: tuple[str, ...]) -> str | None:
     """``command`` narrowed to the named tests (pytest's ``-k``), or None when it cannot be."""
     if command is None or not tests or "pytest" not in command:
@@ -431,8 +528,19 @@ def _selecting(command: str | None, tests: tuple[str, ...]) -> str | None:
     return f"{command} -k '{' or '.join(tests)}'"
 
 
-def _edit_request(prompt: str, evidence: Evidence, failure: str | None, notes: list[str]) -> str:
-    parts = [f"<code>\n{evidence.render(numbered=False)}\n</code>"]
+def _edit_request(
+    prompt: str, evidence: Evidence, failure: str | None, notes: list[str], *, tests_frozen: bool
+) -> str:
+    """The edit step's prompt: the code to change, the tests that must pass (when frozen), the failure."""
+    if tests_frozen:
+        # A small model edits the first code it sees; the failing test is shown apart, as the spec.
+        parts = [
+            f"<code>\n{evidence.render(numbered=False, paths=lambda path: not _is_test_path(path))}\n</code>",
+            "<tests-that-must-pass>\n"
+            f"{evidence.render(numbered=False, paths=_is_test_path)}\n</tests-that-must-pass>",
+        ]
+    else:
+        parts = [f"<code>\n{evidence.render(numbered=False)}\n</code>"]
     if failure:
         parts.append(f"<test-output>\n{_trim_lines(failure, 40)}\n</test-output>")
     if notes:

@@ -38,10 +38,17 @@ Rules:
 one line around them. Every SEARCH must match one place in the file.
 - To add code after a line, SEARCH for that line and repeat it at the top of REPLACE.
 - To add to the end of a file or to create one, leave SEARCH empty.
-- Change only what the request needs. Never change a test to make it pass unless asked to.
+- Change only what the request needs. Edit the code in <code>; the tests in \
+<tests-that-must-pass> say what it must do and are never edited.
 - Write the blocks, then one sentence saying what you changed. Nothing else."""
 
 RENAME = """\
 Read the user's request. If it asks to rename something in the code, reply with the current name \
 and the new name as JSON: {"old": "current_name", "new": "new_name"}. Otherwise reply \
 {"old": "", "new": ""}."""
+
+REWRITE = """\
+You are nestor, a coding assistant fixing a bug. You are shown one function from the user's \
+project, the test that fails, and the test's output. Find the bug in the function and fix it.
+Reply with the whole corrected function in one ```python block: the same name and parameters, \
+every line of it, with the bug fixed. Change only what the fix needs. Nothing else."""

@@ -85,16 +85,21 @@ class Evidence:
         """True when nothing was found."""
         return not self.excerpts and not self.other_hits
 
-    def render(self, *, numbered: bool = True) -> str:
+    def render(self, *, numbered: bool = True, paths: Callable[[str], bool] | None = None) -> str:
         """The evidence as text for the model: excerpts first, then the other matching lines.
 
         Args:
             numbered: Put each line's number before it (answers cite them); edits copy lines
                 exactly, and numbers in the way make small models copy them too.
+            paths: Only the excerpts of files it accepts, and no other matching lines.
 
         """
-        blocks = [excerpt.render(numbered=numbered) for excerpt in self.excerpts]
-        if self.other_hits:
+        blocks = [
+            excerpt.render(numbered=numbered)
+            for excerpt in self.excerpts
+            if paths is None or paths(excerpt.region.path)
+        ]
+        if self.other_hits and paths is None:
             rows = [f"{hit.path}:{hit.line}: {hit.text.strip()[:160]}" for hit in self.other_hits]
             blocks.append("Other matching lines:\n" + "\n".join(rows))
         return "\n\n".join(blocks)

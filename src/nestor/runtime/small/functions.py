@@ -1,0 +1,93 @@
+"""Python functions as units a small model rewrites whole: find them, read a rewrite, splice it in.
+
+Asked to fix a failing test with free-form edits, the 1.5B model copies the first code it sees
+(usually the test) into its edit. Shown one function, the failing test and its output, and asked
+for the whole corrected function, it fixes the function. This module finds the functions worth
+showing (those a failing test calls, and the frames of its traceback outside the tests), reads
+the model's function out of its reply, and re-indents it to fit where the old one was.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import textwrap
+from dataclasses import dataclass
+
+_CODE_BLOCK = re.compile(r"```[\w+-]*[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionSpan:
+    """A function in a file: its name and lines (1-based, inclusive, decorators excluded)."""
+
+    path: str
+    name: str
+    start: int
+    end: int
+
+    def text(self, source: str) -> str:
+        """The function's lines in ``source``, with their line ends."""
+        lines = source.splitlines(keepends=True)
+        return "".join(lines[self.start - 1 : self.end])
+
+    @property
+    def label(self) -> str:
+        """``path:start`` and the name, for prompts and reports."""
+        return f"{self.name} ({self.path}:{self.start})"
+
+
+def functions_named(path: str, source: str, names: set[str]) -> list[FunctionSpan]:
+    """The functions and methods called one of ``names`` defined in ``source``."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    return [
+        FunctionSpan(path, node.name, node.lineno, node.end_lineno or node.lineno)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in names
+    ]
+
+
+def function_at(path: str, source: str, line: int) -> FunctionSpan | None:
+    """The innermost function or method around ``line`` of ``source``."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    best: FunctionSpan | None = None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            end = node.end_lineno or node.lineno
+            if node.lineno <= line <= end and (best is None or node.lineno >= best.start):
+                best = FunctionSpan(path, node.name, node.lineno, end)
+    return best
+
+
+def rewritten_function(reply: str, span: FunctionSpan, original: str) -> str | None:
+    """The model's new version of ``span`` from ``reply``, indented as ``original``; None if unusable.
+
+    The reply's code (its first fenced block, else all of it) must parse and define a function
+    of the same name; decorators it repeats are dropped (the file keeps its own).
+    """
+    match = _CODE_BLOCK.search(reply)
+    code = textwrap.dedent(match.group(1) if match else reply).strip("\n")
+    lines = code.splitlines()
+    start = next(
+        (i for i, line in enumerate(lines) if re.match(rf"\s*(?:async\s+)?def\s+{span.name}\b", line)), None
+    )
+    if start is None:
+        return None
+    code = textwrap.dedent("\n".join(lines[start:]))
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return None
+    first = tree.body[0] if tree.body else None
+    if not isinstance(first, ast.FunctionDef | ast.AsyncFunctionDef) or first.name != span.name:
+        return None
+    code = "\n".join(code.splitlines()[: first.end_lineno or len(code.splitlines())])
+    indent = original[: len(original) - len(original.lstrip())]
+    rewritten = textwrap.indent(code, indent, lambda line: bool(line.strip())) + "\n"
+    return None if rewritten == original else rewritten

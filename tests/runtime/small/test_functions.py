@@ -1,0 +1,46 @@
+from nestor.runtime.small.functions import FunctionSpan, function_at, functions_named, rewritten_function
+
+SOURCE = """class Inventory:
+    @property
+    def size(self):
+        return 0
+
+    def low_stock(self, threshold):
+        return [i for i in self.items if i.quantity < threshold]
+"""
+
+
+def test_finding_functions_by_name_and_by_line() -> None:
+    [span] = functions_named("inv.py", SOURCE, {"low_stock"})
+    assert span == FunctionSpan("inv.py", "low_stock", 6, 7)
+    assert function_at("inv.py", SOURCE, 7) == span
+    assert function_at("inv.py", SOURCE, 1) is None
+
+
+def test_a_method_rewritten_at_the_left_margin_is_indented_back() -> None:
+    [span] = functions_named("inv.py", SOURCE, {"low_stock"})
+    original = span.text(SOURCE)
+    reply = (
+        "Here it is:\n```python\ndef low_stock(self, threshold):\n"
+        "    return [i for i in self.items if i.quantity <= threshold]\n```\nDone."
+    )
+    new = rewritten_function(reply, span, original)
+    expected = (
+        "    def low_stock(self, threshold):\n"
+        "        return [i for i in self.items if i.quantity <= threshold]\n"
+    )
+    assert new == expected
+
+
+def test_unusable_rewrites_are_refused() -> None:
+    [span] = functions_named("inv.py", SOURCE, {"low_stock"})
+    original = span.text(SOURCE)
+    assert rewritten_function("```python\ndef other(x):\n    return x\n```", span, original) is None
+    assert (
+        rewritten_function("```python\ndef low_stock(self, threshold)\n    return\n```", span, original)
+        is None
+    )
+    unchanged = (
+        "```python\n" + original.replace("    def", "def", 1).replace("        return", "    return") + "```"
+    )
+    assert rewritten_function(unchanged, span, original) is None
