@@ -44,3 +44,13 @@ def test_unusable_rewrites_are_refused() -> None:
         "```python\n" + original.replace("    def", "def", 1).replace("        return", "    return") + "```"
     )
     assert rewritten_function(unchanged, span, original) is None
+
+
+def test_markup_and_prose_after_the_function_are_left_out() -> None:
+    [span] = functions_named("inv.py", SOURCE, {"low_stock"})
+    reply = (
+        '```python\n<function file="inv.py">\ndef low_stock(self, threshold):\n'
+        "    return [i for i in self.items if i.quantity <= threshold]\n</function>\nThis fixes it.\n```"
+    )
+    new = rewritten_function(reply, span, span.text(SOURCE))
+    assert new is not None and new.endswith("i.quantity <= threshold]\n")

@@ -79,7 +79,7 @@ def rewritten_function(reply: str, span: FunctionSpan, original: str) -> str | N
     )
     if start is None:
         return None
-    code = textwrap.dedent("\n".join(lines[start:]))
+    code = textwrap.dedent("\n".join(_function_lines(lines[start:])))
     try:
         tree = ast.parse(code)
     except SyntaxError:
@@ -91,3 +91,19 @@ def rewritten_function(reply: str, span: FunctionSpan, original: str) -> str | N
     indent = original[: len(original) - len(original.lstrip())]
     rewritten = textwrap.indent(code, indent, lambda line: bool(line.strip())) + "\n"
     return None if rewritten == original else rewritten
+
+
+def _function_lines(lines: list[str]) -> list[str]:
+    """The lines of the function starting at ``lines[0]``: up to the first line back at its margin.
+
+    Small models echo the prompt's markup (``</function>``) or add prose after the function.
+    """
+    margin = len(lines[0]) - len(lines[0].lstrip())
+    kept = [lines[0]]
+    for line in lines[1:]:
+        if line.strip() and len(line) - len(line.lstrip()) <= margin and not line.lstrip().startswith(")"):
+            break
+        kept.append(line)
+    while kept and not kept[-1].strip():
+        kept.pop()
+    return kept
