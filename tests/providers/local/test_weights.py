@@ -1,21 +1,25 @@
 import fcntl
 import hashlib
 import importlib.util
+import io
 import json
 import os
 import random
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from nestor.core.errors import ProviderError
+from nestor.providers.local import weights
 from nestor.providers.local.weights import (
     BUNDLED_MODEL_NAME,
     BUNDLED_SIZE,
     PART_COUNT,
     PART_PACKAGES,
+    ProgressBar,
     bundled_model_path,
     ensure_bundled_model,
     find_bundled_parts,
@@ -57,6 +61,16 @@ class Progress:
         return sum(word in message for message in self.messages)
 
 
+class Bytes:
+    """Records the (done, total) byte reports."""
+
+    def __init__(self) -> None:
+        self.reports: list[tuple[int, int]] = []
+
+    def __call__(self, done: int, total: int) -> None:
+        self.reports.append((done, total))
+
+
 @pytest.fixture
 def parts(tmp_path: Path) -> Parts:
     return Parts(tmp_path / "parts")
@@ -70,10 +84,11 @@ def models_dir(tmp_path: Path) -> Path:
 def ensure(
     models_dir: Path,
     parts: Parts,
-    progress: Progress | None = None,
+    progress: Callable[[str], None] | None = None,
     *,
     expected_size: int | None = None,
     expected_sha256: str | None = None,
+    on_bytes: Callable[[int, int], None] | None = None,
 ) -> Path:
     return ensure_bundled_model(
         models_dir,
@@ -81,6 +96,7 @@ def ensure(
         expected_size=parts.size if expected_size is None else expected_size,
         expected_sha256=expected_sha256 or parts.sha256,
         on_progress=progress,
+        on_bytes=on_bytes,
     )
 
 
@@ -240,6 +256,150 @@ def test_a_caller_waits_for_the_lock_and_says_so(models_dir: Path, parts: Parts)
     assert (
         result == [bundled_model_path(models_dir)] and progress.count("preparing the embedded model (") == 1
     )
+
+
+# --- progress -----------------------------------------------------------------------------------
+
+
+def test_the_join_reports_its_bytes_up_to_the_total(models_dir: Path, parts: Parts) -> None:
+    progress = Bytes()
+
+    ensure(models_dir, parts, on_bytes=progress)
+
+    done = [report[0] for report in progress.reports]
+    assert len(progress.reports) >= 2  # the largest part takes two 4 MB buffers
+    assert all(total == parts.size for _, total in progress.reports)
+    assert done == sorted(done) and done[-1] == parts.size
+
+
+def test_verifying_an_existing_file_reports_its_bytes(models_dir: Path, parts: Parts) -> None:
+    path = ensure(models_dir, parts)
+    copy = models_dir / "copy"
+    copy.write_bytes(parts.joined)
+    os.replace(copy, path)  # no marker vouches for it: it is hashed again
+    progress, bytes_done = Progress(), Bytes()
+
+    ensure(models_dir, parts, progress, on_bytes=bytes_done)
+
+    assert progress.count("verifying") == 1 and progress.count("preparing") == 0
+    assert bytes_done.reports[-1] == (parts.size, parts.size)
+
+
+def test_a_model_vouched_for_by_its_marker_reports_no_bytes(models_dir: Path, parts: Parts) -> None:
+    ensure(models_dir, parts)
+    progress = Bytes()
+
+    ensure(models_dir, parts, on_bytes=progress)
+
+    assert progress.reports == []
+
+
+def test_the_bar_is_redrawn_in_place_once_per_percent_and_ended_by_a_message() -> None:
+    stream = io.StringIO()
+    bar = ProgressBar(stream, terminal=True)
+
+    bar.message("preparing the embedded model (3 MB, once)...")
+    for done in (0, 1_000_000, 1_000_001, 1_500_000, 3_000_000):
+        bar.advance(done, 3_000_000)
+    bar.message("embedded model ready")
+
+    lines = stream.getvalue().split("\n")
+    assert lines[0] == "nestor: preparing the embedded model (3 MB, once)..."
+    draws = lines[1].split("\r")[1:]
+    assert len(draws) == 4  # 0 %, 33 %, 50 %, 100 %: 1,000,001 bytes is still 33 %
+    assert draws[1] == "  [" + "#" * 9 + "-" * 21 + "]  33%      1 / 3 MB"
+    assert draws[-1].startswith("  [" + "#" * 30 + "] 100%")
+    assert lines[2:] == ["nestor: embedded model ready", ""]
+
+
+def test_close_ends_an_open_bar_line_once() -> None:
+    stream = io.StringIO()
+    bar = ProgressBar(stream, terminal=True, prefix="")
+
+    bar.advance(5, 10)
+    bar.close()
+    bar.close()
+
+    assert stream.getvalue() == "\r  [" + "#" * 15 + "-" * 15 + "]  50%      0 / 0 MB\n"
+
+
+def test_off_a_terminal_only_the_messages_are_written() -> None:
+    stream = io.StringIO()  # not a terminal
+    bar = ProgressBar(stream)
+
+    bar.message("joining")
+    bar.advance(1, 2)
+    bar.close()
+
+    assert stream.getvalue() == "nestor: joining\n" and bar.messages == 1
+
+
+def test_the_bar_follows_a_real_join(models_dir: Path, parts: Parts) -> None:
+    stream = io.StringIO()
+    bar = ProgressBar(stream, terminal=True)
+
+    ensure(models_dir, parts, bar.message, on_bytes=bar.advance)
+
+    lines = stream.getvalue().split("\n")
+    assert lines[0].startswith("nestor: preparing the embedded model")
+    assert lines[1].startswith("\r  [") and lines[1].endswith(" 100%      5 / 5 MB")
+    assert lines[2].startswith("nestor: embedded model ready in ") and lines[3] == ""
+
+
+# --- python -m nestor.providers.local.weights --------------------------------------------------
+
+
+@pytest.fixture
+def fake_bundled_model(monkeypatch: pytest.MonkeyPatch, parts: Parts) -> None:
+    """Make main() join the fake parts instead of the installed 1.1 GB model."""
+    real = weights.ensure_bundled_model
+
+    def ensure_fake(models_dir: Path, **kwargs: Callable[..., None] | None) -> Path:
+        return real(
+            models_dir, parts=parts.paths, expected_size=parts.size, expected_sha256=parts.sha256, **kwargs
+        )
+
+    monkeypatch.setattr(weights, "ensure_bundled_model", ensure_fake)
+
+
+@pytest.mark.usefixtures("fake_bundled_model")
+def test_main_joins_into_the_given_directory_then_finds_it_ready(
+    models_dir: Path, parts: Parts, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert weights.main([str(models_dir)]) == 0
+
+    joined = capsys.readouterr()
+    assert bundled_model_path(models_dir).read_bytes() == parts.joined
+    assert joined.out == "" and "nestor: preparing the embedded model" in joined.err
+    assert "nestor: embedded model ready in " in joined.err
+
+    assert weights.main([str(models_dir)]) == 0
+
+    assert capsys.readouterr().err == f"nestor: embedded model ready: {bundled_model_path(models_dir)}\n"
+
+
+@pytest.mark.usefixtures("fake_bundled_model")
+def test_main_uses_nestor_home_by_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("NESTOR_HOME", str(tmp_path / "nestor-home"))
+
+    assert weights.main([]) == 0
+
+    assert bundled_model_path(tmp_path / "nestor-home" / "models").is_file()
+    assert "ready" in capsys.readouterr().err
+
+
+@pytest.mark.usefixtures("fake_bundled_model")
+def test_main_reports_a_failure_with_its_hint(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+
+    assert weights.main([str(blocker / "models")]) == 1
+
+    err = capsys.readouterr().err
+    assert f"nestor: error: cannot prepare the embedded model in {blocker / 'models'}" in err
+    assert "nestor: hint: " in err and "NESTOR_HOME" in err
 
 
 # --- errors -------------------------------------------------------------------------------------

@@ -13,10 +13,13 @@ re-hashing a gigabyte; any other file is hashed again, and a file that fails is 
 rebuilt from the parts, never used. A lock file (``flock``) serialises concurrent processes.
 
 Everything here blocks (the first join takes seconds): call it from a worker thread.
+``python -m nestor.providers.local.weights`` does the join ahead of time, with a progress bar on
+a terminal (``make install`` runs it, so the first ``nestor`` run finds the model ready).
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import fcntl
 import hashlib
@@ -24,10 +27,12 @@ import importlib.util
 import io
 import json
 import os
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import TextIO
 
 from nestor.core.errors import ProviderError
 
@@ -41,6 +46,9 @@ _INSTALL_HINT = "pip install 'nestor[local]'"
 _REINSTALL_HINT = "pip install --force-reinstall 'nestor[local]'"
 _BUFFER_SIZE = 4 << 20
 _MARKER_VERSION = 1
+
+ByteProgress = Callable[[int, int], None]
+"""Receives ``(bytes done, bytes total)`` of a long copy or hash, after every 4 MB buffer."""
 
 
 def find_bundled_parts(package_names: Sequence[str] = PART_PACKAGES) -> list[Path]:
@@ -101,6 +109,7 @@ def ensure_bundled_model(
     expected_size: int = BUNDLED_SIZE,
     expected_sha256: str = BUNDLED_SHA256,
     on_progress: Callable[[str], None] | None = None,
+    on_bytes: ByteProgress | None = None,
 ) -> Path:
     """Return the verified bundled model file, joining it from its parts first if needed.
 
@@ -110,6 +119,8 @@ def ensure_bundled_model(
         expected_size: The joined file's size in bytes.
         expected_sha256: The joined file's sha256, hex.
         on_progress: Receives one-line human messages about slow steps (joining, verifying).
+        on_bytes: Receives ``(done, total)`` bytes as the join or the verification goes, for a
+            progress bar (:class:`ProgressBar`); each step starts after an ``on_progress`` message.
 
     Returns:
         ``models_dir / "<BUNDLED_MODEL_NAME>.gguf"``, whose size and sha256 match.
@@ -125,20 +136,21 @@ def ensure_bundled_model(
     if _marker_matches(target, marker, expected_size, expected_sha256):
         return target
     report = on_progress or _ignore
+    advance = on_bytes or _ignore_bytes
     try:
         models_dir.mkdir(parents=True, exist_ok=True)
         with _exclusive_lock(models_dir / f".{BUNDLED_MODEL_NAME}.lock", report):
             # Another process may have finished the job while this one waited for the lock.
             if _marker_matches(target, marker, expected_size, expected_sha256):
                 return target
-            if _existing_file_is_valid(target, expected_size, expected_sha256, report):
+            if _existing_file_is_valid(target, expected_size, expected_sha256, report, advance):
                 _write_marker(target, marker, expected_size, expected_sha256)
                 return target
             _remove_stale_temp_files(models_dir)
             part_files = list(parts) if parts is not None else find_bundled_parts()
             started = time.monotonic()
             report(f"preparing the embedded model ({_human_size(expected_size)}, once)...")
-            joined = _join_parts(part_files, models_dir, expected_size, expected_sha256)
+            joined = _join_parts(part_files, models_dir, expected_size, expected_sha256, advance)
             os.replace(joined, target)
             _write_marker(target, marker, expected_size, expected_sha256)
             report(f"embedded model ready in {time.monotonic() - started:.1f} s: {target}")
@@ -153,6 +165,10 @@ def ensure_bundled_model(
 
 def _ignore(message: str) -> None:
     del message
+
+
+def _ignore_bytes(done: int, total: int) -> None:
+    del done, total
 
 
 def _marker_path(target: Path) -> Path:
@@ -191,7 +207,9 @@ def _write_marker(target: Path, marker: Path, size: int, sha256: str) -> None:
         raise
 
 
-def _existing_file_is_valid(target: Path, size: int, sha256: str, report: Callable[[str], None]) -> bool:
+def _existing_file_is_valid(
+    target: Path, size: int, sha256: str, report: Callable[[str], None], advance: ByteProgress
+) -> bool:
     """Hash a file that has no valid marker; delete it if it is not the expected model."""
     try:
         actual_size = target.stat().st_size
@@ -200,7 +218,7 @@ def _existing_file_is_valid(target: Path, size: int, sha256: str, report: Callab
     if actual_size == size:
         report(f"verifying the embedded model ({_human_size(size)})...")
         with target.open("rb") as file:
-            if _sha256_of(file) == sha256:
+            if _sha256_of(file, size, advance) == sha256:
                 return True
     report(f"the embedded model at {target} is damaged or changed; rebuilding it from the installed parts")
     target.unlink(missing_ok=True)
@@ -208,15 +226,20 @@ def _existing_file_is_valid(target: Path, size: int, sha256: str, report: Callab
     return False
 
 
-def _sha256_of(file: io.BufferedReader) -> str:
+def _sha256_of(file: io.BufferedReader, size: int, advance: ByteProgress) -> str:
     digest = hashlib.sha256()
     buffer = memoryview(bytearray(_BUFFER_SIZE))
+    done = 0
     while count := file.readinto(buffer):
         digest.update(buffer[:count])
+        done += count
+        advance(done, size)
     return digest.hexdigest()
 
 
-def _join_parts(parts: Sequence[Path], models_dir: Path, size: int, sha256: str) -> Path:
+def _join_parts(
+    parts: Sequence[Path], models_dir: Path, size: int, sha256: str, advance: ByteProgress
+) -> Path:
     """Concatenate the parts into a new temporary file, hashing as it goes; return it if it matches."""
     _check_part_sizes(parts, size)
     fd, temp_name = tempfile.mkstemp(dir=models_dir, prefix=f".{BUNDLED_MODEL_NAME}.", suffix=".partial")
@@ -233,6 +256,7 @@ def _join_parts(parts: Sequence[Path], models_dir: Path, size: int, sha256: str)
                         digest.update(chunk)
                         out.write(chunk)
                         written += count
+                        advance(written, size)
             out.flush()
             # The marker will vouch for these bytes without reading them again: make them durable.
             os.fsync(out.fileno())
@@ -302,3 +326,97 @@ def _human_size(size: int) -> str:
     if size >= 1_000_000:
         return f"{size / 1e6:.0f} MB"
     return f"{size:,} bytes"
+
+
+class ProgressBar:
+    """Show :func:`ensure_bundled_model`'s messages, and on a terminal a bar for its byte progress.
+
+    Pass :meth:`message` as ``on_progress`` and :meth:`advance` as ``on_bytes``. Each message is a
+    line of its own; the bar is one line redrawn in place (a carriage return) when its percentage
+    changes, and ended by the next message or :meth:`close`. On a stream that is not a terminal (a
+    log, a pipe) only the messages are written.
+    """
+
+    def __init__(self, stream: TextIO, *, terminal: bool | None = None, prefix: str = "nestor: ") -> None:
+        self._stream = stream
+        self._terminal = _is_terminal(stream) if terminal is None else terminal
+        self._prefix = prefix
+        self._percent = -1  # the percentage drawn on the open bar line, -1 when none is open
+        self.messages = 0  # how many messages were shown
+
+    def message(self, text: str) -> None:
+        """Write one message on its own line (ending a bar in progress)."""
+        self.close()
+        self._stream.write(f"{self._prefix}{text}\n")
+        self._stream.flush()
+        self.messages += 1
+
+    def advance(self, done: int, total: int) -> None:
+        """Redraw the bar at ``done`` of ``total`` bytes, if its whole percentage changed."""
+        if not self._terminal or total <= 0:
+            return
+        percent = max(0, min(100, done * 100 // total))
+        if percent == self._percent:
+            return
+        self._percent = percent
+        filled = _BAR_WIDTH * percent // 100
+        bar = "#" * filled + "-" * (_BAR_WIDTH - filled)
+        self._stream.write(f"\r  [{bar}] {percent:3d}%  {done / 1e6:5.0f} / {total / 1e6:.0f} MB")
+        self._stream.flush()
+
+    def close(self) -> None:
+        """End the bar's line, if one is open."""
+        if self._percent >= 0:
+            self._stream.write("\n")
+            self._stream.flush()
+            self._percent = -1
+
+
+_BAR_WIDTH = 30
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # a replaced or closed stream
+        return False
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Prepare the bundled model now, showing progress on stderr; return the exit status.
+
+    ``python -m nestor.providers.local.weights [MODELS_DIR]``: ``make install`` runs it so the first
+    ``nestor`` run does not pay for the join. ``MODELS_DIR`` defaults to the one nestor uses,
+    ``$NESTOR_HOME/models`` (see :func:`nestor.config.resolve_data_dir`).
+
+    Returns:
+        0 when the model is ready, 1 when it cannot be prepared (the cause and hint on stderr).
+
+    """
+    parser = argparse.ArgumentParser(
+        prog="python -m nestor.providers.local.weights",
+        description="Join the embedded model's installed parts into nestor's models directory and verify it.",
+    )
+    parser.add_argument("models_dir", nargs="?", type=Path, help="default: $NESTOR_HOME/models")
+    models_dir: Path | None = parser.parse_args(argv).models_dir
+    if models_dir is None:
+        from nestor.config import resolve_data_dir
+
+        models_dir = resolve_data_dir() / "models"
+    progress = ProgressBar(sys.stderr)
+    try:
+        path = ensure_bundled_model(models_dir, on_progress=progress.message, on_bytes=progress.advance)
+    except ProviderError as error:
+        progress.message(f"error: {error.message}")
+        if error.hint:
+            progress.message(f"hint: {error.hint}")
+        return 1
+    finally:
+        progress.close()
+    if progress.messages == 0:
+        progress.message(f"embedded model ready: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
