@@ -786,7 +786,7 @@ class _HarnessHost:
             for result in results
         ]
 
-    async def ask(self, instructions: str, prompt: str, *, max_tokens: int) -> str | None:
+    async def ask(self, instructions: str, prompt: str, *, max_tokens: int, attempt: int = 0) -> str | None:
         agent = self._agent
         action = await agent._before_request(self._state)  # pyright: ignore[reportPrivateUsage]
         if isinstance(action, Stop):
@@ -799,6 +799,9 @@ class _HarnessHost:
             instruction_parts=[InstructionPart(content=instructions)],
         )
         settings: ModelSettings = {**(setup.model_settings or {}), "max_tokens": max_tokens}
+        if attempt:
+            settings["temperature"] = min(1.0, 0.4 + 0.2 * attempt)
+            settings["seed"] = attempt
         call = ModelCall(setup.model, settings, parameters, setup.retry, setup.sleep)
         response = await call.request(
             [ModelRequest(parts=[UserPromptPart(prompt)])],

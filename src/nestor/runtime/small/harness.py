@@ -83,8 +83,12 @@ class HarnessHost(Protocol):
         """Make ``calls`` as the agent's tool calls (in parallel) and return their outcomes."""
         ...
 
-    async def ask(self, instructions: str, prompt: str, *, max_tokens: int) -> str | None:
-        """One model request without tools; None when a budget stopped the run first."""
+    async def ask(self, instructions: str, prompt: str, *, max_tokens: int, attempt: int = 0) -> str | None:
+        """One model request without tools; None when a budget stopped the run first.
+
+        ``attempt`` > 0 asks again differently: sampled warmer, with another seed, so that a retry
+        of a deterministic small model does not repeat the same reply.
+        """
         ...
 
 
@@ -180,10 +184,10 @@ class SmallModelHarness:
         notes: list[str] = []
         changed: list[str] = []
         reply = ""
-        for _attempt in range(EDIT_ATTEMPTS):
+        for attempt in range(EDIT_ATTEMPTS):
             evidence = await self._change_evidence(host, intent, failure)
             request = _edit_request(prompt, evidence, failure, notes, tests_frozen=tests_frozen)
-            reply = await host.ask(prompts.EDIT, request, max_tokens=EDIT_MAX_TOKENS) or ""
+            reply = await host.ask(prompts.EDIT, request, max_tokens=EDIT_MAX_TOKENS, attempt=attempt) or ""
             if not reply:
                 return None
             blocks = parse_edit_blocks(reply)
@@ -222,7 +226,7 @@ class SmallModelHarness:
             source = self.reader.read_text(span.path) or ""
             original = span.text(source)
             request = _rewrite_request(prompt, span, original, tests, failure, notes)
-            reply = await host.ask(prompts.REWRITE, request, max_tokens=EDIT_MAX_TOKENS)
+            reply = await host.ask(prompts.REWRITE, request, max_tokens=EDIT_MAX_TOKENS, attempt=attempt)
             if reply is None:
                 return None
             rewritten = rewritten_function(reply, span, original)
