@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -50,6 +51,10 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
+def _interrupt(_signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main(
     argv: Sequence[str] | None = None, *, tasks_dir: Path = TASKS_DIR, repos_dir: Path = REPOS_DIR
 ) -> int:
@@ -61,6 +66,10 @@ def main(
         repos_dir: Where the tasks' repositories are.
 
     """
+    # A terminated eval (timeout, a closed terminal) stops like an interrupted one: the harness's
+    # process group is killed and what was measured is written, instead of orphaning the run.
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGHUP, _interrupt)
     try:
         options = _parser().parse_args(argv)
         tasks = _selected_tasks(options, tasks_dir, repos_dir)
