@@ -63,6 +63,7 @@ def test_an_absolute_path_builds_a_model_without_loading_it(tmp_path: Path) -> N
     assert engine.model_path == path
     assert engine.options.threads == 3
     assert engine.options.context_window == built.context_window
+    assert engine.options.prefix_cache_dir == tmp_path / "elsewhere" / "data" / "cache" / "llama-state"
     # The chat template and its special tokens come from the header.
     template = built.model.template
     assert (template.bos_token, template.eos_token) == (CHAT_TOKENS[0], CHAT_TOKENS[2])

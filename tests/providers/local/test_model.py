@@ -23,7 +23,7 @@ from pydantic_ai.models import ModelRequestParameters
 
 from nestor.providers.local.chat_format import ChatTemplate
 from nestor.providers.local.engine import Generated, PromptEvaluated, PromptTooLongError
-from nestor.providers.local.model import LocalModel, call_intent, starts_user_turn
+from nestor.providers.local.model import LocalModel, call_intent, starts_user_turn, system_turn_length
 from tests.providers.local.tools import GREP, QWEN_TEMPLATE
 
 PARAMETERS = ModelRequestParameters(
@@ -36,6 +36,7 @@ class Call:
     prompt: str
     json_schema: dict[str, Any] | None
     temperature: float
+    stable_prefix: int = 0
 
 
 @dataclass
@@ -56,8 +57,9 @@ class ScriptedEngine:
         json_schema: dict[str, Any] | None = None,
         top_p: float = 0.9,
         seed: int | None = None,
+        stable_prefix: int = 0,
     ) -> AsyncIterator[str | PromptEvaluated | Generated]:
-        self.calls.append(Call(prompt, json_schema, temperature))
+        self.calls.append(Call(prompt, json_schema, temperature, stable_prefix))
         if self.too_long:
             raise PromptTooLongError(20_000, 16_384)
         pieces = self.phases.pop(0)
@@ -168,6 +170,77 @@ async def test_call_first_answers_a_new_prompt_with_a_call_but_not_tool_results(
     _, answer = await collect(model_on(engine, call_first=True), history)
     assert text_of(answer) == "It is in calc.py." and engine.calls[0].json_schema is None
     assert "<tool_response>\ncalc.py:1: def add\n</tool_response>" in engine.calls[0].prompt
+
+
+async def test_every_generation_names_the_system_turn_as_the_stable_prefix() -> None:
+    engine = ScriptedEngine(
+        [["Let me look.\n", "<tool_call>"], ['{"name": "grep", "arguments": {"pattern": "add"}}'], [""]]
+    )
+    _, response = await collect(model_on(engine), ask())
+
+    first = engine.calls[0]
+    system_turn = first.prompt[: first.stable_prefix]
+    assert system_turn.startswith("<|im_start|>system\nBe brief.\n\n# Tools")
+    assert '"name": "grep"' in system_turn and "</tools>" in system_turn
+    assert system_turn.endswith("<|im_end|>\n") and system_turn.count("<|im_end|>") == 1
+    assert first.prompt[first.stable_prefix :].startswith("<|im_start|>user\n")
+    # The grammar phase and the one after it extend the prompt; the prefix stays.
+    assert [call.stable_prefix for call in engine.calls] == [first.stable_prefix] * 3
+    assert all(call.prompt.startswith(system_turn) for call in engine.calls)
+
+    history = [
+        *ask(),
+        response,
+        ModelRequest(parts=[ToolReturnPart("grep", "calc.py:1", tool_call_id=calls_id(response))]),
+    ]
+    engine = ScriptedEngine([["Found."]])
+    await collect(model_on(engine), history)
+    assert engine.calls[0].prompt[: engine.calls[0].stable_prefix] == system_turn  # the next turn too
+
+
+async def test_a_call_continues_the_prompt_as_the_template_renders_it_in_the_history() -> None:
+    engine = ScriptedEngine([['{"arguments": {"pattern": "add"}, "name": "grep"}'], [""]])
+    _, response = await collect(model_on(engine, call_first=True), ask())
+
+    after_call = engine.calls[1].prompt
+    assert after_call.endswith('<tool_call>\n{"name": "grep", "arguments": {"pattern": "add"}}\n</tool_call>')
+    history = [
+        *ask(),
+        response,
+        ModelRequest(parts=[ToolReturnPart("grep", "calc.py:1", tool_call_id=calls_id(response))]),
+    ]
+    engine = ScriptedEngine([["Found."]])
+    await collect(model_on(engine), history)
+    assert engine.calls[0].prompt.startswith(after_call)  # what was evaluated is kept
+
+
+def test_system_turn_length_is_what_the_template_renders_for_the_system_message_alone() -> None:
+    template = ChatTemplate(QWEN_TEMPLATE, eos_token="<|im_end|>")
+    chat = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}]
+    prompt = template.render(chat, None)
+    assert prompt[: system_turn_length(template, chat, None, prompt)] == (
+        "<|im_start|>system\nBe brief.<|im_end|>\n"
+    )
+    # No system message (nestor always sends one): no prefix, whatever the template prints.
+    user_only = chat[1:]
+    assert system_turn_length(template, user_only, None, template.render(user_only, None)) == 0
+
+
+def test_no_stable_prefix_when_the_template_cannot_render_the_system_turn_alone() -> None:
+    chat = [{"role": "system", "content": "S"}, {"role": "user", "content": "hi"}]
+    refuses = ChatTemplate(
+        "{% if messages|length < 2 %}{{ raise_exception('a user turn is needed') }}{% endif %}"
+        "{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}"
+    )
+    assert system_turn_length(refuses, chat, None, refuses.render(chat)) == 0
+    # The last message is rendered differently: the system turn alone is not the prompt's start.
+    marks_last = ChatTemplate(
+        "{% for m in messages %}{% if loop.last %}!{% endif %}{{ m.content }}{% endfor %}"
+    )
+    assert system_turn_length(marks_last, chat, None, marks_last.render(chat)) == 0
+    # A system turn that is the whole prompt leaves nothing to generate from: no prefix either.
+    plain = ChatTemplate("{% for m in messages %}{{ m.content }}{% endfor %}")
+    assert system_turn_length(plain, chat[:1], None, plain.render(chat[:1])) == 0
 
 
 def calls_id(response: ModelResponse) -> str:

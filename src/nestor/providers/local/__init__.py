@@ -7,6 +7,8 @@
 - :mod:`nestor.providers.local.weights` — finds the bundled model's installed parts, joins them
   once into the models directory, verifies size and sha256, and reuses the file after.
 - :mod:`nestor.providers.local.engine` — llama.cpp on one worker thread, streaming tokens.
+- :mod:`nestor.providers.local.prefix_cache` — the evaluated system turn saved on disk, so a new run
+  loads it instead of evaluating thousands of tokens again.
 - :mod:`nestor.providers.local.model` — the pydantic-ai ``Model``: renders the prompt, finds tool
   calls in any of the three forms small models write, and generates them under a grammar.
 - :mod:`nestor.providers.local.chat_format` — pydantic-ai messages to the model's chat template.

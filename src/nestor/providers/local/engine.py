@@ -5,6 +5,12 @@ makes a conversation fast: each request only evaluates the tokens added since th
 engine owns one ``Llama`` and runs every request on its single worker thread, in order. Tokens are
 handed to the event loop as they come; cancelling the consumer stops generation at the next token.
 
+A request may name the start of its prompt that recurs from run to run (the system turn: the
+instructions and tool schemas). The first time the engine meets such a prefix it evaluates it alone
+and saves its KV cells to :mod:`~nestor.providers.local.prefix_cache`; a later process (or this
+one, after another prompt filled the context) loads them instead of evaluating thousands of
+tokens again. The rest of the prompt is evaluated on top, as after any kept prefix.
+
 ``OMP_WAIT_POLICY=PASSIVE`` is set (unless the user set it) before llama.cpp is loaded: with the
 default busy-waiting, two threads next to another busy process collapse from ~15 to ~3 tokens/s.
 """
@@ -12,18 +18,21 @@ default busy-waiting, two threads next to another busy process collapse from ~15
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ctypes
 import json
 import logging
 import os
 import threading
+import time
 from collections.abc import AsyncIterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from nestor.core.errors import ProviderError
+from nestor.providers.local.prefix_cache import PrefixCache, model_identity, prefix_key
 
 if TYPE_CHECKING:
     from llama_cpp import Llama, LlamaGrammar
@@ -52,9 +61,17 @@ class Generated:
 
 @dataclass(frozen=True, slots=True)
 class PromptEvaluated:
-    """The first item of every generation: the prompt fits, and its size in tokens."""
+    """The first item of every generation: the prompt fits, and its size in tokens.
+
+    Attributes:
+        prompt_tokens: Tokens of the prompt.
+        reused_tokens: Of those, the tokens this request does not evaluate: kept in the context
+            from the previous request, or loaded from the prefix cache.
+
+    """
 
     prompt_tokens: int
+    reused_tokens: int = 0
 
 
 class PromptTooLongError(Exception):
@@ -76,12 +93,36 @@ class EngineOptions:
         context_window: Tokens of context (llama.cpp's ``n_ctx``).
         threads: CPU threads for generation and prompt evaluation.
         seed: Sampling seed, for reproducible runs.
+        prefix_cache_dir: Where the evaluated state of stable prompt prefixes is kept between
+            runs (see :mod:`~nestor.providers.local.prefix_cache`); None keeps nothing.
 
     """
 
     context_window: int
     threads: int
     seed: int = 0
+    prefix_cache_dir: Path | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PrefixUse:
+    """What a request did with its stable prefix (benchmarks and tests read it).
+
+    Attributes:
+        tokens: The prefix's tokens.
+        source: ``context`` (already evaluated there), ``disk`` (loaded from the prefix cache) or
+            ``evaluated`` (then saved to the cache).
+        seconds: Time spent loading or evaluating it (0 when the context held it).
+        saved_bytes: The size of the state file written (0 when none was).
+        save_seconds: Time spent reading the state out of llama.cpp and writing the file.
+
+    """
+
+    tokens: int
+    source: Literal["context", "disk", "evaluated"]
+    seconds: float = 0.0
+    saved_bytes: int = 0
+    save_seconds: float = 0.0
 
 
 class TextEngine(Protocol):
@@ -97,6 +138,7 @@ class TextEngine(Protocol):
         json_schema: dict[str, Any] | None = None,
         top_p: float = 0.9,
         seed: int | None = None,
+        stable_prefix: int = 0,
     ) -> AsyncIterator[str | PromptEvaluated | Generated]:
         """See :meth:`LlamaEngine.generate`."""
         ...
@@ -122,6 +164,12 @@ class LlamaEngine:
         # cancelled request stops mid-prompt instead of evaluating a long prompt to the end.
         self._current_cancel: threading.Event | None = None
         self._abort_callback: Any = None  # kept alive: llama.cpp holds only a C pointer to it
+        self._prefix_cache = (
+            PrefixCache(options.prefix_cache_dir) if options.prefix_cache_dir is not None else None
+        )
+        self._model_identity = ""  # taken when the model is loaded: the file the state belongs to
+        self.last_prefix: PrefixUse | None = None
+        """What the last request with a stable prefix did with it."""
 
     async def generate(
         self,
@@ -133,6 +181,7 @@ class LlamaEngine:
         json_schema: dict[str, Any] | None = None,
         top_p: float = 0.9,
         seed: int | None = None,
+        stable_prefix: int = 0,
     ) -> AsyncIterator[str | PromptEvaluated | Generated]:
         """Generate from ``prompt``.
 
@@ -147,6 +196,9 @@ class LlamaEngine:
             json_schema: Constrain the output to JSON of this schema (a llama.cpp grammar).
             top_p: Nucleus sampling.
             seed: Overrides the engine's seed for this request.
+            stable_prefix: How many leading characters of ``prompt`` recur from run to run (the
+                system turn). Their evaluated state is loaded from the prefix cache when the
+                context does not already hold them, or evaluated and saved there; 0 for none.
 
         Raises:
             PromptTooLongError: The prompt does not fit the context window.
@@ -171,6 +223,7 @@ class LlamaEngine:
                         json_schema=json_schema,
                         top_p=top_p,
                         seed=self.options.seed if seed is None else seed,
+                        stable_prefix=stable_prefix,
                         emit=put,
                         cancelled=cancelled,
                     )
@@ -222,22 +275,30 @@ class LlamaEngine:
         json_schema: dict[str, Any] | None,
         top_p: float,
         seed: int,
+        stable_prefix: int,
         emit: Any,
         cancelled: threading.Event,
     ) -> Generated:
         llama = self._load()
         self._current_cancel = cancelled
-        prompt_tokens = len(llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True))
-        room = self.options.context_window - prompt_tokens
+        tokens = _tokenize(llama, prompt)
+        room = self.options.context_window - len(tokens)
         if room < 16:
-            raise PromptTooLongError(prompt_tokens, self.options.context_window)
-        emit(PromptEvaluated(prompt_tokens))
+            raise PromptTooLongError(len(tokens), self.options.context_window)
+        evaluated = 0
+        if 0 < stable_prefix < len(prompt) and self._prefix_cache is not None and self._model_identity:
+            prefix = _tokenize(llama, prompt[:stable_prefix])
+            evaluated = self._use_prefix(llama, self._prefix_cache, tokens, prefix)
+        # What llama-cpp-python's generate keeps of the context: the longest common prefix, less
+        # the last prompt token when the whole prompt is there (its logits are needed again).
+        reused = min(_common_prefix(llama, tokens), len(tokens) - 1) - evaluated
+        emit(PromptEvaluated(len(tokens), reused))
         grammar = self._grammar(json_schema) if json_schema is not None else None
         pieces: list[str] = []
         finish_reason = "stop"
         completion_tokens = 0
         stream = llama.create_completion(
-            prompt,
+            tokens,  # a token list: tokenized once, with at most one BOS
             max_tokens=min(max_tokens, room),
             temperature=temperature,
             top_p=top_p,
@@ -258,7 +319,51 @@ class LlamaEngine:
             if cancelled.is_set():
                 finish_reason = "cancelled"
                 break
-        return Generated("".join(pieces), prompt_tokens, completion_tokens, finish_reason)
+        return Generated("".join(pieces), len(tokens), completion_tokens, finish_reason)
+
+    def _use_prefix(self, llama: Llama, cache: PrefixCache, tokens: list[int], prefix: list[int]) -> int:
+        """Make the context hold ``prefix``: as it is, loaded from the cache, or evaluated and saved.
+
+        Returns:
+            How many tokens it evaluated.
+
+        """
+        if not prefix or len(prefix) >= len(tokens) or tokens[: len(prefix)] != prefix:
+            # The prefix does not tokenize as the start of the prompt: no state of it can serve.
+            return 0
+        held = _common_prefix(llama, prefix)
+        if held == len(prefix):
+            self.last_prefix = PrefixUse(len(prefix), "context")
+            return 0
+        key = prefix_key(
+            model=self._model_identity,
+            context_window=self.options.context_window,
+            engine_version=_engine_version(),
+            tokens=prefix,
+        )
+        started = time.perf_counter()
+        state = cache.load(key, prefix)
+        if state is not None:
+            if _restore(llama, prefix, state):
+                self.last_prefix = PrefixUse(len(prefix), "disk", time.perf_counter() - started)
+                return 0
+            cache.discard(key)
+        # Evaluated alone, on top of what the context already holds of it; the request then
+        # evaluates only the rest of its prompt.
+        started = time.perf_counter()
+        llama.n_tokens = held
+        llama.eval(prefix[held:])
+        evaluated_at = time.perf_counter()
+        state = _snapshot(llama)
+        saved_bytes = cache.store(key, prefix, state) if state is not None else 0
+        self.last_prefix = PrefixUse(
+            len(prefix),
+            "evaluated",
+            evaluated_at - started,
+            saved_bytes=saved_bytes,
+            save_seconds=time.perf_counter() - evaluated_at,
+        )
+        return len(prefix) - held
 
     def _load(self) -> Llama:
         if self._llama is not None:
@@ -284,6 +389,8 @@ class LlamaEngine:
                 f"cannot load the local model {self.model_path}: {exc}",
                 hint="check that the file is a complete GGUF model that llama.cpp supports",
             ) from None
+        with contextlib.suppress(OSError):
+            self._model_identity = model_identity(self.model_path)
         self._install_abort_callback(self._llama)
         # After loading, llama.cpp's remaining error lines are about aborted requests, which
         # nestor reports itself; they would only garble the terminal.
@@ -307,6 +414,69 @@ class LlamaEngine:
         key = json.dumps(json_schema, sort_keys=True)
         grammar = self._grammars.get(key)
         if grammar is None:
-            grammar = LlamaGrammar.from_json_schema(key, verbose=False)
+            # Unsorted: the grammar writes properties in the schema's order, so a call's name comes
+            # before its arguments, as the model learnt calls and its chat template renders them.
+            grammar = LlamaGrammar.from_json_schema(json.dumps(json_schema), verbose=False)
             self._grammars[key] = grammar
         return grammar
+
+
+def _tokenize(llama: Llama, text: str) -> list[int]:
+    """``text``'s tokens as llama-cpp-python would prompt them: BOS when the model wants one, once."""
+    tokens = llama.tokenize(text.encode("utf-8"), add_bos=True, special=True)
+    bos = llama.token_bos()
+    if len(tokens) >= 2 and tokens[0] == tokens[1] == bos:
+        del tokens[0]  # the chat template printed the BOS itself
+    return tokens
+
+
+def _common_prefix(llama: Llama, tokens: Sequence[int]) -> int:
+    """How many of ``tokens`` the context holds already, from the start."""
+    import numpy as np
+
+    held = llama.input_ids[: llama.n_tokens]
+    length = min(len(held), len(tokens))
+    differ = np.flatnonzero(held[:length] != np.asarray(tokens[:length], dtype=held.dtype))
+    return int(differ[0]) if differ.size else length
+
+
+def _snapshot(llama: Llama) -> bytearray | None:
+    """The KV cells of sequence 0 (the only one), as llama.cpp serialises them; None if it cannot."""
+    import llama_cpp
+
+    sequence = llama_cpp.llama_seq_id(0)
+    size = llama_cpp.llama_state_seq_get_size(llama.ctx, sequence)
+    if size <= 0:
+        return None
+    state = bytearray(size)
+    buffer = (ctypes.c_uint8 * size).from_buffer(state)
+    written = llama_cpp.llama_state_seq_get_data(llama.ctx, buffer, size, sequence)
+    del buffer  # releases the export, so the bytearray may shrink
+    if written <= 0:
+        return None
+    del state[written:]
+    return state
+
+
+def _restore(llama: Llama, prefix: list[int], state: bytearray) -> bool:
+    """Replace the context with ``state``, the saved cells of ``prefix``; False if llama.cpp refuses it."""
+    import llama_cpp
+
+    memory = llama_cpp.llama_get_memory(llama.ctx)
+    llama.n_tokens = 0
+    if memory is not None:
+        llama_cpp.llama_memory_clear(memory, True)
+    buffer = (ctypes.c_uint8 * len(state)).from_buffer(state)
+    if llama_cpp.llama_state_seq_set_data(llama.ctx, buffer, len(state), llama_cpp.llama_seq_id(0)) == 0:
+        if memory is not None:
+            llama_cpp.llama_memory_clear(memory, True)
+        return False
+    llama.input_ids[: len(prefix)] = prefix
+    llama.n_tokens = len(prefix)
+    return True
+
+
+def _engine_version() -> str:
+    import llama_cpp
+
+    return str(llama_cpp.__version__)

@@ -4,7 +4,8 @@
 ``local:qwen2.5-coder-1.5b-instruct-q4_k_m`` (what ``local`` alone means) is the embedded model,
 joined from its PyPI packages into ``<data dir>/models`` on first use and checked by size and
 hash. The GGUF's header gives the chat template, the trained context length and the parameter
-count; nothing is loaded into memory until the first request.
+count; nothing is loaded into memory until the first request. The engine keeps the evaluated
+system turns of its prompts in ``<data dir>/cache/llama-state`` for the next runs.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from nestor.providers.local.model import LocalModel
 from nestor.providers.local.weights import BUNDLED_MODEL_NAME, ensure_bundled_model
 
 DEFAULT_LOCAL_CONTEXT_WINDOW = 16_384
+PREFIX_CACHE_DIR = Path("cache") / "llama-state"
+"""Where, inside the data directory, the engine keeps evaluated prompt prefixes between runs."""
 # Models up to this size get the compact prompt and tool set: they lose the thread in long
 # instructions and mix up similar tools, and every prompt token costs time on a CPU.
 COMPACT_MAX_PARAMETERS = 4_000_000_000
@@ -61,7 +64,8 @@ def build_local_model(
 
     Args:
         model_name: The bundled model's name, or a path to a ``.gguf`` file.
-        data_dir: nestor's data directory (the bundled model goes to its ``models`` folder).
+        data_dir: nestor's data directory (the bundled model goes to its ``models`` folder, the
+            evaluated system prompts to ``cache/llama-state``).
         project_root: Where relative paths start.
         context_window: Tokens of context; None takes 16384, capped by the model's training.
         threads: CPU threads; None takes every core.
@@ -94,7 +98,12 @@ def build_local_model(
     window = context_window or DEFAULT_LOCAL_CONTEXT_WINDOW
     if info.context_length:
         window = min(window, info.context_length)
-    engine = LlamaEngine(path, EngineOptions(context_window=window, threads=threads or os.cpu_count() or 1))
+    options = EngineOptions(
+        context_window=window,
+        threads=threads or os.cpu_count() or 1,
+        prefix_cache_dir=data_dir / PREFIX_CACHE_DIR,
+    )
+    engine = LlamaEngine(path, options)
     template = ChatTemplate(
         info.chat_template, bos_token=info.bos_token or "", eos_token=info.eos_token or ""
     )

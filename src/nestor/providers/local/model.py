@@ -7,6 +7,11 @@ streams: when one appears, generation stops there and the call itself is generat
 grammar built from the tools' JSON schemas, so its name and arguments are always well formed;
 then generation goes on (another call, or the end of the turn). Fenced and bare JSON calls are
 recognised at the end of the turn. The user sees the text as it streams, without the calls.
+
+Every generation of a response extends the previous one's prompt, so the engine evaluates only
+what was added. The system turn (instructions and tools) is also named to the engine as the
+prompt's stable prefix, which it keeps on disk for the next run (see
+:mod:`~nestor.providers.local.prefix_cache`).
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.usage import RequestUsage
 
+from nestor.core.errors import ProviderError
 from nestor.providers.local.chat_format import ChatTemplate, to_chat_messages, tools_for_template
 from nestor.providers.local.engine import Generated, PromptEvaluated, PromptTooLongError, TextEngine
 from nestor.providers.local.tool_calls import call_json_schema, parse_tool_calls
@@ -113,16 +119,15 @@ class LocalModel(Model):
         settings: dict[str, Any] = dict(model_settings or {})
         tools = list(model_request_parameters.function_tools)
         instructions = InstructionPart.join(list(model_request_parameters.instruction_parts or []))
-        prompt = self.template.render(
-            to_chat_messages(messages, instructions or None),
-            tools_for_template(tools) if tools else None,
-            add_generation_prompt=True,
-        )
+        chat = to_chat_messages(messages, instructions or None)
+        template_tools = tools_for_template(tools) if tools else None
+        prompt = self.template.render(chat, template_tools, add_generation_prompt=True)
         yield LocalStreamedResponse(
             model_request_parameters=model_request_parameters,
             _model_name=self._name,
             _engine=self.engine,
             _prompt=prompt,
+            _stable_prefix=system_turn_length(self.template, chat, template_tools, prompt),
             _tool_names=frozenset(tool.name for tool in tools),
             _call_schema=call_json_schema(tools) if tools else None,
             _max_tokens=int(settings.get("max_tokens") or DEFAULT_MAX_TOKENS),
@@ -130,6 +135,41 @@ class LocalModel(Model):
             _seed=settings.get("seed"),
             _call_first=self.call_first and bool(tools) and starts_user_turn(messages),
         )
+
+
+def system_turn_length(
+    template: ChatTemplate,
+    chat: Sequence[dict[str, Any]],
+    tools: Sequence[dict[str, Any]] | None,
+    prompt: str,
+) -> int:
+    """How many characters of ``prompt`` (``chat`` rendered) are its system turn, tools included.
+
+    The template renders the system message alone, with the tools; when the prompt starts with
+    that text, its length is the answer. Without a system message, or with a template that fails
+    on a lone system message or renders it differently within a conversation, it is 0: the
+    prompt has no prefix the engine can keep between runs.
+    """
+    if not chat or chat[0].get("role") != "system":
+        return 0
+    try:
+        system_turn = template.render(chat[:1], tools, add_generation_prompt=False)
+    except ProviderError:
+        return 0
+    if system_turn and len(system_turn) < len(prompt) and prompt.startswith(system_turn):
+        return len(system_turn)
+    return 0
+
+
+def _call_text(call: dict[str, Any]) -> str:
+    """A generated call as Qwen-style chat templates render it in the history: name, then arguments.
+
+    The prompt of the response's next generation and that of the next request then start alike,
+    so the engine keeps the call evaluated instead of evaluating the conversation from there again.
+    """
+    return json.dumps(
+        {"name": call.get("name", ""), "arguments": call.get("arguments") or {}}, ensure_ascii=False
+    )
 
 
 def starts_user_turn(messages: Sequence[ModelMessage]) -> bool:
@@ -175,6 +215,7 @@ class LocalStreamedResponse(StreamedResponse):
     _model_name: str
     _engine: TextEngine
     _prompt: str
+    _stable_prefix: int
     _tool_names: frozenset[str]
     _call_schema: dict[str, Any] | None
     _max_tokens: int
@@ -199,7 +240,7 @@ class LocalStreamedResponse(StreamedResponse):
                 call = await self._generate_call(prompt)
                 calls += 1
                 yield self._call_event(calls, call)
-                prompt += json.dumps(call, ensure_ascii=False) + "\n</tool_call>"
+                prompt += _call_text(call) + "\n</tool_call>"
                 continue
             phase_text, fed, call_at = "", 0, None
             async for item in self._generate(prompt, budget):
@@ -259,6 +300,7 @@ class LocalStreamedResponse(StreamedResponse):
                 temperature=self._temperature,
                 json_schema=json_schema,
                 seed=self._seed,
+                stable_prefix=self._stable_prefix,
             ):
                 if isinstance(item, PromptEvaluated):
                     # Later prompts of this response only add what it generated: not input.
