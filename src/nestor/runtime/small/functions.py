@@ -10,6 +10,7 @@ the model's function out of its reply, and re-indents it to fit where the old on
 from __future__ import annotations
 
 import ast
+import builtins
 import re
 import textwrap
 from dataclasses import dataclass
@@ -52,16 +53,41 @@ def functions_named(path: str, source: str, names: set[str]) -> list[FunctionSpa
 
 def function_at(path: str, source: str, line: int) -> FunctionSpan | None:
     """The innermost function or method around ``line`` of ``source``."""
+    node = _innermost_function(source, line)
+    if node is None:
+        return None
+    return FunctionSpan(path, node.name, node.lineno, node.end_lineno or node.lineno)
+
+
+def called_names(source: str, line: int) -> list[str]:
+    """The functions and classes the function around ``line`` calls (builtins and asserts left out)."""
+    node = _innermost_function(source, line)
+    if node is None:
+        return []
+    names: list[str] = []
+    for call in ast.walk(node):
+        if isinstance(call, ast.Call):
+            function = call.func
+            name = function.attr if isinstance(function, ast.Attribute) else getattr(function, "id", "")
+            if name and name not in _BUILTIN_NAMES and not name.startswith("assert"):
+                names.append(name)
+    return names
+
+
+_BUILTIN_NAMES = frozenset(dir(builtins)) | {"raises", "approx", "fixture", "mark", "parametrize", "skip"}
+
+
+def _innermost_function(source: str, line: int) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return None
-    best: FunctionSpan | None = None
+    best: ast.FunctionDef | ast.AsyncFunctionDef | None = None
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             end = node.end_lineno or node.lineno
-            if node.lineno <= line <= end and (best is None or node.lineno >= best.start):
-                best = FunctionSpan(path, node.name, node.lineno, end)
+            if node.lineno <= line <= end and (best is None or node.lineno >= best.lineno):
+                best = node
     return best
 
 

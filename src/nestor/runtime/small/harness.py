@@ -21,8 +21,6 @@ permissions, events and the stored session see them as usual.
 
 from __future__ import annotations
 
-import ast
-import builtins
 import re
 import textwrap
 from collections.abc import Callable, Iterable, Sequence
@@ -32,7 +30,13 @@ from typing import Protocol
 
 from nestor.runtime.small import prompts
 from nestor.runtime.small.edit_blocks import EditBlock, locate, parse_edit_blocks
-from nestor.runtime.small.functions import FunctionSpan, function_at, functions_named, rewritten_function
+from nestor.runtime.small.functions import (
+    FunctionSpan,
+    called_names,
+    function_at,
+    functions_named,
+    rewritten_function,
+)
 from nestor.runtime.small.intent import Intent, SearchTerm, read_intent
 from nestor.runtime.small.project import project_card, project_files, runnable_test_command
 from nestor.runtime.small.reader import ProjectReader
@@ -471,33 +475,6 @@ def _is_test_path(path: str) -> bool:
     return (
         name.startswith("test_") or name.endswith("_test.py") or "tests/" in path or path.startswith("test/")
     )
-
-
-def called_names(source: str, line: int) -> list[str]:
-    """The functions and classes the Python function around ``line`` calls (builtins and asserts left out)."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return []
-    enclosing = [
-        node
-        for node in ast.walk(tree)
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
-        and node.lineno <= line <= (node.end_lineno or 0)
-    ]
-    if not enclosing:
-        return []
-    names: list[str] = []
-    for node in ast.walk(enclosing[-1]):
-        if isinstance(node, ast.Call):
-            function = node.func
-            name = function.attr if isinstance(function, ast.Attribute) else getattr(function, "id", "")
-            if name and name not in _BUILTIN_NAMES and not name.startswith("assert"):
-                names.append(name)
-    return names
-
-
-_BUILTIN_NAMES = frozenset(dir(builtins)) | {"raises", "approx", "fixture", "mark", "parametrize", "skip"}
 
 
 def _traceback_locations(output: str) -> list[tuple[str, int]]:
