@@ -112,20 +112,23 @@ async def test_a_failing_test_is_fixed_by_rewriting_the_function_it_calls(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = _calc_project(tmp_path / "project", monkeypatch)
-    seen: list[list[ModelMessage]] = []
     wrong = "```python\ndef add(a, b):\n    return a * b\n```"
     right = '```python\ndef add(a, b):\n    """Add two numbers."""\n    return a + b\n```'
-    agent = _coder(Harness(root), scripted([wrong, right], requests=seen), root)
+    model = ScriptedModel([reply(wrong), reply(right)])
+    agent = _coder(Harness(root), model, root)
 
     result = await agent.run("test_add in tests/test_calc.py fails. Fix the code.")
 
     assert (root / "calc.py").read_text() == CALC.replace("a - b", "a + b")
     assert (root / "tests" / "test_calc.py").read_text() == TEST_CALC
     assert "Changed calc.py" in result.text and "pass" in result.text, result.text
-    first, second = _prompt_of(seen[0]), _prompt_of(seen[1])
+    first, second = (_prompt_of(request.messages) for request in model.requests)
     # The function under test, the failing test and its output; then the failed try, undone.
     assert "return a - b" in first and "assert add(2, 3) == 5" in first and "test-output" in first
     assert "did not make the tests pass" in second and "return a - b" in second
+    # The retry is sampled differently: a deterministic small model would repeat itself.
+    retry_settings = model.requests[1].info.model_settings or {}
+    assert retry_settings.get("seed") == 1 and retry_settings.get("temperature", 0) > 0.4
 
 
 async def test_other_changes_come_as_edit_blocks_matched_to_the_file_shown(
