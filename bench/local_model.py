@@ -50,6 +50,7 @@ from nestor.providers.local.chat_format import ChatTemplate
 from nestor.providers.local.engine import (
     EngineOptions,
     Generated,
+    InfillMarkers,
     LlamaEngine,
     PrefixUse,
     PromptEvaluated,
@@ -236,6 +237,9 @@ class TimedEngine:
                 self.prompts.append(item)
                 self.prefixes.append(self.engine.last_prefix)  # set before the prompt is reported
             yield item
+
+    async def infill_markers(self) -> InfillMarkers | None:
+        return await self.engine.infill_markers()
 
 
 def coder_parameters(project: Path) -> ModelRequestParameters:

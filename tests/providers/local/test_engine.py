@@ -31,7 +31,13 @@ from pydantic_ai.models import ModelRequestParameters
 
 from nestor.core.errors import ProviderError
 from nestor.providers.local.chat_format import ChatTemplate, tools_for_template
-from nestor.providers.local.engine import EngineOptions, Generated, LlamaEngine, PromptEvaluated
+from nestor.providers.local.engine import (
+    EngineOptions,
+    Generated,
+    InfillMarkers,
+    LlamaEngine,
+    PromptEvaluated,
+)
 from nestor.providers.local.model import LocalModel
 from nestor.providers.local.prefix_cache import PrefixCache
 from nestor.providers.local.weights import ensure_bundled_model, find_bundled_parts
@@ -206,6 +212,9 @@ class Recording:
                 self.prompts.append(item)
             yield item
 
+    async def infill_markers(self) -> InfillMarkers | None:
+        return await self.engine.infill_markers()
+
 
 async def test_tool_call_phases_and_the_next_turn_evaluate_only_what_they_add(
     model_path: Path, tmp_path: Path
@@ -245,3 +254,27 @@ async def test_tool_call_phases_and_the_next_turn_evaluate_only_what_they_add(
     next_request = recording.prompts[len(first_request)]
     assert next_request.reused_tokens >= first_request[-1].prompt_tokens
     assert next_request.prompt_tokens - next_request.reused_tokens < 40
+
+
+LOW_STOCK = """class Inventory:
+    def __init__(self, items):
+        self._items = items
+
+    def low_stock(self, threshold=5):
+        \"\"\"Items whose quantity is at or below ``threshold``, the emptiest first.\"\"\"
+"""
+
+
+async def test_the_embedded_model_fills_in_a_cut_statement(model_path: Path) -> None:
+    engine = engine_on(model_path, None)
+    model = LocalModel(engine, TEMPLATE, name="qwen")
+    response = await model.infill(
+        LOW_STOCK, "        return sorted(low, key=lambda item: item.quantity)\n", max_tokens=40
+    )
+    engine.close()
+
+    # llama.cpp finds Qwen2.5-Coder's fill-in-the-middle tokens, and the middle it writes uses them.
+    assert response is not None
+    middle = response.parts[0].content  # pyright: ignore[reportAttributeAccessIssue]
+    assert "low = " in middle and "threshold" in middle, middle
+    assert response.usage.input_tokens > 40 and response.usage.output_tokens > 5

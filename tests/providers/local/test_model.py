@@ -22,7 +22,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.models import ModelRequestParameters
 
 from nestor.providers.local.chat_format import ChatTemplate
-from nestor.providers.local.engine import Generated, PromptEvaluated, PromptTooLongError
+from nestor.providers.local.engine import Generated, InfillMarkers, PromptEvaluated, PromptTooLongError
 from nestor.providers.local.model import LocalModel, call_intent, starts_user_turn, system_turn_length
 from tests.providers.local.tools import GREP, QWEN_TEMPLATE
 
@@ -46,6 +46,10 @@ class ScriptedEngine:
     phases: list[list[str]]
     calls: list[Call] = field(default_factory=list[Call])
     too_long: bool = False
+    markers: InfillMarkers | None = None
+
+    async def infill_markers(self) -> InfillMarkers | None:
+        return self.markers
 
     async def generate(
         self,
@@ -276,3 +280,32 @@ def test_starts_user_turn() -> None:
     tool_result = ModelRequest(parts=[ToolReturnPart("grep", "x", tool_call_id="c")])
     assert not starts_user_turn([*ask(), ModelResponse(parts=[TextPart("a")]), tool_result])
     assert not starts_user_turn([])
+
+
+QWEN_MARKERS = InfillMarkers("<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>")
+
+
+async def test_infill_prompts_with_the_models_markers_and_counts_usage() -> None:
+    engine = ScriptedEngine([["    return a ", "+ b\n"]], markers=QWEN_MARKERS)
+    response = await model_on(engine).infill("def add(a, b):\n", "\n\nadd(1, 2)\n", max_tokens=32)
+    assert response is not None
+    assert engine.calls[0].prompt == (
+        "<|fim_prefix|>def add(a, b):\n<|fim_suffix|>\n\nadd(1, 2)\n<|fim_middle|>"
+    )
+    assert engine.calls[0].temperature == 0.0
+    assert response.parts == [TextPart("    return a + b\n")]
+    assert response.usage.input_tokens == len(engine.calls[0].prompt) // 4
+    assert response.usage.output_tokens == 2
+    assert response.model_name == "tiny"
+
+
+async def test_infill_is_none_for_a_model_without_fill_in_the_middle_tokens() -> None:
+    engine = ScriptedEngine([])
+    assert await model_on(engine).infill("a", "b", max_tokens=8) is None
+    assert engine.calls == []
+
+
+async def test_an_infill_prompt_too_long_is_a_context_window_error() -> None:
+    engine = ScriptedEngine([], too_long=True, markers=QWEN_MARKERS)
+    with pytest.raises(ModelContextWindowExceededError):
+        await model_on(engine).infill("a", "b", max_tokens=8)

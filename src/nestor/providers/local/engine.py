@@ -74,6 +74,23 @@ class PromptEvaluated:
     reused_tokens: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class InfillMarkers:
+    """The special tokens with which a code model fills in the middle (FIM) between two texts.
+
+    A fill-in-the-middle prompt is ``prefix + before + suffix + after + middle``; the model then
+    writes what goes between ``before`` and ``after`` and ends with an end-of-generation token.
+    """
+
+    prefix: str
+    suffix: str
+    middle: str
+
+    def prompt(self, before: str, after: str) -> str:
+        """The prompt that asks for the text between ``before`` and ``after``."""
+        return f"{self.prefix}{before}{self.suffix}{after}{self.middle}"
+
+
 class PromptTooLongError(Exception):
     """The prompt does not fit the context window with room for the answer."""
 
@@ -141,6 +158,10 @@ class TextEngine(Protocol):
         stable_prefix: int = 0,
     ) -> AsyncIterator[str | PromptEvaluated | Generated]:
         """See :meth:`LlamaEngine.generate`."""
+        ...
+
+    async def infill_markers(self) -> InfillMarkers | None:
+        """See :meth:`LlamaEngine.infill_markers`."""
         ...
 
 
@@ -242,6 +263,14 @@ class LlamaEngine:
                     return
         finally:
             cancelled.set()
+
+    async def infill_markers(self) -> InfillMarkers | None:
+        """The model's fill-in-the-middle tokens, as llama.cpp finds them in its vocabulary.
+
+        None when the model has none (it is not a code model trained to fill in). Loads the model.
+        """
+        future = self._executor.submit(lambda: _infill_markers(self._load()))
+        return await asyncio.wrap_future(future)
 
     def reset_cache(self) -> None:
         """Forget the evaluated prompt, so the next request evaluates its prompt in full (benchmarks)."""
@@ -428,6 +457,29 @@ def _tokenize(llama: Llama, text: str) -> list[int]:
     if len(tokens) >= 2 and tokens[0] == tokens[1] == bos:
         del tokens[0]  # the chat template printed the BOS itself
     return tokens
+
+
+def _infill_markers(llama: Llama) -> InfillMarkers | None:
+    import llama_cpp
+
+    api: Any = llama_cpp  # its ctypes declarations type token ids as c_int32; they come back as int
+    vocabulary = api.llama_model_get_vocab(llama.model)
+    tokens: list[int] = [
+        int(api.llama_vocab_fim_pre(vocabulary)),
+        int(api.llama_vocab_fim_suf(vocabulary)),
+        int(api.llama_vocab_fim_mid(vocabulary)),
+    ]
+    if min(tokens) < 0:
+        return None
+    texts = [llama.detokenize([token], special=True).decode("utf-8", "replace") for token in tokens]
+    # The prompt is tokenized as text: each marker must come back as its one special token.
+    if any(_tokenize_special(llama, text) != [token] for text, token in zip(texts, tokens, strict=True)):
+        return None
+    return InfillMarkers(*texts)
+
+
+def _tokenize_special(llama: Llama, text: str) -> list[int]:
+    return llama.tokenize(text.encode("utf-8"), add_bos=False, special=True)
 
 
 def _common_prefix(llama: Llama, tokens: Sequence[int]) -> int:
