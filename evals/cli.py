@@ -28,7 +28,7 @@ from evals.report import (
     totals_table,
     write_report,
 )
-from evals.runner import SetupError, resolve_model, run_suite, select_tasks
+from evals.runner import SetupError, per_kind, resolve_model, run_suite, select_tasks
 from evals.tasks import EVALS_DIR, KINDS, REPOS_DIR, TASKS_DIR, Task, TaskFileError, load_tasks
 from nestor.core.errors import NestorError
 
@@ -55,6 +55,16 @@ def _interrupt(_signum: int, _frame: object) -> None:
     raise KeyboardInterrupt
 
 
+def stop_on_termination() -> None:
+    """Make SIGTERM and SIGHUP stop the run as Ctrl-C does.
+
+    A terminated eval (``timeout``, a closed terminal) then kills the harness's process group and
+    writes what was measured, instead of leaving the harness running as an orphan.
+    """
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGHUP, _interrupt)
+
+
 def main(
     argv: Sequence[str] | None = None, *, tasks_dir: Path = TASKS_DIR, repos_dir: Path = REPOS_DIR
 ) -> int:
@@ -66,10 +76,7 @@ def main(
         repos_dir: Where the tasks' repositories are.
 
     """
-    # A terminated eval (timeout, a closed terminal) stops like an interrupted one: the harness's
-    # process group is killed and what was measured is written, instead of orphaning the run.
-    signal.signal(signal.SIGTERM, _interrupt)
-    signal.signal(signal.SIGHUP, _interrupt)
+    stop_on_termination()
     try:
         options = _parser().parse_args(argv)
         tasks = _selected_tasks(options, tasks_dir, repos_dir)
@@ -192,6 +199,12 @@ def _parser() -> argparse.ArgumentParser:
         help="tasks of this kind",
     )
     parser.add_argument(
+        "--per-kind",
+        type=_positive_int,
+        metavar="N",
+        help="of the selected tasks, N of each kind, spread over the repositories (a quicker run)",
+    )
+    parser.add_argument(
         "--json",
         type=Path,
         metavar="PATH",
@@ -232,6 +245,8 @@ def _selected_tasks(options: argparse.Namespace, tasks_dir: Path, repos_dir: Pat
     except TaskFileError as error:
         raise UsageError(str(error)) from None
     selected = select_tasks(tasks, options.task, options.kind)
+    if options.per_kind:
+        selected = per_kind(selected, options.per_kind)
     if not selected:
         raise UsageError(f"no task matches (of {len(tasks)} in {tasks_dir}); --list shows them")
     return selected

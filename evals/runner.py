@@ -45,6 +45,29 @@ def select_tasks(
     ]
 
 
+def per_kind(tasks: Sequence[Task], count: int) -> list[Task]:
+    """``count`` tasks of each kind, spread over the repositories, in the suite's order.
+
+    Kinds are taken in the order they first appear; the i-th kind starts with the i-th repository
+    (in the order repositories first appear) and takes them in turn, so a small sample still covers
+    every repository. A side-by-side run with slow peers uses it: the same tasks for everyone,
+    chosen by rule, never by result.
+    """
+    repos = list(dict.fromkeys(task.repo for task in tasks))
+    kinds = list(dict.fromkeys(task.kind for task in tasks))
+    chosen: set[str] = set()
+    for index, kind in enumerate(kinds):
+        queues = {repo: [task for task in tasks if task.kind == kind and task.repo == repo] for repo in repos}
+        order = repos[index % len(repos) :] + repos[: index % len(repos)]
+        taken = 0
+        while taken < count and any(queues.values()):
+            for repo in order:
+                if queues[repo] and taken < count:
+                    chosen.add(queues[repo].pop(0).id)
+                    taken += 1
+    return [task for task in tasks if task.id in chosen]
+
+
 def resolve_model(work_dir: Path, notify: Callable[[str], None]) -> Path:
     """The bundled model's file, joined from its installed parts once, into the nestor harness's data dir.
 

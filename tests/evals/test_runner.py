@@ -4,6 +4,11 @@ and a scripted OpenAI-compatible server on loopback in place of the model."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -212,3 +217,80 @@ def test_usage_mistakes_exit_2_with_one_line(
     [line] = captured.err.splitlines()
     assert line.startswith("python -m evals: error: ") and message in line
     assert captured.out == ""
+
+
+SLEEPING_RUN = """
+import sys
+from pathlib import Path
+
+from evals.cli import run_and_report, stop_on_termination
+from evals.harnesses.base import EvalContext, HarnessResult
+from evals.processes import run_in_group
+from evals.tasks import load_tasks
+
+tasks_dir, repos_dir, work, pid_file = map(Path, sys.argv[1:])
+
+
+class Sleeper:
+    name = "sleeper"
+
+    def prepare(self, context):
+        pass
+
+    def run(self, task, workspace):
+        # A harness that starts a child of its own and never finishes.
+        run_in_group(f"sleep 300 & echo $! > {pid_file}; wait", cwd=workspace, timeout_s=600)
+        return HarnessResult(answer="", seconds=0.0)
+
+    def close(self):
+        pass
+
+
+model = work / "unused.gguf"
+model.parent.mkdir(parents=True, exist_ok=True)
+model.write_bytes(b"GGUF")
+stop_on_termination()
+sys.exit(
+    run_and_report(
+        load_tasks(tasks_dir, repos_dir),
+        [Sleeper()],
+        EvalContext(model_path=model, work_dir=work, threads=1),
+        json_path=work / "run.json",
+        repos_dir=repos_dir,
+    )
+)
+"""
+
+
+def test_a_terminated_run_kills_the_harness_and_writes_what_it_measured(
+    suite: tuple[Path, Path], tmp_path: Path
+) -> None:
+    tasks_dir, repos_dir = suite
+    work, pid_file = tmp_path / "work", tmp_path / "sleep.pid"
+    script = tmp_path / "run.py"
+    script.write_text(SLEEPING_RUN)
+    run = subprocess.Popen(
+        [sys.executable, str(script), str(tasks_dir), str(repos_dir), str(work), str(pid_file)],
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while not (pid_file.exists() and pid_file.read_text().strip()) and time.monotonic() < deadline:
+        if run.poll() is not None:
+            pytest.fail(f"the run ended early: {run.communicate()[1]}")
+        time.sleep(0.1)
+    sleeper = int(pid_file.read_text())
+
+    run.send_signal(signal.SIGTERM)
+    _out, err = run.communicate(timeout=60)
+
+    assert run.returncode == 130, err
+    assert "interrupted after 0 rows" in err
+    assert json.loads((work / "run.json").read_text())["interrupted"] is True
+    # The harness's own child went with its process group: nothing is left running.
+    with pytest.raises(ProcessLookupError):
+        for _ in range(50):
+            os.kill(sleeper, 0)
+            time.sleep(0.1)

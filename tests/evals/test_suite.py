@@ -260,3 +260,19 @@ def test_the_setup_of_a_fix_task_breaks_the_tests(task_id: str, tmp_path: Path) 
 
     assert finished.returncode != 0, finished.stdout[-2000:]
     assert not any(edit.file.startswith("tests/") for edit in task.reference.edits)
+
+
+def test_a_per_kind_sample_covers_every_kind_and_repository_by_rule() -> None:
+    from evals.runner import per_kind
+
+    tasks = load_tasks()
+    one = per_kind(tasks, 1)
+    assert Counter(task.kind for task in one) == Counter(dict.fromkeys(KINDS, 1))
+    assert {task.repo for task in one} == {task.repo for task in tasks}
+    chosen = {task.id for task in one}
+    assert [task.id for task in one] == [task.id for task in tasks if task.id in chosen]  # suite order
+    two = per_kind(tasks, 2)
+    assert chosen <= {task.id for task in two}
+    for kind in KINDS:
+        available = sum(task.kind == kind for task in tasks)
+        assert sum(task.kind == kind for task in two) == min(2, available)
