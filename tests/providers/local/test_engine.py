@@ -23,6 +23,7 @@ from pydantic_ai.messages import (
     InstructionPart,
     ModelMessage,
     ModelRequest,
+    TextPart,
     ToolCallPart,
     ToolReturnPart,
     UserPromptPart,
@@ -275,6 +276,8 @@ async def test_the_embedded_model_fills_in_a_cut_statement(model_path: Path) -> 
 
     # llama.cpp finds Qwen2.5-Coder's fill-in-the-middle tokens, and the middle it writes uses them.
     assert response is not None
-    middle = response.parts[0].content  # pyright: ignore[reportAttributeAccessIssue]
+    [part] = response.parts
+    assert isinstance(part, TextPart)
+    middle = part.content
     assert "low = " in middle and "threshold" in middle, middle
     assert response.usage.input_tokens > 40 and response.usage.output_tokens > 5
