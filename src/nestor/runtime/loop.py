@@ -15,9 +15,10 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import ValidationError
+from pydantic_ai.exceptions import ModelContextWindowExceededError
 from pydantic_ai.messages import (
     InstructionPart,
     ModelMessage,
@@ -755,6 +756,17 @@ class SessionAgent:
         return result
 
 
+@runtime_checkable
+class InfillModel(Protocol):
+    """A model that can fill in the middle of code (the embedded one): see ``LocalModel.infill``."""
+
+    async def infill(
+        self, before: str, after: str, *, max_tokens: int, temperature: float = 0.0, seed: int | None = None
+    ) -> ModelResponse | None:
+        """The code between ``before`` and ``after`` as a response; None when the model cannot."""
+        ...
+
+
 class _HarnessHost:
     """What the small-model harness drives: an agent's tools and model, within its run's budgets.
 
@@ -811,6 +823,30 @@ class _HarnessHost:
         )
         agent._record(self._state, response)  # pyright: ignore[reportPrivateUsage]
         return response_text(response)
+
+    async def infill(self, before: str, after: str, *, max_tokens: int, attempt: int = 0) -> str | None:
+        agent = self._agent
+        model = agent.setup.model
+        if not isinstance(model, InfillModel):
+            return None
+        action = await agent._before_request(self._state)  # pyright: ignore[reportPrivateUsage]
+        if isinstance(action, Stop):
+            self.stop = action
+            return None
+        try:
+            response = await model.infill(
+                before,
+                after,
+                max_tokens=max_tokens,
+                temperature=min(1.0, 0.4 + 0.2 * attempt) if attempt else 0.0,
+                seed=attempt or None,
+            )
+        except ModelContextWindowExceededError:
+            return None
+        if response is None:
+            return None
+        agent._record(self._state, response)  # pyright: ignore[reportPrivateUsage]
+        return response_text(response) or ""
 
 
 def _prompt_text(parts: Sequence[ModelRequestPart]) -> str:

@@ -1,4 +1,10 @@
-from nestor.runtime.small.functions import FunctionSpan, function_at, functions_named, rewritten_function
+from nestor.runtime.small.functions import (
+    FunctionSpan,
+    function_at,
+    functions_named,
+    methods_of,
+    rewritten_function,
+)
 
 SOURCE = """class Inventory:
     @property
@@ -54,3 +60,14 @@ def test_markup_and_prose_after_the_function_are_left_out() -> None:
     )
     new = rewritten_function(reply, span, span.text(SOURCE))
     assert new is not None and new.endswith("i.quantity <= threshold]\n")
+
+
+def test_methods_of_lists_the_methods_a_class_defines_itself() -> None:
+    source = (
+        "class Base:\n    def get(self):\n        return 1\n\n\n"
+        "class FIFO(Base):\n    def put(self, key):\n        def helper():\n            pass\n\n"
+        "    async def pop(self):\n        return 2\n"
+    )
+    found = methods_of("cache.py", source, {"FIFO"})
+    assert [(span.name, span.start, span.end) for span in found] == [("put", 7, 9), ("pop", 11, 12)]
+    assert methods_of("cache.py", "class (", {"FIFO"}) == []

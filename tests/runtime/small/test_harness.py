@@ -5,14 +5,22 @@ import sys
 from pathlib import Path
 
 import pytest
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart, UserPromptPart
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    UserPromptPart,
+)
 from pydantic_ai.models import Model
+from pydantic_ai.usage import RequestUsage
 
 from nestor.permissions import PermissionPolicy
 from nestor.runtime.loop import SessionAgent
 from nestor.runtime.small.harness import SmallModelHarness
 from nestor.runtime.small.reader import ProjectReader
-from nestor.runtime.toolset import stateless_tools
+from nestor.runtime.toolset import COMPACT_CODER_TOOL_NAMES, stateless_tools
 from nestor.testing import ScriptedModel, reply
 from tests.runtime.support import Harness, scripted
 from tests.runtime.tree_support import TreeHarness
@@ -102,7 +110,7 @@ def _calc_project(root: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def _coder(harness: Harness, model: Model, root: Path) -> SessionAgent:
     return harness.agent(
         model,
-        stateless_tools(["view", "ls", "glob", "grep", "edit", "bash"]),
+        stateless_tools(COMPACT_CODER_TOOL_NAMES),
         policy=PermissionPolicy(project_root=str(root), yolo=True),
         harness=SmallModelHarness(ProjectReader(root)),
     )
@@ -129,6 +137,165 @@ async def test_a_failing_test_is_fixed_by_rewriting_the_function_it_calls(
     # The retry is sampled differently: a deterministic small model would repeat itself.
     retry_settings = model.requests[1].info.model_settings or {}
     assert retry_settings.get("seed") == 1 and retry_settings.get("temperature", 0) > 0.4
+
+
+class FillingModel(ScriptedModel):
+    """A scripted model that also fills in the middle of code, as the embedded one does."""
+
+    def __init__(self, middles: list[str]) -> None:
+        super().__init__([])
+        self.middles = middles
+        self.gaps: list[tuple[str, str]] = []
+        self.sampling: list[tuple[float, int | None]] = []
+
+    async def infill(
+        self, before: str, after: str, *, max_tokens: int, temperature: float = 0.0, seed: int | None = None
+    ) -> ModelResponse | None:
+        self.gaps.append((before, after))
+        self.sampling.append((temperature, seed))
+        return ModelResponse(
+            parts=[TextPart(self.middles.pop(0))],
+            usage=RequestUsage(input_tokens=30, output_tokens=4),
+            model_name="scripted",
+        )
+
+
+CALC_TOTAL = 'def add(a, b):\n    """Add two numbers."""\n    total = a - b\n    return total\n'
+
+
+async def test_a_failing_test_is_fixed_by_filling_in_one_statement_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _calc_project(tmp_path / "project", monkeypatch)
+    (root / "calc.py").write_text(CALC_TOTAL)
+    # The first statement filled in wrongly (undone), then the second one rightly; then two more
+    # samples of that gap, to find a smaller change that passes too: none does.
+    model = FillingModel(
+        ["    total = a * b\n", "    return a + b\n", "    return a * b\n", "    return a + b\n"]
+    )
+    agent = _coder(Harness(root), model, root)
+
+    result = await agent.run("test_add in tests/test_calc.py fails. Fix the code.")
+
+    assert (root / "calc.py").read_text() == CALC_TOTAL.replace("return total", "return a + b")
+    assert "`return total` is now `return a + b`" in result.text and "pass" in result.text, result.text
+    # Each gap: the code up to the cut statement, and the rest of the function after it.
+    second_gap = ('def add(a, b):\n    """Add two numbers."""\n    total = a - b\n', "")
+    assert model.gaps == [
+        ('def add(a, b):\n    """Add two numbers."""\n', "    return total\n"),
+        second_gap,
+        second_gap,
+        second_gap,
+    ]
+    assert model.sampling == [(0.0, None), (0.0, None), (pytest.approx(0.6), 1), (pytest.approx(0.8), 2)]
+    assert model.requests == []  # no chat request: the fills did it
+    assert result.usage.input_tokens == 120 and result.usage.output_tokens == 16
+
+
+async def test_of_the_versions_that_pass_the_smallest_change_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _calc_project(tmp_path / "project", monkeypatch)
+    (root / "calc.py").write_text(CALC_TOTAL)
+    # The greedy fill passes the tests with a bigger change than a later sample's.
+    model = FillingModel(["    total = b + a + 0\n", "    total = a + b\n", "    total = b * 1 + a\n"])
+    agent = _coder(Harness(root), model, root)
+
+    result = await agent.run("test_add in tests/test_calc.py fails. Fix the code.")
+
+    assert (root / "calc.py").read_text() == CALC_TOTAL.replace("a - b", "a + b")
+    assert "`total = a - b` is now `total = a + b`" in result.text, result.text
+
+
+COUNTER = '''class Counter:
+    """Counts things."""
+
+    def __init__(self):
+        self.count = 0
+
+    def add(self, n=1):
+        self.count += n
+
+
+LIMIT = 10
+'''
+
+TEST_COUNTER = """from counter import Counter
+
+
+def test_add():
+    counter = Counter()
+    counter.add(2)
+    assert counter.count == 2
+"""
+
+
+RESET_TEST = (
+    "```python\nfrom counter import Counter\n\n\ndef test_reset():\n    counter = Counter()\n"
+    "    counter.add(3)\n    counter.reset()\n    assert counter.count == 0\n```"
+)
+
+
+def _counter_project(root: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    _calc_project(root, monkeypatch)
+    (root / "calc.py").write_text(CALC.replace("a - b", "a + b"))
+    (root / "counter.py").write_text(COUNTER)
+    (root / "tests" / "test_counter.py").write_text(TEST_COUNTER)
+    return root
+
+
+async def test_a_new_method_is_written_alone_and_put_at_the_end_of_its_class_with_a_test(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _counter_project(tmp_path / "project", monkeypatch)
+    method = "```python\n    def reset(self) -> None:\n        self.count = 0\n```"
+    wrong_test = (
+        "```python\nfrom counter import Counter\n\ndef test_reset():\n    assert Counter().count == 1\n```"
+    )
+    model = ScriptedModel([reply(method), reply(wrong_test), reply(RESET_TEST)])
+    agent = _coder(Harness(root), model, root)
+
+    result = await agent.run(
+        "Add a `reset` method to Counter that sets the count back to 0. Add a test for it."
+    )
+
+    assert (root / "counter.py").read_text() == COUNTER.replace(
+        "        self.count += n\n",
+        "        self.count += n\n\n    def reset(self) -> None:\n        self.count = 0\n",
+    )
+    assert (root / "tests" / "test_reset.py").read_text().endswith("assert counter.count == 0\n")
+    assert "Added the method `Counter.reset` to counter.py" in result.text, result.text
+    assert "Added tests in tests/test_reset.py" in result.text and "pass" in result.text
+    # The class was shown to write the method; the example test module to write the tests,
+    # and the failing first try's output to write them again.
+    method_prompt, test_prompt, retry_prompt = (_prompt_of(request.messages) for request in model.requests)
+    assert "class Counter:" in method_prompt and "Write the method `reset` of class Counter" in method_prompt
+    assert "from counter import Counter" in test_prompt and "def test_add():" in test_prompt
+    assert "Your test module failed" in retry_prompt
+
+
+async def test_a_new_test_failing_inside_the_new_method_has_the_method_written_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _counter_project(tmp_path / "project", monkeypatch)
+    wrong = "```python\ndef reset(self) -> None:\n    self.count = self.start\n```"
+    right = "```python\ndef reset(self) -> None:\n    self.count = 0\n```"
+    model = ScriptedModel([reply(wrong), reply(RESET_TEST), reply(right)])
+    agent = _coder(Harness(root), model, root)
+
+    result = await agent.run(
+        "Add a `reset` method to Counter that sets the count back to 0. Add a test for it."
+    )
+
+    assert "self.start" not in (root / "counter.py").read_text()
+    assert (root / "counter.py").read_text().count("def reset") == 1
+    assert (root / "tests" / "test_reset.py").is_file()
+    assert "Added tests in tests/test_reset.py" in result.text, result.text
+    # The method was written again, shown as it was and how the new test failed in it.
+    rewrite = _prompt_of(model.requests[2].messages)
+    assert (
+        "self.count = self.start" in rewrite and "failed this test" in rewrite and "AttributeError" in rewrite
+    )
 
 
 async def test_other_changes_come_as_edit_blocks_matched_to_the_file_shown(

@@ -15,7 +15,7 @@ import re
 import textwrap
 from dataclasses import dataclass
 
-_CODE_BLOCK = re.compile(r"```[\w+-]*[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
+CODE_BLOCK = re.compile(r"```[\w+-]*[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,26 +37,45 @@ class FunctionSpan:
         """``path:start`` and the name, for prompts and reports."""
         return f"{self.name} ({self.path}:{self.start})"
 
+    @classmethod
+    def of(cls, path: str, node: ast.FunctionDef | ast.AsyncFunctionDef) -> FunctionSpan:
+        """The span of a parsed function of ``path``."""
+        return cls(path, node.name, node.lineno, node.end_lineno or node.lineno)
+
 
 def functions_named(path: str, source: str, names: set[str]) -> list[FunctionSpan]:
     """The functions and methods called one of ``names`` defined in ``source``."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return []
+    tree = parsed(source)
     return [
-        FunctionSpan(path, node.name, node.lineno, node.end_lineno or node.lineno)
+        FunctionSpan.of(path, node)
         for node in ast.walk(tree)
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in names
+    ]
+
+
+def methods_of(path: str, source: str, classes: set[str]) -> list[FunctionSpan]:
+    """The methods defined in the body of the classes called one of ``classes`` in ``source``."""
+    return [
+        FunctionSpan.of(path, node)
+        for owner in ast.walk(parsed(source))
+        if isinstance(owner, ast.ClassDef) and owner.name in classes
+        for node in owner.body
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
     ]
 
 
 def function_at(path: str, source: str, line: int) -> FunctionSpan | None:
     """The innermost function or method around ``line`` of ``source``."""
     node = _innermost_function(source, line)
-    if node is None:
-        return None
-    return FunctionSpan(path, node.name, node.lineno, node.end_lineno or node.lineno)
+    return None if node is None else FunctionSpan.of(path, node)
+
+
+def parsed(source: str) -> ast.Module:
+    """``source`` parsed; an empty module when it is not valid Python."""
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError):
+        return ast.Module(body=[], type_ignores=[])
 
 
 def called_names(source: str, line: int) -> list[str]:
@@ -78,12 +97,8 @@ _BUILTIN_NAMES = frozenset(dir(builtins)) | {"raises", "approx", "fixture", "mar
 
 
 def _innermost_function(source: str, line: int) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return None
     best: ast.FunctionDef | ast.AsyncFunctionDef | None = None
-    for node in ast.walk(tree):
+    for node in ast.walk(parsed(source)):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             end = node.end_lineno or node.lineno
             if node.lineno <= line <= end and (best is None or node.lineno >= best.lineno):
@@ -97,7 +112,7 @@ def rewritten_function(reply: str, span: FunctionSpan, original: str) -> str | N
     The reply's code (its first fenced block, else all of it) must parse and define a function
     of the same name; decorators it repeats are dropped (the file keeps its own).
     """
-    match = _CODE_BLOCK.search(reply)
+    match = CODE_BLOCK.search(reply)
     code = textwrap.dedent(match.group(1) if match else reply).strip("\n")
     lines = code.splitlines()
     start = next(
@@ -105,7 +120,7 @@ def rewritten_function(reply: str, span: FunctionSpan, original: str) -> str | N
     )
     if start is None:
         return None
-    code = textwrap.dedent("\n".join(_function_lines(lines[start:])))
+    code = textwrap.dedent("\n".join(function_lines(lines[start:])))
     try:
         tree = ast.parse(code)
     except SyntaxError:
@@ -119,7 +134,7 @@ def rewritten_function(reply: str, span: FunctionSpan, original: str) -> str | N
     return None if rewritten == original else rewritten
 
 
-def _function_lines(lines: list[str]) -> list[str]:
+def function_lines(lines: list[str]) -> list[str]:
     """The lines of the function starting at ``lines[0]``: up to the first line back at its margin.
 
     Small models echo the prompt's markup (``</function>``) or add prose after the function.

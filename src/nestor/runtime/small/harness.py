@@ -8,6 +8,9 @@ the steps a small model does badly, and asks the model only for what it does wel
   best regions with real tool calls (:mod:`.retrieval`), then one *answer step* sees only the
   question and that evidence, never the model's earlier prose;
 - **tours**: the evidence is the project's card (README, layout, test command: :mod:`.project`);
+- **fixes**: a failing test names suspect functions (its traceback, what it calls); the model
+  fills in their statements one at a time (:mod:`.infill`), then rewrites them whole
+  (:mod:`.functions`), each version tried with the tests and undone when they still fail;
 - **changes**: nestor runs the project's tests, gathers evidence around the request and the
   failure, asks for SEARCH/REPLACE blocks (:mod:`.edit_blocks`), applies them with the ``edit``
   tool, runs the tests again, and tries again with the new failure, a few times at most; a rename
@@ -22,6 +25,7 @@ permissions, events and the stored session see them as usual.
 from __future__ import annotations
 
 import re
+import shlex
 import textwrap
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -29,14 +33,24 @@ from pathlib import PurePosixPath
 from typing import Protocol
 
 from nestor.runtime.small import prompts
+from nestor.runtime.small.additions import (
+    Addition,
+    class_span,
+    import_line,
+    new_function,
+    read_addition,
+    written_test_module,
+)
 from nestor.runtime.small.edit_blocks import EditBlock, locate, parse_edit_blocks
 from nestor.runtime.small.functions import (
     FunctionSpan,
     called_names,
     function_at,
     functions_named,
+    methods_of,
     rewritten_function,
 )
+from nestor.runtime.small.infill import Gap, candidates, change_size, gaps, parses
 from nestor.runtime.small.intent import Intent, SearchTerm, read_intent
 from nestor.runtime.small.project import project_card, project_files, runnable_test_command
 from nestor.runtime.small.reader import ProjectReader
@@ -45,6 +59,12 @@ from nestor.runtime.small.retrieval import Evidence, ToolCall, ToolOutcome, gath
 ANSWER_MAX_TOKENS = 320
 EDIT_MAX_TOKENS = 700
 EDIT_ATTEMPTS = 3
+INFILL_MAX_TOKENS = 48
+INFILL_GAPS_PER_FUNCTION = 10
+INFILL_GAPS = 20
+MAX_SUSPECTS = 6
+INFILL_TRIES = 24
+INFILL_SAMPLES = 3
 TEST_TIMEOUT_S = 180
 _TRACEBACK_LOCATION = re.compile(r"^([\w./-]+\.py):(\d+)(?::| in )", re.MULTILINE)
 _RENAME = re.compile(
@@ -59,7 +79,7 @@ _ASKS_FOR_TESTS = re.compile(
 
 @dataclass(frozen=True, slots=True)
 class PlannedEdit:
-    """One change to make with the ``edit`` tool (or ``write``, for a new file: ``old`` empty)."""
+    """One change to make with the ``edit`` tool (``old`` empty: a new file, which ``edit`` creates)."""
 
     path: str
     old: str
@@ -68,8 +88,6 @@ class PlannedEdit:
 
     def call(self) -> ToolCall:
         """The tool call that makes this edit."""
-        if not self.old:
-            return ("write", {"path": self.path, "content": self.new})
         arguments: dict[str, object] = {"path": self.path, "old_string": self.old, "new_string": self.new}
         if self.replace_all:
             arguments["replace_all"] = True
@@ -92,6 +110,14 @@ class HarnessHost(Protocol):
 
         ``attempt`` > 0 asks again differently: sampled warmer, with another seed, so that a retry
         of a deterministic small model does not repeat the same reply.
+        """
+        ...
+
+    async def infill(self, before: str, after: str, *, max_tokens: int, attempt: int = 0) -> str | None:
+        """The code the model writes between ``before`` and ``after`` (fill-in-the-middle).
+
+        None when the model cannot fill in (not a code model with such tokens, or the prompt does
+        not fit) or a budget stopped the run first.
         """
         ...
 
@@ -179,11 +205,20 @@ class SmallModelHarness:
         # The tests the user named fail first and say most; the whole suite must pass at the end.
         named = _selecting(command, intent.failing_tests)
         failure = await self._run_tests(host, named or command)
+        addition = read_addition(prompt) if not intent.failing_tests else None
+        if addition is not None and addition.owner is not None:
+            # Tests failing already cannot judge the new code: then it is added untested.
+            added = await self._add(host, addition, prompt, command if failure is None else None)
+            if added is not None:
+                return added
         # Fixing a failing test means changing the code under test, unless tests are asked for.
         tests_frozen = bool(intent.failing_tests) and not _ASKS_FOR_TESTS.search(prompt)
         if failure is not None and command is not None and (tests_frozen or not intent.failing_tests):
             suspects = self._suspects(intent, failure)
             if suspects:
+                fixed = await self._fix_by_infilling(host, suspects, failure, command, named)
+                if fixed is not None:
+                    return fixed
                 return await self._fix_by_rewriting(host, prompt, suspects, failure, command, named)
         notes: list[str] = []
         changed: list[str] = []
@@ -208,6 +243,217 @@ class SmallModelHarness:
             if failure is None:
                 return _change_report(changed, reply, command, passed=True)
         return _change_report(changed, reply, command, passed=False if command else None)
+
+    async def _add(
+        self, host: HarnessHost, addition: Addition, prompt: str, command: str | None
+    ) -> str | None:
+        """Add a method or property: the model writes it, nestor puts it at the end of its class.
+
+        Then, when the request asks for tests, a new test module (:meth:`_add_tests`). Returns the
+        report, or None when the class is not found (the general edit step takes over).
+        """
+        assert addition.owner is not None
+        (found,) = await host.run_tools([("grep", {"pattern": rf"^\s*class\s+{addition.owner}\b"})])
+        paths = [str(path) for path, _ in found.metadata.get("hits", []) if not _is_test_path(str(path))]
+        if not paths:
+            return None
+        path = paths[0]
+        notes: list[str] = []
+        for attempt in range(EDIT_ATTEMPTS):
+            written = await self._write_member(host, addition, path, prompt, notes, attempt, command=command)
+            if written is None:
+                return None
+            code, problem = written
+            if problem is None:
+                break
+            notes = [problem]
+        else:
+            return _change_report([], "", command, passed=False if command else None)
+        report = f"Added the {addition.kind} `{addition.owner}.{addition.name}` to {path}."
+        if re.search(r"\btests?\b", prompt, re.I):
+            return report + "\n" + await self._add_tests(host, addition, path, code, prompt, command)
+        return report + (f"\nTests (`{command}`): pass." if command else "")
+
+    async def _write_member(
+        self,
+        host: HarnessHost,
+        addition: Addition,
+        path: str,
+        prompt: str,
+        notes: list[str],
+        attempt: int,
+        *,
+        command: str | None = None,
+    ) -> tuple[str, str | None] | None:
+        """Have the model write the new member and put it at the end of its class.
+
+        A version already there (one a test showed wrong) is shown and replaced. With a
+        ``command``, the tests run after, and a change they fail is undone.
+
+        Returns:
+            The code written and what went wrong (None when it is in place), or None when the
+            run was stopped or the class is gone.
+
+        """
+        assert addition.owner is not None
+        source = self.reader.read_text(path) or ""
+        span = class_span(source, addition.owner)
+        if span is None:
+            return None
+        owner_text = "".join(source.splitlines(keepends=True)[span[0] - 1 : span[1]])
+        current = functions_named(path, owner_text, {addition.name})
+        if current:  # a version that failed a test: shown, and replaced
+            lines = owner_text.splitlines(keepends=True)
+            start = current[0].start - 1
+            while start > 0 and lines[start - 1].lstrip().startswith("@"):
+                start -= 1
+            owner_text_without = "".join(lines[:start]).rstrip("\n") + "\n" + "".join(lines[current[0].end :])
+        else:
+            owner_text_without = owner_text
+        request = _addition_request(path, owner_text, addition, prompt, notes)
+        reply = await host.ask(prompts.ADD, request, max_tokens=EDIT_MAX_TOKENS, attempt=attempt)
+        if reply is None:
+            return None
+        code = new_function(reply, addition.name)
+        if code is None:
+            return "", f"Your reply had no complete, valid `def {addition.name}`."
+        if addition.kind == "property" and "@property" not in code:
+            code = "@property\n" + code
+        body = owner_text_without.rstrip("\n")
+        member = textwrap.indent(code, _body_indent(owner_text), lambda line: bool(line.strip()))
+        extended = f"{body}\n\n{member.rstrip()}" + (owner_text[len(owner_text.rstrip("\n")) :] or "\n")
+        problems: list[str] = []
+        if not await self._run_edits(host, [PlannedEdit(path, owner_text, extended)], problems):
+            return code, "; ".join(problems)
+        failure = await self._run_tests(host, command) if command else None
+        if failure is None:
+            return code, None
+        await self._run_edits(host, [PlannedEdit(path, extended, owner_text)], [])
+        return code, f"With your `{addition.name}` the tests failed; it was undone:\n" + _trim_lines(
+            failure, 15
+        )
+
+    async def _add_tests(
+        self, host: HarnessHost, addition: Addition, path: str, code: str, prompt: str, command: str | None
+    ) -> str:
+        """Have the model write a test module for the new code; kept only if the tests pass with it.
+
+        A test that fails inside the new code shows the code wrong, not the test: then the model
+        writes the code again, shown the failure.
+        """
+        name = addition.owner or addition.name
+        (found,) = await host.run_tools([("grep", {"pattern": rf"^\s*(from|import)\s.*\b{name}\b"})])
+        examples = [str(path) for path, _ in found.metadata.get("hits", []) if _is_test_path(str(path))]
+        example = examples[0] if examples else None
+        directory = str(PurePosixPath(example).parent) if example else "tests"
+        target = f"{directory}/test_{addition.name.lstrip('_')}.py"
+        if self.reader.read_text(target) is not None:
+            target = f"{directory}/test_{addition.name.lstrip('_')}_added.py"
+        notes: list[str] = []
+        for attempt in range(EDIT_ATTEMPTS):
+            request = _test_request(self.reader, example, path, code, addition, prompt, notes)
+            reply = await host.ask(prompts.ADD_TEST, request, max_tokens=EDIT_MAX_TOKENS, attempt=attempt)
+            if reply is None:
+                break
+            module = written_test_module(reply)
+            if module is None:
+                notes = ["Your reply had no valid Python module with test functions."]
+                continue
+            problems: list[str] = []
+            if not await self._run_edits(host, [PlannedEdit(target, "", module)], problems):
+                return f"I could not write {target}: " + "; ".join(problems)
+            failure = await self._run_tests(host, command)
+            if failure is not None and self._fails_inside(failure, path, addition.name):
+                note = f"Your `{addition.name}` failed this test:\n" + _trim_lines(failure, 15)
+                rewritten = await self._write_member(
+                    host, addition, path, prompt, [note], attempt + 1, command=None
+                )
+                if rewritten is not None and rewritten[1] is None:
+                    code = rewritten[0]
+                    failure = await self._run_tests(host, command)
+            if failure is None:
+                return f"Added tests in {target}." + (f"\nTests (`{command}`): pass." if command else "")
+            notes = [f"Your test module failed:\n{_trim_lines(failure, 15)}"]
+            await host.run_tools([("bash", {"command": f"rm -f -- {shlex.quote(target)}"})])
+            self.reader.forget()
+        return "I could not write a test for it that passes, so I added none." + (
+            f"\nTests (`{command}`): pass." if command else ""
+        )
+
+    def _fails_inside(self, failure: str, path: str, name: str) -> bool:
+        """Whether a traceback of ``failure`` passes through the function ``name`` of ``path``."""
+        spans = functions_named(path, self.reader.read_text(path) or "", {name})
+        return any(
+            frame == path and span.start <= line <= span.end
+            for frame, line in _traceback_locations(failure)
+            for span in spans
+        )
+
+    async def _fix_by_infilling(
+        self, host: HarnessHost, suspects: list[FunctionSpan], failure: str, command: str, named: str | None
+    ) -> str | None:
+        """Fix failing tests by having the model fill in one statement of a suspect at a time.
+
+        Each version the model writes is tried with the tests and undone when they still fail.
+        Returns the report of the fix, or None when none was found (or the model cannot fill in).
+        """
+        frames = _traceback_locations(failure)
+        asked = tried = 0
+        for span in suspects:
+            source = self.reader.read_text(span.path) or ""
+            first_lines = [line for path, line in frames if path == span.path]
+            for gap in gaps(source, span, first_lines)[:INFILL_GAPS_PER_FUNCTION]:
+                if asked >= INFILL_GAPS or tried >= INFILL_TRIES:
+                    return None
+                trial = _GapTrial(span, gap, source, command, named)
+                middle = await host.infill(*gap.context(source), max_tokens=INFILL_MAX_TOKENS)
+                if middle is None:
+                    return None
+                asked += 1
+                for candidate in candidates(middle, trial.cut):
+                    if not trial.parses(candidate):
+                        continue
+                    tried += 1
+                    if await self._passes(host, trial, candidate):
+                        best = await self._smallest_passing(host, trial, candidate)
+                        change = f"In {span.label}, `{trial.cut.strip()}` is now `{best.strip()}`."
+                        return _change_report([span.path], change, command, passed=True)
+        return None
+
+    async def _passes(self, host: HarnessHost, trial: _GapTrial, candidate: str) -> bool:
+        """Put ``candidate`` in the trial's gap and run the tests; it stays only if they pass."""
+        if not await self._run_edits(host, [trial.edit(candidate)], []):
+            return False
+        failure = await self._run_tests(host, trial.named) if trial.named else None
+        if failure is None:
+            failure = await self._run_tests(host, trial.command)
+        if failure is None:
+            return True
+        await self._run_edits(host, [trial.edit(candidate, undo=True)], [])
+        return False
+
+    async def _smallest_passing(self, host: HarnessHost, trial: _GapTrial, passing: str) -> str:
+        """Of ``passing`` (in place) and what more samples of the gap pass, the smallest change.
+
+        Tests pass with many changes, some of them wrong for the cases the tests leave out
+        (``a > b`` made ``a == b`` where ``a >= b`` was meant); the smallest is likeliest right.
+        """
+        best = passing
+        for attempt in range(1, INFILL_SAMPLES):
+            context = trial.gap.context(trial.source)
+            middle = await host.infill(*context, max_tokens=INFILL_MAX_TOKENS, attempt=attempt)
+            if middle is None:
+                break
+            for candidate in candidates(middle, trial.cut):
+                smaller = change_size(candidate, trial.cut) < change_size(best, trial.cut)
+                if not smaller or not trial.parses(candidate):
+                    continue
+                await self._run_edits(host, [trial.edit(best, undo=True)], [])
+                if await self._passes(host, trial, candidate):
+                    best = candidate
+                else:
+                    await self._run_edits(host, [trial.edit(best)], [])
+        return best
 
     async def _fix_by_rewriting(
         self,
@@ -266,12 +512,15 @@ class SmallModelHarness:
                     suspects.append(span)
         called = set(self._called_in_tests(intent, locations))
         if called:
+            functions: list[FunctionSpan] = []
+            methods: list[FunctionSpan] = []  # of the classes the tests make: the code under test
             for path in project_files(self.reader.root):
                 if path.endswith(".py") and not _is_test_path(path):
-                    for span in functions_named(path, self.reader.read_text(path) or "", called):
-                        if span not in suspects:
-                            suspects.append(span)
-        return suspects[:3]
+                    source = self.reader.read_text(path) or ""
+                    functions.extend(functions_named(path, source, called))
+                    methods.extend(methods_of(path, source, called))
+            suspects.extend(span for span in [*functions, *methods] if span not in suspects)
+        return suspects[:MAX_SUSPECTS]
 
     def _failing_test_sources(self, failure: str) -> str:
         """The source of the test functions the failure's traceback names (at most two)."""
@@ -457,6 +706,36 @@ class SmallModelHarness:
         return None
 
 
+@dataclass(frozen=True, slots=True)
+class _GapTrial:
+    """One gap of a suspect whose versions are tried with the tests (see ``_fix_by_infilling``)."""
+
+    span: FunctionSpan
+    gap: Gap
+    source: str
+    command: str
+    named: str | None
+
+    @property
+    def cut(self) -> str:
+        """The gap's lines as they are."""
+        return self.gap.cut(self.source)
+
+    def edit(self, candidate: str, *, undo: bool = False) -> PlannedEdit:
+        """The edit that puts ``candidate`` in the gap (or, with ``undo``, takes it out again)."""
+        original, changed = self.span.text(self.source), self.gap.filled(self.source, candidate)
+        return (
+            PlannedEdit(self.span.path, changed, original)
+            if undo
+            else PlannedEdit(self.span.path, original, changed)
+        )
+
+    def parses(self, candidate: str) -> bool:
+        """Whether the file is valid Python with ``candidate`` in the gap."""
+        edit = self.edit(candidate)
+        return parses(self.source.replace(edit.old, edit.new, 1))
+
+
 def _rename_request(prompt: str) -> tuple[str, str] | None:
     """(old, new) when ``prompt`` asks to rename an identifier: the last name before "to", the one after."""
     match = _RENAME.search(prompt)
@@ -500,6 +779,56 @@ def _rewrite_request(
         parts.append("\n".join(notes))
     parts.append(f"Request: {prompt}\n\nRewrite `{span.name}` so that the failing test passes.")
     return "\n\n".join(parts)
+
+
+def _addition_request(path: str, owner: str, addition: Addition, prompt: str, notes: list[str]) -> str:
+    """The add step's prompt: the class the new code goes in, then the request."""
+    lines = owner.splitlines()
+    if len(lines) > 160:  # the class's start (its attributes and __init__) and its end
+        lines = [*lines[:60], "    ...", *lines[-90:]]
+    parts = [f'<code file="{path}">\n' + "\n".join(lines) + "\n</code>"]
+    if notes:
+        parts.append("\n".join(notes))
+    what = f"the {addition.kind} `{addition.name}` of class {addition.owner}"
+    parts.append(f"Request: {prompt}\n\nWrite {what}, and nothing else.")
+    return "\n\n".join(parts)
+
+
+def _test_request(
+    reader: ProjectReader,
+    example: str | None,
+    path: str,
+    code: str,
+    addition: Addition,
+    prompt: str,
+    notes: list[str],
+) -> str:
+    """The test step's prompt: the new code, how to import it, an example test module, the request."""
+    parts = [f'<new-code file="{path}">\n{code.rstrip()}\n</new-code>']
+    if (line := import_line(path, addition.owner or addition.name)) is not None:
+        parts.append(f"Import it with: {line}")
+    if example is not None:
+        head = "\n".join((reader.read_text(example) or "").splitlines()[:40])
+        parts.append(f'<example-test file="{example}">\n{head}\n</example-test>')
+        conftest = str(PurePosixPath(example).parent / "conftest.py")
+        if fixtures := reader.read_text(conftest):
+            shown = "\n".join(fixtures.splitlines()[:40])
+            parts.append(
+                f'<fixtures file="{conftest}">\n{shown}\n</fixtures>\n'
+                "(pytest gives these fixtures to any test that names them as an argument.)"
+            )
+    if notes:
+        parts.append("\n".join(notes))
+    parts.append(f"Request: {prompt}\n\nWrite the test module for `{addition.name}`.")
+    return "\n\n".join(parts)
+
+
+def _body_indent(owner: str) -> str:
+    """The indentation of a class's body (four spaces when it cannot be read)."""
+    for line in owner.splitlines()[1:]:
+        if line.strip():
+            return line[: len(line) - len(line.lstrip())] or "    "
+    return "    "
 
 
 def _selecting(command: str | None, tests: tuple[str, ...]) -> str | None:

@@ -99,6 +99,9 @@ class SearchTerm:
         exact: Search it case-sensitively as a whole word (an identifier or a quoted string);
             otherwise case-insensitively.
         is_file: It names a file (``signer.py``): matched against paths too.
+        owner: What the user qualified the name with (``semver`` in ``semver.parse()``,
+            ``Version`` in ``Version.parse()``): a module or a class, which says which of two
+            definitions of the name is meant.
 
     """
 
@@ -106,6 +109,7 @@ class SearchTerm:
     weight: float
     exact: bool = True
     is_file: bool = False
+    owner: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,7 +212,8 @@ def _terms_in_code(code: str) -> list[SearchTerm]:
     names = re.findall(r"[A-Za-z_][A-Za-z0-9_]*", code)
     if not names:
         return [SearchTerm(code, 2.5, exact=False)] if code else []
-    terms = [SearchTerm(names[-1], 3.0)]  # obj.method: the method is what is asked about
+    owner = names[-2] if len(names) > 1 else None
+    terms = [SearchTerm(names[-1], 3.0, owner=owner)]  # obj.method: the method is what is asked about
     terms.extend(SearchTerm(name, 2.0) for name in names[:-1] if len(name) > 2)
     return terms
 

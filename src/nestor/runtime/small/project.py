@@ -193,7 +193,9 @@ def runnable_test_command(reader: ProjectReader) -> str | None:
     )
     if python_tests:
         python = "python" if shutil.which("python") else "python3"
-        return f"{python} -m pytest -q -x --tb=short -p no:cacheprovider"
+        # Without the warnings summary: dozens of deprecation warnings would push the failure out
+        # of the output a small model is shown.
+        return f"{python} -m pytest -q -x --tb=short -p no:cacheprovider -p no:warnings"
     return fact.text if fact else None
 
 

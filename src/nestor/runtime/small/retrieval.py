@@ -221,6 +221,8 @@ def rank_hits(hits: list[Hit], intent: Intent, reader: ProjectReader) -> list[Hi
                 if _defines(hit.text, term):
                     # The definition of a name the user wrote is what most questions are about.
                     hit.score += (4.0 if term.exact else 2.0) * term.weight
+                    if term.owner is not None and _owned_as_written(hit.text, term.owner):
+                        hit.score += 2.0 * term.weight
         if names > 1:  # a line naming several of the user's identifiers ties them together
             hit.score *= 1.0 + 0.25 * (names - 1)
         terms_per_file.setdefault(hit.path, set()).update(hit.terms)
@@ -232,6 +234,16 @@ def rank_hits(hits: list[Hit], intent: Intent, reader: ProjectReader) -> list[Hi
         if PurePosixPath(hit.path).suffix in _DOC_SUFFIXES and intent.kind != "tour":
             hit.score *= 0.6
     return sorted(hits, key=lambda hit: (-hit.score, hit.path, hit.line))
+
+
+def _owned_as_written(line: str, owner: str) -> bool:
+    """Whether a definition's line fits the name's qualifier: a method for a class, else top level.
+
+    ``semver.parse()`` means the module's function, not the ``Version.parse`` method, and
+    ``Version.parse()`` the other way round (by Python's naming: classes are capitalised).
+    """
+    nested = line[: len(line) - len(line.lstrip())] != ""
+    return nested == owner[:1].isupper()
 
 
 def _defines(line: str, term: SearchTerm) -> bool:

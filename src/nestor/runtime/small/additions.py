@@ -1,0 +1,123 @@
+"""Requests to add a function, method or property: what to add, where, and the code the model wrote.
+
+Asked for SEARCH/REPLACE blocks to add a method, the 1.5B model loses the format; asked to write
+the one method, shown its class, it writes a fair one. So the harness reads the request itself
+(:func:`read_addition`), asks for the new code alone, and puts it at the end of the class (or of
+the module) itself; then it asks, the same way, for a test file.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import textwrap
+from dataclasses import dataclass
+from typing import Literal
+
+from nestor.runtime.small.functions import CODE_BLOCK, function_lines, parsed
+
+MemberKind = Literal["method", "property", "function"]
+
+_ADD = re.compile(r"^\s*(?:please\s+|can\s+you\s+|could\s+you\s+)?(?:add|implement|write|create)\b", re.I)
+_BACKTICKED_NAME = re.compile(r"`(?:[\w.]+\.)?([A-Za-z_]\w*)\s*(?:\([^`]*\))?`")
+_NAMED_KIND = re.compile(
+    r"\b([A-Za-z_]\w*)\s*(?:\([^)]*\))?\s+(method|property|function|classmethod|staticmethod)\b", re.I
+)
+_KIND = re.compile(r"\b(method|property|function|classmethod|staticmethod)\b", re.I)
+_OWNER = re.compile(r"\b(?:to|in|on|into|for)\s+(?:the\s+)?(?:class\s+)?`?([A-Z]\w*)`?")
+
+
+@dataclass(frozen=True, slots=True)
+class Addition:
+    """What a request asks to add.
+
+    Attributes:
+        name: The new function's name.
+        kind: A method, a property, or a module-level function.
+        owner: The class it goes in (None for a function, or when the request names none).
+
+    """
+
+    name: str
+    kind: MemberKind
+    owner: str | None
+
+
+def read_addition(prompt: str) -> Addition | None:
+    """The function, method or property ``prompt`` asks to add; None when it asks for something else."""
+    if not _ADD.search(prompt):
+        return None
+    named = _BACKTICKED_NAME.search(prompt) or _NAMED_KIND.search(prompt)
+    kind_match = _KIND.search(prompt)
+    if named is None or kind_match is None:
+        return None
+    word = kind_match.group(1).lower()
+    kind: MemberKind = "property" if word == "property" else "function" if word == "function" else "method"
+    owners = [match.group(1) for match in _OWNER.finditer(prompt) if match.group(1) != named.group(1)]
+    owner = owners[0] if owners else None
+    if owner is None and kind != "function":
+        return None
+    return Addition(named.group(1), kind if owner else "function", owner)
+
+
+def class_span(source: str, name: str) -> tuple[int, int] | None:
+    """The first and last line (1-based) of the class ``name`` in ``source``."""
+    for node in ast.walk(parsed(source)):
+        if isinstance(node, ast.ClassDef) and node.name == name:
+            first = min([node.lineno, *(decorator.lineno for decorator in node.decorator_list)])
+            return first, node.end_lineno or node.lineno
+    return None
+
+
+def new_function(reply: str, name: str) -> str | None:
+    """The function ``name`` the model wrote in ``reply`` (decorators included), dedented; or None.
+
+    It must parse and define ``name``; what else the reply holds is left out.
+    """
+    match = CODE_BLOCK.search(reply)
+    lines = textwrap.dedent(match.group(1) if match else reply).strip("\n").splitlines()
+    start = next(
+        (i for i, line in enumerate(lines) if re.match(rf"\s*(?:async\s+)?def\s+{name}\b", line)), None
+    )
+    if start is None:
+        return None
+    decorators = start
+    while decorators > 0 and lines[decorators - 1].lstrip().startswith("@"):
+        decorators -= 1
+    code = textwrap.dedent("\n".join(lines[decorators:start] + function_lines(lines[start:])))
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return None
+    first = tree.body[0] if tree.body else None
+    if not isinstance(first, ast.FunctionDef | ast.AsyncFunctionDef) or first.name != name:
+        return None
+    return "\n".join(code.splitlines()[: first.end_lineno]) + "\n"
+
+
+def written_test_module(reply: str) -> str | None:
+    """The test module the model wrote in ``reply``: its code, when it parses and defines a test."""
+    match = CODE_BLOCK.search(reply)
+    code = textwrap.dedent(match.group(1) if match else reply).strip("\n") + "\n"
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return None
+    tests = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test")
+    ]
+    return code if tests else None
+
+
+def import_line(path: str, name: str) -> str | None:
+    """``from package.module import name`` for a project file (``src/`` layouts included)."""
+    parts = path.removesuffix(".py").split("/")
+    if parts and parts[0] in {"src", "lib"}:
+        parts = parts[1:]
+    if not parts or not all(part.isidentifier() for part in parts):
+        return None
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return f"from {'.'.join(parts)} import {name}" if parts else None

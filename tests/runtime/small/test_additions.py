@@ -1,0 +1,79 @@
+"""Reading a request to add a function, method or property, and the code the model wrote for it."""
+
+import pytest
+
+from nestor.runtime.small.additions import (
+    Addition,
+    class_span,
+    import_line,
+    new_function,
+    read_addition,
+    written_test_module,
+)
+
+
+@pytest.mark.parametrize(
+    ("prompt", "expected"),
+    [
+        (
+            "Add a `search(text)` method to Inventory that returns the matching items. Add a test too.",
+            Addition("search", "method", "Inventory"),
+        ),
+        (
+            "Add a read-only `is_prerelease` property to Version: True when it has a prerelease part.",
+            Addition("is_prerelease", "property", "Version"),
+        ),
+        (
+            "Please add a clear_expired method to the TTLCache class.",
+            Addition("clear_expired", "method", "TTLCache"),
+        ),
+        ("Implement a `total` property on `Cart`.", Addition("total", "property", "Cart")),
+        ("Add a function `slugify` in utils.py", Addition("slugify", "function", None)),
+    ],
+)
+def test_read_addition(prompt: str, expected: Addition) -> None:
+    assert read_addition(prompt) == expected
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "Add a test for format_money.",  # no function to add
+        "Why does the `search` method of Inventory ignore case?",  # a question
+        "Add a `search` method.",  # a method of no class
+    ],
+)
+def test_read_addition_is_none_for_other_requests(prompt: str) -> None:
+    assert read_addition(prompt) is None
+
+
+def test_new_function_keeps_its_decorators_and_leaves_the_rest_out() -> None:
+    reply = (
+        "Here it is:\n```python\n    @property\n    def is_prerelease(self) -> bool:\n"
+        '        """True with a prerelease part."""\n        return bool(self._prerelease)\n\n'
+        "print(Version('1.0.0').is_prerelease)\n```\nDone."
+    )
+    assert new_function(reply, "is_prerelease") == (
+        '@property\ndef is_prerelease(self) -> bool:\n    """True with a prerelease part."""\n'
+        "    return bool(self._prerelease)\n"
+    )
+    assert new_function("```python\ndef other():\n    pass\n```", "is_prerelease") is None
+    assert new_function("```python\ndef is_prerelease(self:\n```", "is_prerelease") is None
+
+
+def test_a_written_test_module_needs_a_test_function() -> None:
+    module = "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n"
+    assert written_test_module(f"```python\n{module}```") == module
+    assert written_test_module("```python\ndef helper():\n    pass\n```") is None
+    assert written_test_module("```python\ndef test_(:\n```") is None
+
+
+def test_class_span_and_import_line() -> None:
+    source = "import x\n\n\n@dataclass\nclass Item:\n    a: int\n\n    def f(self):\n        pass\n\nY = 1\n"
+    assert class_span(source, "Item") == (4, 9)
+    assert class_span(source, "Missing") is None
+    assert (
+        import_line("src/stockroom/inventory.py", "Inventory") == "from stockroom.inventory import Inventory"
+    )
+    assert import_line("pkg/__init__.py", "Cache") == "from pkg import Cache"
+    assert import_line("my-scripts/run.py", "main") is None
