@@ -363,14 +363,19 @@ class SmallModelHarness:
             if not await self._run_edits(host, [PlannedEdit(target, "", module)], problems):
                 return f"I could not write {target}: " + "; ".join(problems)
             failure = await self._run_tests(host, command)
-            if failure is not None and self._fails_inside(failure, path, addition.name):
-                note = f"Your `{addition.name}` failed this test:\n" + _trim_lines(failure, 15)
-                rewritten = await self._write_member(
-                    host, addition, path, prompt, [note], attempt + 1, command=None
-                )
-                if rewritten is not None and rewritten[1] is None:
-                    code = rewritten[0]
-                    failure = await self._run_tests(host, command)
+            if failure is not None and command and self._fails_inside(failure, path, addition.name):
+                # Fixed like any failing code: statement by statement, then written again whole.
+                members = functions_named(path, self.reader.read_text(path) or "", {addition.name})
+                if await self._fix_by_infilling(host, members, failure, command, None) is not None:
+                    failure = None
+                else:
+                    note = f"Your `{addition.name}` failed this test:\n" + _trim_lines(failure, 15)
+                    rewritten = await self._write_member(
+                        host, addition, path, prompt, [note], attempt + 1, command=None
+                    )
+                    if rewritten is not None and rewritten[1] is None:
+                        code = rewritten[0]
+                        failure = await self._run_tests(host, command)
             if failure is None:
                 return f"Added tests in {target}." + (f"\nTests (`{command}`): pass." if command else "")
             notes = [f"Your test module failed:\n{_trim_lines(failure, 15)}"]
