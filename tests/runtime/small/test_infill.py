@@ -63,3 +63,18 @@ def test_candidates_are_the_first_lines_the_model_wrote_each_new() -> None:
 def test_parses() -> None:
     assert parses(SOURCE)
     assert not parses(SOURCE.replace("if total < 0:", "if total < 0"))
+
+
+def test_try_is_not_cut_but_what_it_holds_is() -> None:
+    source = "\n".join(
+        [
+            "def pop(d):",
+            "    try:",
+            "        key = next(iter(d))",
+            "    except StopIteration:",
+            "        raise KeyError",
+            "",
+        ]
+    )
+    found = gaps(source, FunctionSpan("m.py", "pop", 1, 5))
+    assert [(gap.first, gap.last) for gap in found] == [(3, 3), (5, 5)]

@@ -2,8 +2,8 @@
 
 Asked for SEARCH/REPLACE blocks to add a method, the 1.5B model loses the format; asked to write
 the one method, shown its class, it writes a fair one. So the harness reads the request itself
-(:func:`read_addition`), asks for the new code alone, and puts it at the end of the class (or of
-the module) itself; then it asks, the same way, for a test file.
+(:func:`read_addition`), asks for the new code alone, and puts it at the end of the class itself;
+then it asks, the same way, for a test module.
 """
 
 from __future__ import annotations

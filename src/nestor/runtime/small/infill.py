@@ -59,7 +59,7 @@ def gaps(source: str, span: FunctionSpan, first_lines: Collection[int] = ()) -> 
     """The statements of ``span`` to cut out one at a time: those on ``first_lines`` first.
 
     A simple statement is cut line by line; a compound one (``if``, ``for``, ``with``...) only
-    when its header is one line, and then only that line. The docstring is never cut.
+    when its header is one line, and then only that line. The docstring and ``try:`` are never cut.
     """
     function = _function(source, span)
     if function is None:
@@ -70,6 +70,8 @@ def gaps(source: str, span: FunctionSpan, first_lines: Collection[int] = ()) -> 
         if not isinstance(node, ast.stmt) or node is function:
             continue
         if _is_docstring(node, function) or isinstance(node, _DEFINITIONS):
+            continue
+        if isinstance(node, ast.Try):  # ``try:`` has nothing to fill in; its body is cut on its own
             continue
         body = getattr(node, "body", None)
         if isinstance(body, list) and body:
