@@ -2,6 +2,7 @@
 
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -142,8 +143,8 @@ async def test_a_failing_test_is_fixed_by_rewriting_the_function_it_calls(
 class FillingModel(ScriptedModel):
     """A scripted model that also fills in the middle of code, as the embedded one does."""
 
-    def __init__(self, middles: list[str]) -> None:
-        super().__init__([])
+    def __init__(self, middles: list[str], replies: Sequence[str] = ()) -> None:
+        super().__init__([reply(text) for text in replies])
         self.middles = middles
         self.gaps: list[tuple[str, str]] = []
         self.sampling: list[tuple[float, int | None]] = []
@@ -296,6 +297,25 @@ async def test_a_new_test_failing_inside_the_new_method_has_the_method_written_a
     assert (
         "self.count = self.start" in rewrite and "failed this test" in rewrite and "AttributeError" in rewrite
     )
+
+
+async def test_a_new_method_its_new_test_fails_inside_is_fixed_by_filling_in_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _counter_project(tmp_path / "project", monkeypatch)
+    wrong = "```python\ndef reset(self) -> None:\n    self.count = self.start\n```"
+    # The statement filled in rightly, then two more samples of it: none smaller.
+    model = FillingModel(["        self.count = 0\n"] * 3, replies=[wrong, RESET_TEST])
+    agent = _coder(Harness(root), model, root)
+
+    result = await agent.run(
+        "Add a `reset` method to Counter that sets the count back to 0. Add a test for it."
+    )
+
+    assert "    def reset(self) -> None:\n        self.count = 0\n" in (root / "counter.py").read_text()
+    assert (root / "tests" / "test_reset.py").is_file()
+    assert "Added tests in tests/test_reset.py" in result.text, result.text
+    assert len(model.requests) == 2  # the method and the test; no rewrite was needed
 
 
 async def test_other_changes_come_as_edit_blocks_matched_to_the_file_shown(
