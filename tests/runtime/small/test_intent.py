@@ -43,6 +43,14 @@ def test_code_like_words_files_and_dotted_names() -> None:
     assert terms["config"].exact
 
 
+def test_a_method_called_in_a_chain_is_a_name_not_a_word() -> None:
+    prompt = 'What does Version.parse("1.0.0").compare("2.0.0") return? Ordering.'
+    terms = {term.text: term for term in search_terms(prompt)}
+    assert terms["compare"].exact and terms["compare"].weight == 3.0
+    # A word after a sentence's full stop is still prose.
+    assert not terms["ordering"].exact
+
+
 def test_named_agent_and_failing_tests() -> None:
     intent = read_intent("Use the explore agent to find where tokens are refreshed.", ["explore", "plan"])
     assert intent.agent == "explore"

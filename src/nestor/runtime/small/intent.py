@@ -75,8 +75,8 @@ _STOPWORDS_TEXT = """
     implemented implement implementation happen happens called call calls number where's what's
     how's does it's also just like thing things part parts question answer answers work works
     working run runs running don doesn didn isn aren wasn weren won wouldn couldn shouldn haven
-    hasn agent agents quick report back try point fix fixes fixed fixing fail fails failed failing
-    pass passes passed passing bug bugs broken library
+    hasn now kind sort agent agents quick report back try point fix fixes fixed fixing fail fails
+    failed failing pass passes passed passing bug bugs broken library
 """
 _STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
 # Words too common to search alone that still name things in a phrase (digest method -> digest_method).
@@ -185,9 +185,10 @@ def search_terms(prompt: str) -> tuple[SearchTerm, ...]:
     for match in _FILE_NAME.finditer(text):
         add(SearchTerm(match.group(0), 3.0, is_file=True))
     words: list[str] = []
-    for match in _WORD.finditer(_FILE_NAME.sub(" ", text)):
+    prose = _FILE_NAME.sub(" ", text)
+    for match in _WORD.finditer(prose):
         word = match.group(0)
-        if _looks_like_code(word):
+        if _looks_like_code(word) or _is_called(prose, match):
             for term in _terms_in_code(word):
                 add(term)
             words.append("")  # an identifier breaks a phrase of plain words
@@ -216,6 +217,11 @@ def _terms_in_code(code: str) -> list[SearchTerm]:
     terms = [SearchTerm(names[-1], 3.0, owner=owner)]  # obj.method: the method is what is asked about
     terms.extend(SearchTerm(name, 2.0) for name in names[:-1] if len(name) > 2)
     return terms
+
+
+def _is_called(text: str, match: re.Match[str]) -> bool:
+    """Whether a plain word is written as code: a call (``compare(x)``) or a chained method."""
+    return text[match.end() : match.end() + 1] == "(" or text[match.start() - 1 : match.start()] == "."
 
 
 def _looks_like_code(word: str) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
@@ -34,7 +34,7 @@ ToolCall = tuple[str, dict[str, Any]]
 RunTools = Callable[[Sequence[ToolCall]], Awaitable[list[ToolOutcome]]]
 """Runs tool calls (in parallel, through the agent's permission gate) and returns their outcomes."""
 
-MAX_SEARCHES = 6
+MAX_SEARCHES = 8
 MAX_REGIONS = 4
 MAX_EVIDENCE_LINES = 70
 MAX_FUNCTION_LINES = 40
@@ -107,26 +107,43 @@ class Evidence:
 
 @dataclass(frozen=True, slots=True)
 class Excerpt:
-    """The lines of one region as ``view`` returned them: ``(number, text)`` pairs."""
+    """The lines of one region as ``view`` returned them: ``(number, text)`` pairs.
+
+    Attributes:
+        marked: The numbers of the lines that matched a search: numbered when rendered.
+
+    """
 
     region: Region
     lines: tuple[tuple[int, str], ...]
+    marked: frozenset[int] = frozenset()
 
     @classmethod
-    def from_view(cls, region: Region, view_output: str) -> Excerpt:
+    def from_view(cls, region: Region, view_output: str, marked: Iterable[int] = ()) -> Excerpt:
         """Read the numbered lines out of ``view``'s output."""
         rows: list[tuple[int, str]] = []
         for line in view_output.splitlines():
             number, tab, code = line.partition("\t")
             if tab and number.strip().isdigit():
                 rows.append((int(number), code))
-        return cls(region, tuple(rows))
+        return cls(region, tuple(rows), frozenset(marked))
 
     def render(self, *, numbered: bool = True) -> str:
-        """A heading naming the file and lines, then the lines."""
+        """A heading naming the file and lines, then the lines.
+
+        Args:
+            numbered: Put its number before the first line and each marked line, for answers to
+                cite. Only those: a small model's tokenizer spells a number digit by digit, so
+                numbering every line would make a third of the prompt.
+
+        """
         label = f" ({self.region.label})" if self.region.label else ""
         heading = f"{self.region.path} lines {self.region.start}-{self.region.end}{label}:"
-        body = [f"{number}: {code}" if numbered else code for number, code in self.lines]
+        first = self.lines[0][0] if self.lines else 0
+        body = [
+            f"{number}: {code}" if numbered and (number == first or number in self.marked) else code
+            for number, code in self.lines
+        ]
         return heading + "\n" + "\n".join(body)
 
 
@@ -162,7 +179,7 @@ async def gather_evidence(
 
     """
     evidence = Evidence()
-    terms = [term for term in intent.terms if not term.is_file][:MAX_SEARCHES]
+    terms = searched_terms(intent.terms)
     files = [term for term in intent.terms if term.is_file][:2]
     calls: list[ToolCall] = [("grep", {"pattern": term_pattern(term)}) for term in terms]
     calls.extend(("glob", {"pattern": f"**/{PurePosixPath(term.text).name}"}) for term in files)
@@ -197,11 +214,23 @@ async def gather_evidence(
     )
     for region, view in zip(regions, views, strict=True):
         if view.ok:
+            marked = (hit.line for hit in ranked if hit.path == region.path and hit.terms)
             evidence.regions.append(region)
-            evidence.excerpts.append(Excerpt.from_view(region, view.content))
+            evidence.excerpts.append(Excerpt.from_view(region, view.content, marked))
     covered = {(r.path, line) for r in evidence.regions for line in range(r.start, r.end + 1)}
     evidence.other_hits = [hit for hit in ranked if (hit.path, hit.line) not in covered][:MAX_OTHER_HITS]
     return evidence
+
+
+def searched_terms(terms: Sequence[SearchTerm]) -> list[SearchTerm]:
+    """The terms to search for, strongest first, at most :data:`MAX_SEARCHES`.
+
+    A phrase of three words is left out: every line it matches, the search for its first two
+    words finds too (:func:`rank_hits` still scores lines by it), and the search is better spent
+    on a single word no phrase covers ("lock" in "which kind of lock").
+    """
+    searched = [term for term in terms if not term.is_file and (term.exact or term.text.count("_") < 2)]
+    return searched[:MAX_SEARCHES]
 
 
 def rank_hits(hits: list[Hit], intent: Intent, reader: ProjectReader) -> list[Hit]:
@@ -212,6 +241,15 @@ def rank_hits(hits: list[Hit], intent: Intent, reader: ProjectReader) -> list[Hi
         text = reader.read_text(hit.path)
         lines = text.splitlines() if text else []
         hit.text = lines[hit.line - 1] if 0 < hit.line <= len(lines) else ""
+    # Qualified names with a definition that fits the qualifier: other definitions of the same
+    # name (Version.parse when semver.parse() was asked about) are of something else.
+    fitted = {
+        term.text
+        for term, _ in patterns
+        if term.owner is not None
+        and any(_defines(hit.text, term) and _owned_as_written(hit.text, term.owner) for hit in hits)
+    }
+    for hit in hits:
         names = 0
         for term, pattern in patterns:
             if pattern.search(hit.text):
@@ -219,10 +257,7 @@ def rank_hits(hits: list[Hit], intent: Intent, reader: ProjectReader) -> list[Hi
                 hit.score += term.weight
                 names += term.exact
                 if _defines(hit.text, term):
-                    # The definition of a name the user wrote is what most questions are about.
-                    hit.score += (4.0 if term.exact else 2.0) * term.weight
-                    if term.owner is not None and _owned_as_written(hit.text, term.owner):
-                        hit.score += 2.0 * term.weight
+                    hit.score += _definition_bonus(hit.text, term, fitted) * term.weight
         if names > 1:  # a line naming several of the user's identifiers ties them together
             hit.score *= 1.0 + 0.25 * (names - 1)
         terms_per_file.setdefault(hit.path, set()).update(hit.terms)
@@ -236,14 +271,29 @@ def rank_hits(hits: list[Hit], intent: Intent, reader: ProjectReader) -> list[Hi
     return sorted(hits, key=lambda hit: (-hit.score, hit.path, hit.line))
 
 
+def _definition_bonus(line: str, term: SearchTerm, fitted: set[str]) -> float:
+    """What defining ``term`` on ``line`` adds to the line's score, per unit of the term's weight.
+
+    The definition of a name the user wrote is what most questions are about, the more so when
+    it fits the name's qualifier. One that does not fit, when another does, defines something
+    else: it ranks below the lines that merely use the name.
+    """
+    if term.owner is None:
+        return 4.0 if term.exact else 2.0
+    if _owned_as_written(line, term.owner):
+        return 6.0
+    return -0.5 if term.text in fitted else 4.0
+
+
 def _owned_as_written(line: str, owner: str) -> bool:
     """Whether a definition's line fits the name's qualifier: a method for a class, else top level.
 
     ``semver.parse()`` means the module's function, not the ``Version.parse`` method, and
-    ``Version.parse()`` the other way round (by Python's naming: classes are capitalised).
+    ``Version.parse()`` the other way round (by Python's naming: classes are capitalised);
+    ``self.x`` and ``cls.x`` are methods too.
     """
     nested = line[: len(line) - len(line.lstrip())] != ""
-    return nested == owner[:1].isupper()
+    return nested == (owner[:1].isupper() or owner in ("self", "cls"))
 
 
 def _defines(line: str, term: SearchTerm) -> bool:
