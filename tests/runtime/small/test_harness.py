@@ -108,6 +108,20 @@ def _calc_project(root: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
+async def test_a_call_the_question_writes_out_is_run_and_its_result_is_evidence(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _calc_project(tmp_path / "project", monkeypatch)
+    seen: list[list[ModelMessage]] = []
+    model = scripted(["add(2, 3) returns -1: it subtracts (calc.py:3)."], requests=seen)
+    agent = _coder(Harness(root), model, root)
+    await agent.run("What does add(2, 3) return, and what does calc.add(1, 1) give?")
+    prompt = _prompt_of(seen[0])
+    # Run by the project's Python, bug included; a module-qualified call imports the module.
+    assert ">>> add(2, 3)\n-1\n>>> calc.add(1, 1)\n0" in prompt
+    assert "def add(a, b):" in prompt
+
+
 def _coder(harness: Harness, model: Model, root: Path) -> SessionAgent:
     return harness.agent(
         model,

@@ -41,6 +41,7 @@ from nestor.runtime.small.additions import (
     read_addition,
     written_test_module,
 )
+from nestor.runtime.small.calls import QuotedCall, call_script, import_statement, quoted_calls
 from nestor.runtime.small.edit_blocks import EditBlock, locate, parse_edit_blocks
 from nestor.runtime.small.functions import (
     FunctionSpan,
@@ -52,7 +53,7 @@ from nestor.runtime.small.functions import (
 )
 from nestor.runtime.small.infill import Gap, candidates, change_size, gaps, parses
 from nestor.runtime.small.intent import Intent, SearchTerm, read_intent
-from nestor.runtime.small.project import project_card, project_files, runnable_test_command
+from nestor.runtime.small.project import project_card, project_files, runnable_test_command, user_python
 from nestor.runtime.small.reader import ProjectReader
 from nestor.runtime.small.retrieval import Evidence, ToolCall, ToolOutcome, gather_evidence
 
@@ -66,6 +67,7 @@ MAX_SUSPECTS = 6
 INFILL_TRIES = 24
 INFILL_SAMPLES = 3
 TEST_TIMEOUT_S = 180
+CALL_TIMEOUT_S = 30
 _TRACEBACK_LOCATION = re.compile(r"^([\w./-]+\.py):(\d+)(?::| in )", re.MULTILINE)
 _RENAME = re.compile(
     r"\brenam\w*\b(?P<before>.{1,120}?)\s(?:to|into|as)\s+[`'\"]?(?P<new>[A-Za-z_]\w*)",
@@ -153,19 +155,43 @@ class SmallModelHarness:
 
     async def _answer(self, host: HarnessHost, intent: Intent, prompt: str) -> str | None:
         evidence = await gather_evidence(intent, self.reader, host.run_tools)
-        if evidence.empty:
+        ran = await self._run_quoted_calls(host, prompt)
+        if evidence.empty and not ran:
             card = project_card(self.reader)
             body = (
                 "Nothing in the project matched the question's terms. What the project is:\n\n"
                 + card.render()
             )
         else:
-            body = evidence.render()
+            body = "\n\n".join(part for part in (evidence.render(), ran) if part)
         return await host.ask(
             prompts.ANSWER,
             f"<evidence>\n{body}\n</evidence>\n\nQuestion: {prompt}",
             max_tokens=ANSWER_MAX_TOKENS,
         )
+
+    async def _run_quoted_calls(self, host: HarnessHost, prompt: str) -> str:
+        """Run the calls the question writes out (:mod:`.calls`); what they gave, as evidence."""
+        if self.read_only or "bash" not in host.tool_names():
+            return ""
+        scripts: list[tuple[QuotedCall, str]] = []
+        for call in quoted_calls(prompt):
+            found = import_statement(self.reader, call.root)
+            if found is not None:
+                scripts.append((call, call_script(call, *found)))
+        if not scripts:
+            return ""
+        python = user_python()
+        commands = [f"{python} -W ignore -c {shlex.quote(script)}" for _, script in scripts]
+        outcomes = await host.run_tools(
+            [("bash", {"command": command, "timeout": CALL_TIMEOUT_S}) for command in commands]
+        )
+        rows = [
+            f">>> {call.expression}\n{outcome.content.strip()[-400:]}"
+            for (call, _), outcome in zip(scripts, outcomes, strict=True)
+            if outcome.ok and outcome.metadata.get("exit_code") == 0 and outcome.content.strip()
+        ]
+        return "Run in the project's Python:\n" + "\n".join(rows) if rows else ""
 
     async def _tour(self, host: HarnessHost, prompt: str) -> str | None:
         # The README and layout are read here; listing the root makes the look visible as a call.

@@ -192,11 +192,16 @@ def runnable_test_command(reader: ProjectReader) -> str | None:
         fact is not None and "pytest" in fact.text
     )
     if python_tests:
-        python = "python" if shutil.which("python") else "python3"
+        python = user_python()
         # Without the warnings summary: dozens of deprecation warnings would push the failure out
         # of the output a small model is shown.
         return f"{python} -m pytest -q -x --tb=short -p no:cacheprovider -p no:warnings"
     return fact.text if fact else None
+
+
+def user_python() -> str:
+    """The Python of the user's environment: ``python`` on PATH, else ``python3``."""
+    return "python" if shutil.which("python") else "python3"
 
 
 def _readme(reader: ProjectReader, max_lines: int) -> Fact | None:
