@@ -332,6 +332,30 @@ async def test_a_new_method_its_new_test_fails_inside_is_fixed_by_filling_in_fir
     assert len(model.requests) == 2  # the method and the test; no rewrite was needed
 
 
+async def test_a_new_test_that_fails_in_its_own_code_once_the_method_is_fixed_is_left_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _counter_project(tmp_path / "project", monkeypatch)
+    wrong = "```python\ndef reset(self) -> None:\n    self.count = self.start\n```"
+    # The second test fails on its own line (a Counter has no len) once reset itself works.
+    tests = RESET_TEST.removesuffix("```") + (
+        "\n\ndef test_reset_twice():\n    counter = Counter()\n    counter.reset()\n"
+        "    assert len(counter) == 0\n```"
+    )
+    model = FillingModel(["        self.count = 0\n"] * 3, replies=[wrong, tests])
+    agent = _coder(Harness(root), model, root)
+
+    result = await agent.run(
+        "Add a `reset` method to Counter that sets the count back to 0. Add tests for it."
+    )
+
+    assert "    def reset(self) -> None:\n        self.count = 0\n" in (root / "counter.py").read_text()
+    written = (root / "tests" / "test_reset.py").read_text()
+    assert "def test_reset():" in written and "test_reset_twice" not in written
+    assert "I left out `test_reset_twice`" in result.text and "pass" in result.text, result.text
+    assert len(model.requests) == 2  # the method and the tests: no rewrite of either
+
+
 async def test_other_changes_come_as_edit_blocks_matched_to_the_file_shown(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -5,12 +5,16 @@ repeats its earlier prose after a tool found the answer. So on the small-model p
 the steps a small model does badly, and asks the model only for what it does well:
 
 - **questions**: nestor reads the prompt (:mod:`.intent`), searches for its terms and reads the
-  best regions with real tool calls (:mod:`.retrieval`), then one *answer step* sees only the
-  question and that evidence, never the model's earlier prose;
+  best regions with real tool calls (:mod:`.retrieval`), runs the calls the question writes out
+  (:mod:`.calls`), then one *answer step* sees only the question and that evidence, never the
+  model's earlier prose;
 - **tours**: the evidence is the project's card (README, layout, test command: :mod:`.project`);
 - **fixes**: a failing test names suspect functions (its traceback, what it calls); the model
   fills in their statements one at a time (:mod:`.infill`), then rewrites them whole
   (:mod:`.functions`), each version tried with the tests and undone when they still fail;
+- **additions**: a new method is written alone and put at the end of its class
+  (:mod:`.additions`), then a new test module; a new test that fails inside the new method has
+  it fixed as above, and one that then fails on its own code is left out;
 - **changes**: nestor runs the project's tests, gathers evidence around the request and the
   failure, asks for SEARCH/REPLACE blocks (:mod:`.edit_blocks`), applies them with the ``edit``
   tool, runs the tests again, and tries again with the new failure, a few times at most; a rename
@@ -24,6 +28,7 @@ permissions, events and the stored session see them as usual.
 
 from __future__ import annotations
 
+import ast
 import re
 import shlex
 import textwrap
@@ -49,6 +54,7 @@ from nestor.runtime.small.functions import (
     function_at,
     functions_named,
     methods_of,
+    parsed,
     rewritten_function,
 )
 from nestor.runtime.small.infill import Gap, candidates, change_size, gaps, parses
@@ -68,12 +74,14 @@ INFILL_TRIES = 24
 INFILL_SAMPLES = 3
 TEST_TIMEOUT_S = 180
 CALL_TIMEOUT_S = 30
+MAX_DROPPED_TESTS = 1
 _TRACEBACK_LOCATION = re.compile(r"^([\w./-]+\.py):(\d+)(?::| in )", re.MULTILINE)
 _RENAME = re.compile(
     r"\brenam\w*\b(?P<before>.{1,120}?)\s(?:to|into|as)\s+[`'\"]?(?P<new>[A-Za-z_]\w*)",
     re.IGNORECASE | re.DOTALL,
 )
 _IDENTIFIER = re.compile(r"[A-Za-z_][\w.]*")
+_ASSERTION_FAILED = re.compile(r"^E\s+(?:assert\b|AssertionError\b)", re.MULTILINE)
 _ASKS_FOR_TESTS = re.compile(
     r"\b(?:add|write|update|change|fix)\s+(?:a\s+|the\s+|new\s+)*tests?\b|\btests?\s+for\b", re.I
 )
@@ -391,9 +399,15 @@ class SmallModelHarness:
             failure = await self._run_tests(host, command)
             if failure is not None and command and self._fails_inside(failure, path, addition.name):
                 # Fixed like any failing code: statement by statement, then written again whole.
+                # A version that moves the failure into the test's own lines is the fix the test
+                # needed to show its own bug (it sorts Items too, say): that test goes next.
                 members = functions_named(path, self.reader.read_text(path) or "", {addition.name})
-                if await self._fix_by_infilling(host, members, failure, command, None) is not None:
-                    failure = None
+
+                def settles(after: str | None) -> bool:
+                    return after is None or _broken_test(after, target) is not None
+
+                if await self._fix_by_infilling(host, members, failure, command, None, settles) is not None:
+                    failure = await self._run_tests(host, command)
                 else:
                     note = f"Your `{addition.name}` failed this test:\n" + _trim_lines(failure, 15)
                     rewritten = await self._write_member(
@@ -402,14 +416,46 @@ class SmallModelHarness:
                     if rewritten is not None and rewritten[1] is None:
                         code = rewritten[0]
                         failure = await self._run_tests(host, command)
+            dropped: list[str] = []
+            while failure is not None and command and len(dropped) < MAX_DROPPED_TESTS:
+                broken = _broken_test(failure, target)
+                if broken is None or not await self._drop_test(host, target, broken):
+                    break
+                dropped.append(broken)
+                failure = await self._run_tests(host, command)
             if failure is None:
-                return f"Added tests in {target}." + (f"\nTests (`{command}`): pass." if command else "")
+                report = f"Added tests in {target}."
+                if dropped:
+                    names = ", ".join(f"`{name}`" for name in dropped)
+                    report += f" I left out {names}: it failed in its own code, not in `{addition.name}`."
+                return report + (f"\nTests (`{command}`): pass." if command else "")
             notes = [f"Your test module failed:\n{_trim_lines(failure, 15)}"]
             await host.run_tools([("bash", {"command": f"rm -f -- {shlex.quote(target)}"})])
             self.reader.forget()
         return "I could not write a test for it that passes, so I added none." + (
             f"\nTests (`{command}`): pass." if command else ""
         )
+
+    async def _drop_test(self, host: HarnessHost, module: str, name: str) -> bool:
+        """Take the test function ``name`` out of ``module``, unless it is the module's only test."""
+        source = self.reader.read_text(module) or ""
+        spans = functions_named(module, source, {name})
+        others = [
+            node.name
+            for node in parsed(source).body
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            and node.name.startswith("test")
+            and node.name != name
+        ]
+        if len(spans) != 1 or not others:
+            return False
+        lines = source.splitlines(keepends=True)
+        start = spans[0].start - 1
+        while start > 0 and lines[start - 1].lstrip().startswith("@"):
+            start -= 1
+        kept = "".join(lines[:start]).rstrip("\n") + "\n" + "".join(lines[spans[0].end :])
+        problems: list[str] = []
+        return bool(await self._run_edits(host, [PlannedEdit(module, source, kept)], problems))
 
     def _fails_inside(self, failure: str, path: str, name: str) -> bool:
         """Whether a traceback of ``failure`` passes through the function ``name`` of ``path``."""
@@ -421,12 +467,19 @@ class SmallModelHarness:
         )
 
     async def _fix_by_infilling(
-        self, host: HarnessHost, suspects: list[FunctionSpan], failure: str, command: str, named: str | None
+        self,
+        host: HarnessHost,
+        suspects: list[FunctionSpan],
+        failure: str,
+        command: str,
+        named: str | None,
+        settles: Callable[[str | None], bool] = lambda failure: failure is None,
     ) -> str | None:
         """Fix failing tests by having the model fill in one statement of a suspect at a time.
 
-        Each version the model writes is tried with the tests and undone when they still fail.
-        Returns the report of the fix, or None when none was found (or the model cannot fill in).
+        Each version the model writes is tried with the tests and undone unless the tests' outcome
+        ``settles`` it (by default: they pass). Returns the report of the fix, or None when none
+        was found (or the model cannot fill in).
         """
         frames = _traceback_locations(failure)
         asked = tried = 0
@@ -436,7 +489,7 @@ class SmallModelHarness:
             for gap in gaps(source, span, first_lines)[:INFILL_GAPS_PER_FUNCTION]:
                 if asked >= INFILL_GAPS or tried >= INFILL_TRIES:
                     return None
-                trial = _GapTrial(span, gap, source, command, named)
+                trial = _GapTrial(span, gap, source, command, named, settles)
                 middle = await host.infill(*gap.context(source), max_tokens=INFILL_MAX_TOKENS)
                 if middle is None:
                     return None
@@ -458,7 +511,7 @@ class SmallModelHarness:
         failure = await self._run_tests(host, trial.named) if trial.named else None
         if failure is None:
             failure = await self._run_tests(host, trial.command)
-        if failure is None:
+        if trial.settles(failure):
             return True
         await self._run_edits(host, [trial.edit(candidate, undo=True)], [])
         return False
@@ -746,6 +799,7 @@ class _GapTrial:
     source: str
     command: str
     named: str | None
+    settles: Callable[[str | None], bool]
 
     @property
     def cut(self) -> str:
@@ -785,6 +839,19 @@ def _is_test_path(path: str) -> bool:
     return (
         name.startswith("test_") or name.endswith("_test.py") or "tests/" in path or path.startswith("test/")
     )
+
+
+def _broken_test(failure: str, module: str) -> str | None:
+    """The test of ``module`` that failed on an error in its own lines, if that is the failure.
+
+    An assertion that fails says the code under test gave the wrong result; an exception raised
+    by the test's own lines (``sorted()`` of objects that do not order) says the test is wrong.
+    """
+    frames = _traceback_locations(failure)
+    if not frames or frames[-1][0] != module or _ASSERTION_FAILED.search(failure):
+        return None
+    match = re.search(rf"^FAILED {re.escape(module)}::(\w+)", failure, re.MULTILINE)
+    return match.group(1) if match else None
 
 
 def _traceback_locations(output: str) -> list[tuple[str, int]]:
