@@ -7,7 +7,7 @@ from pathlib import Path
 from nestor.runtime.small.calls import UNBOUND_EXIT, call_script, import_statement, quoted_calls
 from nestor.runtime.small.reader import ProjectReader
 
-VERSION = '''class Version:
+VERSION = """class Version:
     def __init__(self, text):
         self.text = text
 
@@ -19,7 +19,7 @@ VERSION = '''class Version:
 
     def bump(self):
         return Version(self.text + ".1")
-'''
+"""
 
 
 def _project(root: Path) -> ProjectReader:
