@@ -59,6 +59,9 @@ def test_a_name_is_imported_from_the_module_defining_it_not_from_the_tests(tmp_p
     assert import_statement(reader, "Version") == ("src", "from vers.version import Version")
     assert import_statement(reader, "vers") == ("src", "import vers")
     assert import_statement(reader, "len") is None
+    # Only importable module names: a file called so is not a way to write code into the script.
+    (tmp_path / "tool;print(1).py").write_text("def Tool():\n    pass\n")
+    assert import_statement(reader, "Tool") is None
 
 
 def test_the_script_prints_what_the_call_returns_or_raises(tmp_path: Path) -> None:

@@ -95,15 +95,20 @@ def import_statement(reader: ProjectReader, name: str) -> tuple[str, str] | None
         for path in project_files(reader.root)
         if path.endswith(".py") and not _TEST_FILE.search(path)
     ]
-    for path in sources:
-        root, module = _import_location(reader, path)
-        if module.rpartition(".")[2] == name and module:
+    modules = [(path, *_import_location(reader, path)) for path in sources]
+    # A file name is not always a module name ("my-script.py"): those cannot be imported.
+    modules = [
+        (path, root, module)
+        for path, root, module in modules
+        if module and all(part.isidentifier() for part in module.split("."))
+    ]
+    for _path, root, module in modules:
+        if module.rpartition(".")[2] == name:
             parent = module.rpartition(".")[0]
             return root, f"from {parent} import {name}" if parent else f"import {name}"
-    for path in sources:
+    for path, root, module in modules:
         text = reader.read_text(str(path))
         if text is not None and definition.search(text):
-            root, module = _import_location(reader, path)
             return root, f"from {module} import {name}"
     return None
 
