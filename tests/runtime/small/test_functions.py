@@ -4,6 +4,7 @@ from nestor.runtime.small.functions import (
     functions_named,
     methods_of,
     rewritten_function,
+    without_function,
 )
 
 SOURCE = """class Inventory:
@@ -71,3 +72,11 @@ def test_methods_of_lists_the_methods_a_class_defines_itself() -> None:
     found = methods_of("cache.py", source, {"FIFO"})
     assert [(span.name, span.start, span.end) for span in found] == [("put", 7, 9), ("pop", 11, 12)]
     assert methods_of("cache.py", "class (", {"FIFO"}) == []
+
+
+def test_a_function_is_taken_out_with_its_decorators() -> None:
+    [size] = functions_named("inv.py", SOURCE, {"size"})
+    assert without_function(SOURCE, size) == (
+        "class Inventory:\n\n    def low_stock(self, threshold):\n"
+        "        return [i for i in self.items if i.quantity < threshold]\n"
+    )

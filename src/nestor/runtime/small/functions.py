@@ -70,6 +70,15 @@ def function_at(path: str, source: str, line: int) -> FunctionSpan | None:
     return None if node is None else FunctionSpan.of(path, node)
 
 
+def without_function(source: str, span: FunctionSpan) -> str:
+    """``source`` with the function of ``span`` taken out, its decorators with it."""
+    lines = source.splitlines(keepends=True)
+    start = span.start - 1
+    while start > 0 and lines[start - 1].lstrip().startswith("@"):
+        start -= 1
+    return "".join(lines[:start]).rstrip("\n") + "\n" + "".join(lines[span.end :])
+
+
 def parsed(source: str) -> ast.Module:
     """``source`` parsed; an empty module when it is not valid Python."""
     try:

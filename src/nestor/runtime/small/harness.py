@@ -56,6 +56,7 @@ from nestor.runtime.small.functions import (
     methods_of,
     parsed,
     rewritten_function,
+    without_function,
 )
 from nestor.runtime.small.infill import Gap, candidates, change_size, gaps, parses
 from nestor.runtime.small.intent import Intent, SearchTerm, read_intent
@@ -336,14 +337,8 @@ class SmallModelHarness:
             return None
         owner_text = "".join(source.splitlines(keepends=True)[span[0] - 1 : span[1]])
         current = functions_named(path, owner_text, {addition.name})
-        if current:  # a version that failed a test: shown, and replaced
-            lines = owner_text.splitlines(keepends=True)
-            start = current[0].start - 1
-            while start > 0 and lines[start - 1].lstrip().startswith("@"):
-                start -= 1
-            owner_text_without = "".join(lines[:start]).rstrip("\n") + "\n" + "".join(lines[current[0].end :])
-        else:
-            owner_text_without = owner_text
+        # A version that failed a test is shown, and replaced.
+        owner_text_without = without_function(owner_text, current[0]) if current else owner_text
         request = _addition_request(path, owner_text, addition, prompt, notes)
         reply = await host.ask(prompts.ADD, request, max_tokens=EDIT_MAX_TOKENS, attempt=attempt)
         if reply is None:
@@ -449,13 +444,8 @@ class SmallModelHarness:
         ]
         if len(spans) != 1 or not others:
             return False
-        lines = source.splitlines(keepends=True)
-        start = spans[0].start - 1
-        while start > 0 and lines[start - 1].lstrip().startswith("@"):
-            start -= 1
-        kept = "".join(lines[:start]).rstrip("\n") + "\n" + "".join(lines[spans[0].end :])
-        problems: list[str] = []
-        return bool(await self._run_edits(host, [PlannedEdit(module, source, kept)], problems))
+        kept = without_function(source, spans[0])
+        return bool(await self._run_edits(host, [PlannedEdit(module, source, kept)], []))
 
     def _fails_inside(self, failure: str, path: str, name: str) -> bool:
         """Whether a traceback of ``failure`` passes through the function ``name`` of ``path``."""
