@@ -30,6 +30,7 @@ def parse(text):
         # The method of the same name defines something else: a line using the name says more.
         ("Where is semver.parse() defined now?", [("semver/wrappers.py", 5), ("semver/wrappers.py", 6)]),
         ("Where is Version.parse() defined?", [("semver/version.py", 4)]),
+        ("Where is self.parse() defined?", [("semver/version.py", 4)]),  # self. means a method
     ],
 )
 def test_a_qualified_name_ranks_the_definition_it_qualifies_first(
