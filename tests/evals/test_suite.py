@@ -219,6 +219,83 @@ ANSWERS: dict[str, tuple[str, str]] = {
         "It exits with status 1 (EXIT_ERROR); main() in src/stockroom/cli.py decides that.",
         "It exits with code 2, set in cli.py.",
     ),
+    "itsdangerous-locate-zlib-compression": (
+        "Look at url_safe.py: the mixin class URLSafeSerializerMixin compresses in its dump_payload method "
+        "and decompresses in load_payload.",
+        "Compression happens in encoding.py, in base64_encode().",
+    ),
+    "itsdangerous-locate-max-age-check": (
+        "That's TimestampSigner.unsign() in itsdangerous/timed.py -- "
+        "it raises SignatureExpired when age > max_age.",
+        "TimedSerializer.loads() in serializer.py checks the age.",
+    ),
+    "itsdangerous-lookup-key-derivation": (
+        "Signer.default_key_derivation is 'django-concat', so that's what you get "
+        "(salt + b'signer' + key, hashed).",
+        "It defaults to hmac: the key is HMAC(secret_key, salt).",
+    ),
+    "itsdangerous-lookup-serializer-salt": (
+        "The salt defaults to `itsdangerous` (Serializer.__init__ has salt=b'itsdangerous').",
+        "It signs with b'itsdangerous.Signer', the Signer's default salt.",
+    ),
+    "itsdangerous-explain-int-bytes": (
+        "int_to_bytes packs the int as an 8-byte big-endian unsigned struct and lstrips the zero bytes: "
+        "0 -> b\"\" and 1000 -> b'\\x03\\xE8'. "
+        "bytes_to_int pads back to 8 bytes and unpacks: b'\\x01\\x00' -> 256.",
+        "int_to_bytes(0) is b'\\x00', int_to_bytes(1000) is b'\\xe8\\x03' (little-endian), and "
+        "bytes_to_int(b'\\x01\\x00') is 1.",
+    ),
+    "itsdangerous-tour": (
+        "ItsDangerous signs data so you can hand it to untrusted clients and detect tampering. The package "
+        "is src/itsdangerous (signer.py, timed.py, serializer.py, url_safe.py); tests are in tests/. "
+        "Run python -m pytest.",
+        "It's a JavaScript package: npm install, then npm test.",
+    ),
+    "itsdangerous-multi-exceptions": (
+        "(1) BadPayload. (2) BadTimeSignature is its base. (3) hmac.compare_digest, constant time.",
+        "(1) BadSignature (2) BadSignature (3) a plain == comparison of the bytes.",
+    ),
+    "itsdangerous-delegate-separator": (
+        "The agent reports: the separator can't be a base64 character (letters, digits, '-', '_', '='); "
+        "Signer.__init__ raises a ValueError.",
+        "Only '.' is reserved, and using it raises BadSignature.",
+    ),
+    "toolz-locate-countby": (
+        "countby is in toolz.recipes (the recipes.py module), not itertoolz.",
+        "It's in toolz/functoolz.py.",
+    ),
+    "toolz-locate-should-curry": (
+        "In toolz.functoolz, the curry class's _should_curry method; __call__ consults it on TypeError.",
+        "That's decided in curry.__call__ in toolz/curried/__init__.py.",
+    ),
+    "toolz-lookup-fold-chunksize": (
+        "chunksize=128 by default.",
+        "The default chunksize is 1024.",
+    ),
+    "toolz-lookup-diff-error": (
+        "TypeError: 'Too few sequences given (min 2 required)' once you iterate.",
+        "It raises ValueError.",
+    ),
+    "toolz-explain-partition": (
+        "partition drops the incomplete tail: [(0, 1, 2), (3, 4, 5)]. partition_all keeps it as a short "
+        "tuple: [(0, 1, 2), (3, 4, 5), (6, 7)].",
+        "Both pad the last chunk with None: [(0, 1, 2), (3, 4, 5), (6, 7, None)].",
+    ),
+    "toolz-tour": (
+        "Functional utilities for iterables, functions and dictionaries. Code: toolz/itertoolz.py, "
+        "toolz/functoolz.py, toolz/dicttoolz.py; tests in toolz/tests. Run `pytest` at the root.",
+        "A Rust crate of iterator helpers: cargo test.",
+    ),
+    "toolz-multi-memoize-comp": (
+        "A plain dictionary, unbounded. Unhashable args give TypeError('Arguments to memoized function must "
+        "be hashable'). comp is compose.",
+        "It uses an LRU cache capped at 128 entries; unhashable arguments just bypass the cache; comp is "
+        "compose_left.",
+    ),
+    "toolz-delegate-tlz-pipe": (
+        "Per the explore agent, just pipe: TlzLoader's always_from_toolz set in tlz/_build_tlz.py.",
+        "curry and compose, configured in tlz/__init__.py.",
+    ),
 }
 QUESTIONS = [task for task in TASKS if task.is_question]
 
