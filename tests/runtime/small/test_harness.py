@@ -408,3 +408,25 @@ async def test_a_named_agent_gets_the_task_and_its_report_is_the_answer(tmp_path
     # The explore agent ran the same harness: one answer step that saw the class definition.
     assert len(explore.requests) == 1 and "class Signer:" in _prompt_of(explore.requests[0].messages)
     assert main_model.requests == []
+
+
+async def test_a_rename_of_it_renames_the_name_the_sentence_before_gave(tmp_path: Path) -> None:
+    # Found blind on toolz: "Rename it to ..." renamed the word "it" in 26 lines of 12 files.
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "a.py").write_text("def getter(index):\n    return index\n\n# pass it on\n")
+    (root / "b.py").write_text("from a import getter\n\nprint(getter(1))\n")
+    harness = Harness(root)
+    agent = harness.agent(
+        scripted([]),
+        stateless_tools(["view", "ls", "glob", "grep", "edit"]),
+        policy=PermissionPolicy(project_root=str(root), yolo=True),
+        harness=SmallModelHarness(ProjectReader(root)),
+    )
+    result = await agent.run(
+        "The internal `getter` helper has a pretty vague name. Rename it to `make_getter` and update "
+        "everything that imports or calls it."
+    )
+    assert (root / "a.py").read_text() == "def make_getter(index):\n    return index\n\n# pass it on\n"
+    assert (root / "b.py").read_text() == "from a import make_getter\n\nprint(make_getter(1))\n"
+    assert "Renamed `getter` to `make_getter`" in result.text

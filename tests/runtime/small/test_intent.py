@@ -1,6 +1,6 @@
 import pytest
 
-from nestor.runtime.small.intent import read_intent, request_kind, search_terms
+from nestor.runtime.small.intent import read_intent, read_rename, request_kind, search_terms
 
 
 @pytest.mark.parametrize(
@@ -57,3 +57,33 @@ def test_named_agent_and_failing_tests() -> None:
     assert read_intent("use the foo agent to look", ["explore"]).agent is None
     failing = read_intent("test_refresh_token fails; fix it")
     assert failing.failing_tests == ("test_refresh_token",)
+
+
+@pytest.mark.parametrize(
+    ("prompt", "renamed"),
+    [
+        ("Rename `load_items` to `fetch_items` across the project.", ("load_items", "fetch_items")),
+        # Found blind on itsdangerous: "->", then "as well" later in the prompt.
+        (
+            "Please rename Signer.derive_key -> derive_signing_key. Update the callers and the tests "
+            "as well, and don't leave an alias behind.",
+            ("derive_key", "derive_signing_key"),
+        ),
+        # Found blind on toolz: "it" is the helper named in the sentence before.
+        (
+            "The internal `getter` helper in itertoolz has a pretty vague name. Rename it to "
+            "`make_getter` and update everything that imports or calls it.",
+            ("getter", "make_getter"),
+        ),
+        (
+            "Rename the private helper Version._increment_string to _increment_last",
+            ("_increment_string", "_increment_last"),
+        ),
+        ("can you rename parse into parse_version", ("parse", "parse_version")),
+        ("Rename the tests as well", None),
+        ("What does rename_all do?", None),
+    ],
+)
+def test_a_rename_names_a_name_the_project_has(prompt: str, renamed: tuple[str, str] | None) -> None:
+    project = {"load_items", "derive_key", "Signer", "getter", "Version", "_increment_string", "parse"}
+    assert read_rename(prompt, project.__contains__) == renamed

@@ -59,10 +59,11 @@ from nestor.runtime.small.functions import (
     without_function,
 )
 from nestor.runtime.small.infill import Gap, candidates, change_size, gaps, parses
-from nestor.runtime.small.intent import Intent, SearchTerm, read_intent
+from nestor.runtime.small.intent import Intent, SearchTerm, looks_like_code, read_intent, read_rename
 from nestor.runtime.small.project import project_card, project_files, runnable_test_command, user_python
 from nestor.runtime.small.reader import ProjectReader
 from nestor.runtime.small.retrieval import Evidence, ToolCall, ToolOutcome, gather_evidence
+from nestor.runtime.small.symbols import SymbolIndex, symbol_index
 
 ANSWER_MAX_TOKENS = 320
 EDIT_MAX_TOKENS = 700
@@ -77,11 +78,6 @@ TEST_TIMEOUT_S = 180
 CALL_TIMEOUT_S = 30
 MAX_DROPPED_TESTS = 1
 _TRACEBACK_LOCATION = re.compile(r"^([\w./-]+\.py):(\d+)(?::| in )", re.MULTILINE)
-_RENAME = re.compile(
-    r"\brenam\w*\b(?P<before>.{1,120}?)\s(?:to|into|as)\s+[`'\"]?(?P<new>[A-Za-z_]\w*)",
-    re.IGNORECASE | re.DOTALL,
-)
-_IDENTIFIER = re.compile(r"[A-Za-z_][\w.]*")
 _ASSERTION_FAILED = re.compile(r"^E\s+(?:assert\b|AssertionError\b)", re.MULTILINE)
 _ASKS_FOR_TESTS = re.compile(
     r"\b(?:add|write|update|change|fix)\s+(?:a\s+|the\s+|new\s+)*tests?\b|\btests?\s+for\b", re.I
@@ -233,7 +229,7 @@ class SmallModelHarness:
     # -- changes ----------------------------------------------------------------------------
 
     async def _change(self, host: HarnessHost, intent: Intent, prompt: str) -> str | None:
-        rename = _rename_request(prompt)
+        rename = read_rename(prompt, self._project_has())
         if rename is not None:
             return await self._rename(host, *rename)
         command = runnable_test_command(self.reader) if "bash" in host.tool_names() else None
@@ -768,6 +764,27 @@ class SmallModelHarness:
             )
         return summary
 
+    def _project_has(self) -> Callable[[str], bool]:
+        """A test of whether the project has a name.
+
+        It has it when it defines it in Python, or when a file has it as a code-like word
+        (``snake_case``, ``CamelCase``). The project is read on the first question.
+        """
+        index: list[SymbolIndex] = []
+
+        def has(name: str) -> bool:
+            if not index:
+                index.append(symbol_index(self.reader))
+            if name in index[0]:
+                return True
+            if not looks_like_code(name):
+                return False
+            word = re.compile(rf"\b{re.escape(name)}\b")
+            files = project_files(self.reader.root)
+            return any(word.search(self.reader.read_text(path) or "") for path in files)
+
+        return has
+
     def _project_path(self, path: str) -> str | None:
         """``path`` as the model wrote it, made project-relative; None when it is not a project file."""
         cleaned = path.strip().strip("`'\"").removeprefix("./")
@@ -809,19 +826,6 @@ class _GapTrial:
         """Whether the file is valid Python with ``candidate`` in the gap."""
         edit = self.edit(candidate)
         return parses(self.source.replace(edit.old, edit.new, 1))
-
-
-def _rename_request(prompt: str) -> tuple[str, str] | None:
-    """(old, new) when ``prompt`` asks to rename an identifier: the last name before "to", the one after."""
-    match = _RENAME.search(prompt)
-    if match is None:
-        return None
-    names = _IDENTIFIER.findall(match.group("before"))
-    if not names:
-        return None
-    old = names[-1].rstrip(".").rsplit(".", 1)[-1]
-    new = match.group("new")
-    return (old, new) if old and old != new else None
 
 
 def _is_test_path(path: str) -> bool:

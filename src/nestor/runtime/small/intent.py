@@ -10,7 +10,7 @@ stand for identifiers when joined (``digest method`` -> ``digest_method``).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -180,15 +180,15 @@ def search_terms(prompt: str) -> tuple[SearchTerm, ...]:
     text = _BACKTICKED.sub(" ", text)
     for match in _QUOTED.finditer(text):
         quoted = match.group(1).strip()
-        if re.search(r"[A-Za-z]", quoted) and (_looks_like_code(quoted) or len(quoted.split()) <= 4):
-            add(SearchTerm(quoted, 3.0, exact=_looks_like_code(quoted)))
+        if re.search(r"[A-Za-z]", quoted) and (looks_like_code(quoted) or len(quoted.split()) <= 4):
+            add(SearchTerm(quoted, 3.0, exact=looks_like_code(quoted)))
     for match in _FILE_NAME.finditer(text):
         add(SearchTerm(match.group(0), 3.0, is_file=True))
     words: list[str] = []
     prose = _FILE_NAME.sub(" ", text)
     for match in _WORD.finditer(prose):
         word = match.group(0)
-        if _looks_like_code(word) or _is_called(prose, match):
+        if looks_like_code(word) or _is_called(prose, match):
             for term in _terms_in_code(word):
                 add(term)
             words.append("")  # an identifier breaks a phrase of plain words
@@ -224,7 +224,7 @@ def _is_called(text: str, match: re.Match[str]) -> bool:
     return text[match.end() : match.end() + 1] == "(" or text[match.start() - 1 : match.start()] == "."
 
 
-def _looks_like_code(word: str) -> bool:
+def looks_like_code(word: str) -> bool:
     """An identifier a user would not write in prose: snake_case, CamelCase, dotted, a call, CONSTANT."""
     bare = word.removesuffix("()")
     return (
@@ -256,3 +256,49 @@ def _singular(word: str) -> str:
     if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
         return word[:-1]
     return word
+
+
+_RENAME_VERB = re.compile(r"\brenam(?:e|es|ed|ing)\b", re.IGNORECASE)
+# Strongest first: an arrow is unambiguous, "to" and "into" nearly so; "as" also means "as well".
+_RENAME_SEPARATORS = (
+    re.compile(r"\s*(?:->|=>|→|⟶)\s*"),
+    re.compile(r"\s+(?:to|into)\s+", re.IGNORECASE),
+    re.compile(r"\s+as\s+", re.IGNORECASE),
+)
+_NAME_TOKEN = re.compile(r"`?([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*)(?:\(\))?`?")
+
+
+def read_rename(prompt: str, known: Callable[[str], bool]) -> tuple[str, str] | None:
+    """``(old, new)`` when ``prompt`` asks to rename one of the project's names, else None.
+
+    The new name is the first name after the separator ("to", "->", ...). The old one is a name
+    before it that the project has (``known``): written in backticks first, else the nearest,
+    so that "The `getter` helper is vague. Rename it to `make_getter`" renames ``getter`` and
+    never "it". A dotted name stands for its last part (``Signer.derive_key`` -> ``derive_key``).
+    """
+    verb = _RENAME_VERB.search(prompt)
+    if verb is None:
+        return None
+    for separator in _RENAME_SEPARATORS:
+        for match in separator.finditer(prompt, verb.end()):
+            after = _NAME_TOKEN.match(prompt, match.end())
+            if after is None:
+                continue
+            new = after.group(1).rsplit(".", 1)[-1]
+            old = _renamed_name(prompt[: match.start()], known)
+            if old is not None and old != new and new.lower() not in _STOPWORDS:
+                return old, new
+    return None
+
+
+def _renamed_name(before: str, known: Callable[[str], bool]) -> str | None:
+    """The name the text before a rename's separator means: backticked first, then nearest."""
+    tokens = [
+        (match.group(0).startswith("`"), match.group(1).rsplit(".", 1)[-1])
+        for match in _NAME_TOKEN.finditer(before)
+    ]
+    for backticked_only in (True, False):
+        for backticked, name in reversed(tokens):
+            if (backticked or not backticked_only) and name.lower() not in _STOPWORDS and known(name):
+                return name
+    return None
