@@ -430,3 +430,30 @@ async def test_a_rename_of_it_renames_the_name_the_sentence_before_gave(tmp_path
     assert (root / "a.py").read_text() == "def make_getter(index):\n    return index\n\n# pass it on\n"
     assert (root / "b.py").read_text() == "from a import make_getter\n\nprint(make_getter(1))\n"
     assert "Renamed `getter` to `make_getter`" in result.text
+
+
+async def test_a_tour_is_the_models_summary_then_the_layout_and_test_command_nestor_read(
+    tmp_path: Path,
+) -> None:
+    # Found blind on itsdangerous and toolz: given the facts, the model still wrote a layout the
+    # project does not have and `python -m unittest discover` for a pytest project.
+    root = _project(tmp_path / "project")
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "tests").mkdir()
+    (root / "tests" / "test_signer.py").write_text("def test_sign():\n    pass\n")
+    (root / "pytest.ini").write_text("[pytest]\n")
+    seen: list[list[ModelMessage]] = []
+    model = scripted(["pkg signs things."], requests=seen)
+    agent = Harness(root).agent(
+        model, stateless_tools(["view", "ls", "glob", "grep"]), harness=SmallModelHarness(ProjectReader(root))
+    )
+    result = await agent.run(
+        "Give me a tour: what is this project, how is it laid out, how do I run its tests?"
+    )
+    summary, rest = result.text.split("\n\n", 1)
+    assert summary == "pkg signs things."
+    assert "- `pkg/`: the `pkg` package's code (`signer.py`); `signer.py`: Signing values" in rest
+    assert "Run them with `python -m pytest` (configured in `pytest.ini`, line 1)." in rest
+    # The model was shown what the README says, and asked for nothing else.
+    prompt = _prompt_of(seen[0])
+    assert "Signs things." in prompt and "signer.py" not in prompt

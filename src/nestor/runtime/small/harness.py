@@ -8,7 +8,8 @@ the steps a small model does badly, and asks the model only for what it does wel
   best regions with real tool calls (:mod:`.retrieval`), runs the calls the question writes out
   (:mod:`.calls`), then one *answer step* sees only the question and that evidence, never the
   model's earlier prose;
-- **tours**: the evidence is the project's card (README, layout, test command: :mod:`.project`);
+- **tours**: the model says what the project is from its README; the layout and the test command
+  are read from the files and written by nestor (:mod:`.tour`);
 - **fixes**: a failing test names suspect functions (its traceback, what it calls); the model
   fills in their statements one at a time (:mod:`.infill`), then rewrites them whole
   (:mod:`.functions`), each version tried with the tests and undone when they still fail;
@@ -64,8 +65,10 @@ from nestor.runtime.small.project import project_card, project_files, runnable_t
 from nestor.runtime.small.reader import ProjectReader
 from nestor.runtime.small.retrieval import Evidence, ToolCall, ToolOutcome, gather_evidence
 from nestor.runtime.small.symbols import SymbolIndex, symbol_index
+from nestor.runtime.small.tour import tour_facts
 
 ANSWER_MAX_TOKENS = 320
+TOUR_SUMMARY_MAX_TOKENS = 120
 EDIT_MAX_TOKENS = 700
 EDIT_ATTEMPTS = 3
 INFILL_MAX_TOKENS = 48
@@ -202,11 +205,18 @@ class SmallModelHarness:
         # The README and layout are read here; listing the root makes the look visible as a call.
         await host.run_tools([("ls", {"path": "."})])
         card = project_card(self.reader)
-        return await host.ask(
-            prompts.TOUR,
-            f"<facts>\n{card.render()}\n</facts>\n\nRequest: {prompt}",
-            max_tokens=ANSWER_MAX_TOKENS,
+        about = "\n\n".join(
+            f"{fact.source}:\n{fact.text}" for fact in (card.description, card.readme) if fact is not None
         )
+        summary = await host.ask(
+            prompts.TOUR,
+            f"<project>\n{about or 'The project has no README and no description.'}\n</project>\n\n"
+            f"Request: {prompt}",
+            max_tokens=TOUR_SUMMARY_MAX_TOKENS,
+        )
+        if summary is None:
+            return None
+        return f"{summary.strip()}\n\n{tour_facts(self.reader)}"
 
     async def _delegate(self, host: HarnessHost, intent: Intent, prompt: str) -> str | None:
         assert intent.agent is not None

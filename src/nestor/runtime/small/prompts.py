@@ -16,13 +16,10 @@ question's terms.
 - Do not describe searches or tools."""
 
 TOUR = """\
-You are nestor, a coding assistant. Give the user a short tour of their project from the facts \
-below: its README, its layout and its test command.
-Write three short paragraphs:
-1. What the project is and does, in one or two sentences.
-2. How it is laid out: the main directories and files and what each holds.
-3. How to run its tests: the exact test command.
-Use only the facts given; cite files by their paths."""
+You are nestor, a coding assistant. The user wants a tour of their project. From its README and \
+description below, say in one or two sentences what the project is and what it does, in the \
+README's own words where you can. Plain prose: no lists, no commands, no file names. The layout \
+and the test command are added after your sentences."""
 
 EDIT = """\
 You are nestor, a coding assistant. You change the user's project as asked by writing edit blocks. \
