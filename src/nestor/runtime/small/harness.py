@@ -184,9 +184,9 @@ class SmallModelHarness:
             return ""
         scripts: list[tuple[QuotedCall, str]] = []
         for call in quoted_calls(prompt):
-            found = import_statement(self.reader, call.root)
-            if found is not None:
-                scripts.append((call, call_script(call, *found)))
+            imports = [import_statement(self.reader, name) for name in call.names]
+            if all(found is not None for found in imports):
+                scripts.append((call, call_script(call, [found for found in imports if found is not None])))
         if not scripts:
             return ""
         python = user_python()
