@@ -1,6 +1,6 @@
 import pytest
 
-from nestor.runtime.small.intent import read_intent, read_rename, request_kind, search_terms
+from nestor.runtime.small.intent import question_parts, read_intent, read_rename, request_kind, search_terms
 
 
 @pytest.mark.parametrize(
@@ -20,6 +20,14 @@ from nestor.runtime.small.intent import read_intent, read_rename, request_kind, 
             "tour",
         ),
         ("How is this project organised?", "tour"),
+        # Found blind on itsdangerous and toolz: tours asked in other words.
+        (
+            "just cloned this repo. what's it for, and how do i run its test suite? a quick map of "
+            "where things live would help too",
+            "tour",
+        ),
+        ("what does this library do, where does the code live, and how do I run the test suite?", "tour"),
+        ("How do I run the tests for the parser?", "question"),
     ],
 )
 def test_request_kind(prompt: str, kind: str) -> None:
@@ -47,8 +55,8 @@ def test_a_method_called_in_a_chain_is_a_name_not_a_word() -> None:
     prompt = 'What does Version.parse("1.0.0").compare("2.0.0") return? Ordering.'
     terms = {term.text: term for term in search_terms(prompt)}
     assert terms["compare"].exact and terms["compare"].weight == 3.0
-    # A word after a sentence's full stop is still prose.
-    assert not terms["ordering"].exact
+    # A word after a sentence's full stop is still prose (and searched by its stem).
+    assert not terms["order"].exact
 
 
 def test_named_agent_and_failing_tests() -> None:
@@ -87,3 +95,47 @@ def test_named_agent_and_failing_tests() -> None:
 def test_a_rename_names_a_name_the_project_has(prompt: str, renamed: tuple[str, str] | None) -> None:
     project = {"load_items", "derive_key", "Signer", "getter", "Version", "_increment_string", "parse"}
     assert read_rename(prompt, project.__contains__) == renamed
+
+
+def test_a_plain_word_the_project_defines_is_searched_as_its_name() -> None:
+    # Found blind on toolz: "where's countby implemented?" searched "countby" like "looked".
+    names = {"countby", "groupby", "digest_method"}
+    terms = {
+        term.text: term for term in search_terms("where's countby implemented? not next to groupby", names)
+    }
+    assert terms["countby"].exact and terms["countby"].prose and terms["countby"].weight == 2.0
+    assert not terms["next"].exact  # a word the project does not define stays a word
+    joined = {term.text: term for term in search_terms("What digest method is used?", names)}
+    assert joined["digest_method"].exact
+
+
+def test_words_are_searched_by_their_stems_and_hyphenated_words_as_one() -> None:
+    terms = {
+        term.text: term
+        for term in search_terms("How are signatures compared when verifying URL-safe tokens?")
+    }
+    assert {"signature", "compar", "verify", "url_safe"} <= set(terms)
+    assert terms["url_safe"].weight == 2.0 and not terms["url_safe"].exact
+
+
+def test_an_acronym_is_a_word_unless_the_project_names_it() -> None:
+    assert not {t.text: t for t in search_terms("Is the JSON valid?", {"load"})}["json"].exact
+    assert {t.text: t for t in search_terms("Which file checks a SKU?", {"SKU_PATTERN"})}["SKU"].exact
+
+
+@pytest.mark.parametrize(
+    ("prompt", "parts"),
+    [
+        ("Where is the Signer class defined?", 1),
+        (
+            "A few things about errors:\n1) which exception do I get for a bad payload?\n"
+            "2) what's the parent class of SignatureExpired?\n3) how are signatures compared?",
+            3,
+        ),
+        ("what maxsize do the decorators use, and which cache class is behind @ttl_cache?", 2),
+        ("Where does the pysemver command build its argparse parser and run it?", 1),
+        ("What is the default maxsize? And which class is behind @ttl_cache?", 2),
+    ],
+)
+def test_a_prompt_is_cut_into_the_questions_it_asks(prompt: str, parts: int) -> None:
+    assert len(question_parts(prompt)) == parts

@@ -60,7 +60,15 @@ from nestor.runtime.small.functions import (
     without_function,
 )
 from nestor.runtime.small.infill import Gap, candidates, change_size, gaps, parses
-from nestor.runtime.small.intent import Intent, SearchTerm, looks_like_code, read_intent, read_rename
+from nestor.runtime.small.intent import (
+    Intent,
+    SearchTerm,
+    looks_like_code,
+    question_parts,
+    read_intent,
+    read_rename,
+    search_terms,
+)
 from nestor.runtime.small.project import project_card, project_files, runnable_test_command, user_python
 from nestor.runtime.small.reader import ProjectReader
 from nestor.runtime.small.retrieval import Evidence, ToolCall, ToolOutcome, gather_evidence
@@ -150,19 +158,26 @@ class SmallModelHarness:
     async def run_turn(self, host: HarnessHost, prompt: str) -> str | None:
         """Handle ``prompt`` to the end; returns the final answer (None when a budget stopped it)."""
         tools = host.tool_names()
-        intent = read_intent(prompt, self.agent_names() if "task" in tools else ())
+        symbols = symbol_index(self.reader)
+        intent = read_intent(prompt, self.agent_names() if "task" in tools else (), symbols.names())
         if intent.agent is not None:
-            return await self._delegate(host, intent, prompt)
+            return await self._delegate(host, intent, prompt, symbols)
         if intent.kind == "change" and not self.read_only and "edit" in tools:
-            return await self._change(host, intent, prompt)
+            return await self._change(host, intent, prompt, symbols)
         if intent.kind == "tour":
             return await self._tour(host, prompt)
-        return await self._answer(host, intent, prompt)
+        return await self._answer(host, intent, prompt, symbols)
 
     # -- questions --------------------------------------------------------------------------
 
-    async def _answer(self, host: HarnessHost, intent: Intent, prompt: str) -> str | None:
-        evidence = await gather_evidence(intent, self.reader, host.run_tools)
+    async def _answer(
+        self, host: HarnessHost, intent: Intent, prompt: str, symbols: SymbolIndex
+    ) -> str | None:
+        questions = question_parts(prompt)
+        parts = [{term.text for term in search_terms(part, symbols.names())} for part in questions]
+        evidence = await gather_evidence(
+            intent, self.reader, host.run_tools, symbols=symbols, parts=parts if len(parts) > 1 else ()
+        )
         ran = await self._run_quoted_calls(host, prompt)
         if evidence.empty and not ran:
             card = project_card(self.reader)
@@ -218,7 +233,9 @@ class SmallModelHarness:
             return None
         return f"{summary.strip()}\n\n{tour_facts(self.reader)}"
 
-    async def _delegate(self, host: HarnessHost, intent: Intent, prompt: str) -> str | None:
+    async def _delegate(
+        self, host: HarnessHost, intent: Intent, prompt: str, symbols: SymbolIndex
+    ) -> str | None:
         assert intent.agent is not None
         task = re.sub(
             r"(?i)^\s*(?:please\s+)?use\s+the\s+\w+\s+(?:sub-?\s?)?agent\s+(?:to\s+)?", "", prompt
@@ -234,12 +251,14 @@ class SmallModelHarness:
         if outcome.ok and report:
             return report
         # The agent could not run (refused, failed): answer from the evidence instead.
-        return await self._answer(host, intent, prompt)
+        return await self._answer(host, intent, prompt, symbols)
 
     # -- changes ----------------------------------------------------------------------------
 
-    async def _change(self, host: HarnessHost, intent: Intent, prompt: str) -> str | None:
-        rename = read_rename(prompt, self._project_has())
+    async def _change(
+        self, host: HarnessHost, intent: Intent, prompt: str, symbols: SymbolIndex
+    ) -> str | None:
+        rename = read_rename(prompt, self._project_has(symbols))
         if rename is not None:
             return await self._rename(host, *rename)
         command = runnable_test_command(self.reader) if "bash" in host.tool_names() else None
@@ -774,18 +793,15 @@ class SmallModelHarness:
             )
         return summary
 
-    def _project_has(self) -> Callable[[str], bool]:
+    def _project_has(self, symbols: SymbolIndex) -> Callable[[str], bool]:
         """A test of whether the project has a name.
 
         It has it when it defines it in Python, or when a file has it as a code-like word
-        (``snake_case``, ``CamelCase``). The project is read on the first question.
+        (``snake_case``, ``CamelCase``).
         """
-        index: list[SymbolIndex] = []
 
         def has(name: str) -> bool:
-            if not index:
-                index.append(symbol_index(self.reader))
-            if name in index[0]:
+            if name in symbols:
                 return True
             if not looks_like_code(name):
                 return False

@@ -10,7 +10,7 @@ stand for identifiers when joined (``digest method`` -> ``digest_method``).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -39,14 +39,20 @@ _TOUR = re.compile(
 # A tour is also asked for aspect by aspect: what it is, how it is laid out, how to run its tests.
 _TOUR_ASPECTS = (
     re.compile(
+        r"\bwhat(?:'s|\s+is)\s+(?:it|this)(?:\s+\w+)?\s+for\b|"
         r"\bwhat\s+(?:is\s+(?:it|this)\b|(?:it|this\s+\w+)\s+(?:is|does)\b|does\s+(?:it|this\s+\w+)\s+do)",
         re.I,
     ),
     re.compile(
-        r"\b(?:organi[sz]ed|laid\s+out|layout|structured|structure|where\s+(?:the\s+)?(?:code|tests?)\b)",
+        r"\b(?:organi[sz]ed|laid\s+out|layout|structured|structure|map\s+of|"
+        r"where\s+(?:the\s+)?(?:code|tests?|things|files|stuff)\b(?:\s+\w+)?\s*(?:lives?|is|are)?)",
         re.I,
     ),
-    re.compile(r"\bhow\s+(?:do\s+(?:i|you|we)\s+|to\s+|can\s+i\s+)run\s+(?:the|its|their)?\s*tests\b", re.I),
+    re.compile(
+        r"\bhow\s+(?:do\s+(?:i|you|we)\s+|to\s+|can\s+i\s+)run\s+(?:the|its|their)?\s*"
+        r"(?:tests|test\s+suite|unit\s+tests)\b",
+        re.I,
+    ),
 )
 _AGENT_REQUEST = re.compile(
     r"\b(?:use|ask|delegate\s+to|with|have|let|via|using)\s+(?:the\s+|an?\s+)?[`'\"]?([a-z][\w-]*)[`'\"]?"
@@ -56,6 +62,7 @@ _AGENT_REQUEST = re.compile(
 
 _BACKTICKED = re.compile(r"`([^`\n]{1,80})`")
 _QUOTED = re.compile(r"(?<![\w])[\"']([^\"'\n]{2,60})[\"'](?![\w])")
+_HYPHENATED = re.compile(r"(?<![\w-])[A-Za-z]{2,}(?:-[A-Za-z]{2,})+(?![\w-])")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:\(\))?")
 _FILE_NAME = re.compile(
     r"(?:[\w.-]+/)*[\w-]+\.(?:py|pyi|js|ts|tsx|jsx|go|rs|java|kt|rb|c|h|cc|cpp|hpp|cs|"
@@ -76,7 +83,9 @@ _STOPWORDS_TEXT = """
     how's does it's also just like thing things part parts question answer answers work works
     working run runs running don doesn didn isn aren wasn weren won wouldn couldn shouldn haven
     hasn now kind sort agent agents quick report back try point fix fixes fixed fixing fail fails
-    failed failing pass passes passed passing bug bugs broken library
+    failed failing pass passes passed passing bug bugs broken library hey hi hello actually
+    basically really right exactly pretty something somewhere anything everything stuff okay
+    wanna gonna lot lots bit
 """
 _STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
 # Words too common to search alone that still name things in a phrase (digest method -> digest_method).
@@ -87,6 +96,8 @@ _PHRASE_ONLY_TEXT = """
     returned
 """
 _PHRASE_ONLY = frozenset(_PHRASE_ONLY_TEXT.split())
+PROJECT_NAME_WEIGHT = 2.0
+"""A plain word the project defines as a name: more than a word (1.0), less than code (3.0)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +113,12 @@ class SearchTerm:
         owner: What the user qualified the name with (``semver`` in ``semver.parse()``,
             ``Version`` in ``Version.parse()``): a module or a class, which says which of two
             definitions of the name is meant.
+        prose: The user wrote it as a plain word (``countby``, ``signature``), not as code: how
+            much it says depends on how common it is in the project (see retrieval).
+        common: A plain word on many lines of the project ("build" in a library with a
+            ``build`` property): a definition of it is not what the user asks about.
+        qualifier: It qualifies the name asked about (``Version`` in ``Version.parse()``): its
+            definition is context, not the answer.
 
     """
 
@@ -110,6 +127,9 @@ class SearchTerm:
     exact: bool = True
     is_file: bool = False
     owner: str | None = None
+    prose: bool = False
+    common: bool = False
+    qualifier: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +142,8 @@ class Intent:
         terms: What to search for, strongest first.
         agent: The agent the user asked to use (``explore`` in "use the explore agent"), or None.
         failing_tests: Names of tests the prompt says fail (``test_foo``), if any.
+        words: The prompt's words, lowercased, in order (what kind of answer it wants: an
+            exception, a default).
 
     """
 
@@ -129,16 +151,24 @@ class Intent:
     terms: tuple[SearchTerm, ...]
     agent: str | None = None
     failing_tests: tuple[str, ...] = field(default_factory=tuple)
+    words: tuple[str, ...] = field(default_factory=tuple)
 
 
-def read_intent(prompt: str, agent_names: Iterable[str] = ()) -> Intent:
-    """Read ``prompt``: its kind, search terms, named agent and failing tests."""
+def read_intent(
+    prompt: str, agent_names: Iterable[str] = (), project_names: Container[str] = frozenset()
+) -> Intent:
+    """Read ``prompt``: its kind, search terms, named agent and failing tests.
+
+    ``project_names`` are the names the project defines (:mod:`.symbols`): a plain word that is
+    one of them (``countby``) is searched as that name.
+    """
     agent = _named_agent(prompt, agent_names)
-    terms = search_terms(prompt)
+    terms = search_terms(prompt, project_names)
     failing = tuple(
         dict.fromkeys(t.text.removesuffix("()") for t in terms if t.text.startswith("test_") and t.exact)
     )
-    return Intent(kind=request_kind(prompt), terms=terms, agent=agent, failing_tests=failing)
+    words = tuple(word.lower() for word in re.findall(r"[A-Za-z]+", prompt))
+    return Intent(kind=request_kind(prompt), terms=terms, agent=agent, failing_tests=failing, words=words)
 
 
 def request_kind(prompt: str) -> RequestKind:
@@ -163,8 +193,13 @@ def _named_agent(prompt: str, agent_names: Iterable[str]) -> str | None:
     return None
 
 
-def search_terms(prompt: str) -> tuple[SearchTerm, ...]:
-    """The names, files and words of ``prompt`` worth searching for, strongest first, deduplicated."""
+def search_terms(prompt: str, project_names: Container[str] = frozenset()) -> tuple[SearchTerm, ...]:
+    """The names, files and words of ``prompt`` worth searching for, strongest first, deduplicated.
+
+    A plain word, or two joined (``digest method`` -> ``digest_method``), that the project defines
+    (``project_names``) is searched as that name, whole and case-sensitive, weighing more than a
+    word but less than a name the user wrote as code.
+    """
     found: dict[str, SearchTerm] = {}
 
     def add(term: SearchTerm) -> None:
@@ -186,22 +221,40 @@ def search_terms(prompt: str) -> tuple[SearchTerm, ...]:
         add(SearchTerm(match.group(0), 3.0, is_file=True))
     words: list[str] = []
     prose = _FILE_NAME.sub(" ", text)
+    for match in _HYPHENATED.finditer(prose):
+        # "URL-safe" is url_safe, "low-stock" low_stock: one thing, whatever its parts say alone.
+        add(SearchTerm(match.group(0).lower().replace("-", "_"), 2.0, exact=False, prose=True))
     for match in _WORD.finditer(prose):
         word = match.group(0)
+        if (
+            word.isalpha()
+            and word.isupper()
+            and project_names
+            and not _is_called(prose, match)
+            and not _names_part(word, project_names)
+        ):
+            word = word.lower()  # an acronym in prose (JSON, HTTP), in none of the project's names
         if looks_like_code(word) or _is_called(prose, match):
             for term in _terms_in_code(word):
                 add(term)
             words.append("")  # an identifier breaks a phrase of plain words
+        elif word in project_names and word.lower() not in _STOPWORDS and word.lower() not in _PHRASE_ONLY:
+            add(SearchTerm(word, PROJECT_NAME_WEIGHT, prose=True))
+            words.append("")
         elif word.lower() not in _STOPWORDS and len(word) > 2:
             words.append(word.lower())
         else:
             words.append("")
     for phrase in _phrases(words):
+        joined = "_".join(phrase)
+        if joined in project_names:
+            add(SearchTerm(joined, PROJECT_NAME_WEIGHT, prose=True))
+            continue
         # Searched flexibly (see retrieval.term_pattern): digest_method also finds DigestMethod.
-        add(SearchTerm("_".join(phrase), 1.5 if len(phrase) == 2 else 1.3, exact=False))
+        add(SearchTerm(joined, 1.5 if len(phrase) == 2 else 1.3, exact=False, prose=True))
     for word in words:
         if word and word not in _PHRASE_ONLY:
-            add(SearchTerm(_singular(word), 1.0, exact=False))
+            add(SearchTerm(_stem(word), 1.0, exact=False, prose=True))
     return tuple(sorted(found.values(), key=lambda t: -t.weight))
 
 
@@ -215,8 +268,18 @@ def _terms_in_code(code: str) -> list[SearchTerm]:
         return [SearchTerm(code, 2.5, exact=False)] if code else []
     owner = names[-2] if len(names) > 1 else None
     terms = [SearchTerm(names[-1], 3.0, owner=owner)]  # obj.method: the method is what is asked about
-    terms.extend(SearchTerm(name, 2.0) for name in names[:-1] if len(name) > 2)
+    terms.extend(SearchTerm(name, 2.0, qualifier=True) for name in names[:-1] if len(name) > 2)
     return terms
+
+
+def _names_part(word: str, project_names: Container[str]) -> bool:
+    """Whether ``word`` is one of the project's names or a part of one (``SKU`` of ``SKU_PATTERN``)."""
+    if word in project_names:
+        return True
+    if not isinstance(project_names, Iterable):
+        return False
+    parts = re.compile(rf"(?:^|_){re.escape(word)}(?:_|$|(?=[A-Z][a-z]))")
+    return any(parts.search(name) for name in project_names)  # pyright: ignore[reportUnknownVariableType]
 
 
 def _is_called(text: str, match: re.Match[str]) -> bool:
@@ -250,11 +313,29 @@ def _phrases(words: list[str]) -> list[list[str]]:
     return phrases
 
 
-def _singular(word: str) -> str:
-    if len(word) > 4 and word.endswith("ies"):
-        return word[:-3] + "y"
-    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-        return word[:-1]
+def _stem(word: str) -> str:
+    """The word without the ending that varies: ``verifying`` -> ``verify``, ``compared`` -> ``compar``.
+
+    A stem is searched as a prefix (see retrieval.term_pattern), so it also finds
+    ``verify_signature`` and ``compare_digest``. Stems shorter than four letters are not cut.
+    """
+    if word.endswith("ss"):
+        return word
+    endings = (
+        ("ies", "y"),
+        ("ation", ""),
+        ("sion", "s"),
+        ("tion", "t"),
+        ("ing", ""),
+        ("ed", ""),
+        ("es", ""),
+        ("s", ""),
+    )
+    for ending, replacement in endings:
+        if ending == "es" and not word.endswith(("ses", "xes", "zes", "ches", "shes")):
+            continue
+        if word.endswith(ending) and len(word) - len(ending) + len(replacement) >= 4:
+            return word[: len(word) - len(ending)] + replacement
     return word
 
 
@@ -302,3 +383,23 @@ def _renamed_name(before: str, known: Callable[[str], bool]) -> str | None:
             if (backticked or not backticked_only) and name.lower() not in _STOPWORDS and known(name):
                 return name
     return None
+
+
+_PART_BREAK = re.compile(
+    r"\?\s+|\?$|\n+|(?:^|\s)(?:\d+[.)]|\(\d+\))\s+|;\s+|\s+(?:oh\s+)?and\s+(?:also\s+)?(?=(?:is|are|does|do|what|which|where|how|why|when)\b)"
+)
+
+
+def question_parts(prompt: str) -> list[str]:
+    """The separate questions of a prompt that asks several ("1) ... 2) ...", "What ...? And ...?").
+
+    A lead-in that ends with a colon ("A few things about errors:") is context, not a question.
+    One part (the prompt itself) when it asks one thing.
+    """
+    pieces = [piece.strip(" ,.:-") for piece in _PART_BREAK.split(prompt)]
+    parts = [
+        piece
+        for piece in pieces
+        if piece and len(re.findall(r"[A-Za-z]{3,}", piece)) >= 3 and not prompt.count(piece + ":")
+    ]
+    return parts if len(parts) > 1 else [prompt]

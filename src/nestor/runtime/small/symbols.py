@@ -66,6 +66,10 @@ class SymbolIndex:
         """Every name the project defines."""
         return set(self._by_name)
 
+    def in_file(self, path: str) -> list[Symbol]:
+        """The definitions of the file ``path``."""
+        return [symbol for symbols in self._by_name.values() for symbol in symbols if symbol.path == path]
+
 
 def symbol_index(reader: ProjectReader) -> SymbolIndex:
     """Index the project's Python files (at most :data:`MAX_FILES`) as they are now."""
