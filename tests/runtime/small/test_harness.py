@@ -207,6 +207,42 @@ async def test_a_failing_test_is_fixed_by_filling_in_one_statement_at_a_time(
     assert result.usage.input_tokens == 120 and result.usage.output_tokens == 16
 
 
+CALC_HELPER = '''def scale(a, b):
+    return a * b
+
+
+def _combine(a, b):
+    return a - b
+
+
+def add(a, b):
+    """Add two numbers."""
+    return _combine(a, b)
+'''
+
+
+async def test_the_bug_is_looked_for_in_the_helpers_the_failing_test_ran(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found blind on toolz: a failing assertion on merge_sorted, whose bug was in a helper it
+    # calls, which no suspect list held.
+    root = _calc_project(tmp_path / "project", monkeypatch)
+    (root / "calc.py").write_text(CALC_HELPER)
+    # add's only statement filled in as it is (nothing to try), then the helper's rightly.
+    model = FillingModel(
+        ["    return _combine(a, b)\n", "    return a + b\n", "    return a + b\n", "    return a + b\n"]
+    )
+    agent = _coder(Harness(root), model, root)
+
+    result = await agent.run("test_add in tests/test_calc.py fails. Fix the code.")
+
+    assert (root / "calc.py").read_text() == CALC_HELPER.replace("a - b", "a + b")
+    assert "In _combine (calc.py:5)" in result.text and "pass" in result.text, result.text
+    # scale() never ran in the failing test: none of its lines was cut out.
+    assert all("return a * b" in before for before, _ in model.gaps)
+    assert len(model.gaps) == 4
+
+
 async def test_of_the_versions_that_pass_the_smallest_change_is_kept(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

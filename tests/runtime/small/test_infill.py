@@ -25,15 +25,23 @@ def test_each_statement_is_a_gap_and_the_lines_a_traceback_names_come_first() ->
     found = gaps(SOURCE, AREA, first_lines=[12])
     assert [(gap.first, gap.last) for gap in found] == [
         (12, 12),  # the raise the traceback named
-        (6, 6),  # total = 0
-        (7, 7),  # the for header (one line)
-        (8, 8),  # a statement over three lines is cut line by line
+        (11, 11),  # the if header above it: nearest, and what decides the raise
+        (13, 13),  # below it
         (9, 9),  # (not the closing bracket alone)
-        (11, 11),  # the if header
-        (13, 13),
+        (8, 8),  # a statement over three lines is cut line by line
+        (7, 7),  # the for header (one line)
+        (6, 6),  # total = 0
     ]
     # The docstring and the def line are never cut.
     assert all(gap.first > 5 for gap in found)
+    # Without a traceback line in the function: in order.
+    assert [gap.first for gap in gaps(SOURCE, AREA)] == [6, 7, 8, 9, 11, 12, 13]
+
+
+def test_the_lines_the_failing_test_did_not_run_are_not_cut() -> None:
+    # Found blind on toolz: the wrong line of update_in was the 15th of 16 to be tried, after 10.
+    ran = {6, 7, 8, 9, 13}.__contains__
+    assert [gap.first for gap in gaps(SOURCE, AREA, ran=ran)] == [6, 7, 8, 9, 13]
 
 
 def test_a_gaps_context_is_the_function_and_its_surroundings_without_the_cut_lines() -> None:

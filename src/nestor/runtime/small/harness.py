@@ -32,7 +32,9 @@ from __future__ import annotations
 import ast
 import re
 import shlex
+import tempfile
 import textwrap
+import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -71,9 +73,10 @@ from nestor.runtime.small.intent import (
 )
 from nestor.runtime.small.project import project_card, project_files, runnable_test_command, user_python
 from nestor.runtime.small.reader import ProjectReader
-from nestor.runtime.small.retrieval import Evidence, ToolCall, ToolOutcome, gather_evidence
+from nestor.runtime.small.retrieval import Evidence, ToolCall, ToolOutcome, gather_evidence, term_pattern
 from nestor.runtime.small.symbols import SymbolIndex, symbol_index
 from nestor.runtime.small.tour import tour_facts
+from nestor.runtime.small.trace import ExecutedLines, read_executed_lines, traced_command
 
 ANSWER_MAX_TOKENS = 320
 TOUR_SUMMARY_MAX_TOKENS = 120
@@ -83,6 +86,8 @@ INFILL_MAX_TOKENS = 48
 INFILL_GAPS_PER_FUNCTION = 10
 INFILL_GAPS = 20
 MAX_SUSPECTS = 6
+CALLED_BONUS = 2.0
+"""What a function the failing test calls directly counts above what it mentions of the request."""
 INFILL_TRIES = 24
 INFILL_SAMPLES = 3
 TEST_TIMEOUT_S = 180
@@ -274,9 +279,12 @@ class SmallModelHarness:
         # Fixing a failing test means changing the code under test, unless tests are asked for.
         tests_frozen = bool(intent.failing_tests) and not _ASKS_FOR_TESTS.search(prompt)
         if failure is not None and command is not None and (tests_frozen or not intent.failing_tests):
-            suspects = self._suspects(intent, failure)
+            executed = await self._trace(host, named or _failing_nodes(command, failure))
+            suspects = self._suspects(intent, failure, symbols, executed)
             if suspects:
-                fixed = await self._fix_by_infilling(host, suspects, failure, command, named)
+                fixed = await self._fix_by_infilling(
+                    host, suspects, failure, command, named, executed=executed
+                )
                 if fixed is not None:
                     return fixed
                 return await self._fix_by_rewriting(host, prompt, suspects, failure, command, named)
@@ -489,6 +497,8 @@ class SmallModelHarness:
         command: str,
         named: str | None,
         settles: Callable[[str | None], bool] = lambda failure: failure is None,
+        *,
+        executed: ExecutedLines | None = None,
     ) -> str | None:
         """Fix failing tests by having the model fill in one statement of a suspect at a time.
 
@@ -501,7 +511,8 @@ class SmallModelHarness:
         for span in suspects:
             source = self.reader.read_text(span.path) or ""
             first_lines = [line for path, line in frames if path == span.path]
-            for gap in gaps(source, span, first_lines)[:INFILL_GAPS_PER_FUNCTION]:
+            ran = (lambda line, path=span.path: executed.ran(path, line)) if executed is not None else None
+            for gap in gaps(source, span, first_lines, ran)[:INFILL_GAPS_PER_FUNCTION]:
                 if asked >= INFILL_GAPS or tried >= INFILL_TRIES:
                     return None
                 trial = _GapTrial(span, gap, source, command, named, settles)
@@ -600,8 +611,16 @@ class SmallModelHarness:
             ]
         return _change_report([], "", command, passed=False)
 
-    def _suspects(self, intent: Intent, failure: str) -> list[FunctionSpan]:
-        """Functions outside the tests the failure points at: traceback frames, then what the tests call."""
+    def _suspects(
+        self, intent: Intent, failure: str, symbols: SymbolIndex, executed: ExecutedLines | None = None
+    ) -> list[FunctionSpan]:
+        """Functions outside the tests that may hold the bug, likeliest first.
+
+        The traceback's frames come first, innermost first. Then the functions the failing tests
+        call, the methods of the classes they make and, when the failing run was traced, every
+        function of the project it ran, ordered by how much of the request they mention (the
+        functions the tests call directly count more); a function it did not run is no suspect.
+        """
         suspects: list[FunctionSpan] = []
         locations = _traceback_locations(failure)
         for path, line in reversed(locations):  # the innermost frame is where it went wrong
@@ -610,6 +629,7 @@ class SmallModelHarness:
                 if span is not None and span not in suspects:
                     suspects.append(span)
         called = set(self._called_in_tests(intent, locations))
+        others: list[FunctionSpan] = []
         if called:
             functions: list[FunctionSpan] = []
             methods: list[FunctionSpan] = []  # of the classes the tests make: the code under test
@@ -618,8 +638,36 @@ class SmallModelHarness:
                     source = self.reader.read_text(path) or ""
                     functions.extend(functions_named(path, source, called))
                     methods.extend(methods_of(path, source, called))
-            suspects.extend(span for span in [*functions, *methods] if span not in suspects)
+            others.extend(span for span in [*functions, *methods] if span not in suspects)
+        if executed is not None:
+            others = [span for span in others if executed.ran_any(span.path, span.start, span.end)]
+            others.extend(
+                span
+                for span in _functions_ran(symbols, executed)
+                if span not in suspects and span not in others and not _is_test_path(span.path)
+            )
+            mentions = _mention_weights(intent, self.reader)
+            others.sort(key=lambda span: -(mentions(span) + CALLED_BONUS * (span.name in called)))
+        suspects.extend(span for span in others if span not in suspects)
         return suspects[:MAX_SUSPECTS]
+
+    async def _trace(self, host: HarnessHost, command: str | None) -> ExecutedLines | None:
+        """Run ``command`` (the failing tests) once more with the line tracer (see :mod:`.trace`)."""
+        if command is None or "pytest" not in command:
+            return None
+        directory = f"{tempfile.gettempdir()}/nestor-trace-{uuid.uuid4().hex[:12]}"
+        (outcome,) = await host.run_tools(
+            [
+                (
+                    "bash",
+                    {
+                        "command": f"{traced_command(command, directory)}; rm -rf {shlex.quote(directory)}",
+                        "timeout": TEST_TIMEOUT_S,
+                    },
+                )
+            ]
+        )
+        return read_executed_lines(outcome.content) if outcome.ok else None
 
     def _failing_test_sources(self, failure: str) -> str:
         """The source of the test functions the failure's traceback names (at most two)."""
@@ -852,6 +900,35 @@ class _GapTrial:
         """Whether the file is valid Python with ``candidate`` in the gap."""
         edit = self.edit(candidate)
         return parses(self.source.replace(edit.old, edit.new, 1))
+
+
+def _functions_ran(symbols: SymbolIndex, executed: ExecutedLines) -> list[FunctionSpan]:
+    """The project's functions and methods a traced run ran (their body, not just their ``def``)."""
+    found: list[FunctionSpan] = []
+    for path, lines in executed.by_file.items():
+        for symbol in symbols.in_file(path):
+            if symbol.kind in ("function", "method") and any(symbol.line < n <= symbol.end for n in lines):
+                found.append(FunctionSpan(path, symbol.name, symbol.line, symbol.end))
+    return found
+
+
+def _mention_weights(intent: Intent, reader: ProjectReader) -> Callable[[FunctionSpan], float]:
+    """How much of the request a function's text mentions: the weights of the terms it has."""
+    patterns = [(term.weight, re.compile(term_pattern(term))) for term in intent.terms if not term.is_file]
+
+    def weight(span: FunctionSpan) -> float:
+        text = span.text(reader.read_text(span.path) or "")
+        return sum(term_weight for term_weight, pattern in patterns if pattern.search(text))
+
+    return weight
+
+
+def _failing_nodes(command: str, failure: str) -> str | None:
+    """``command`` narrowed to the tests the failure's summary names (``FAILED path::test``)."""
+    nodes = list(dict.fromkeys(re.findall(r"^FAILED (\S+::\S+)", failure, re.MULTILINE)))
+    if not nodes or "pytest" not in command:
+        return None
+    return f"{command} " + " ".join(shlex.quote(node.split(" - ")[0]) for node in nodes[:5])
 
 
 def _is_test_path(path: str) -> bool:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ast
 import difflib
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from nestor.runtime.small.functions import FunctionSpan, parsed
@@ -55,11 +55,25 @@ class Gap:
         )
 
 
-def gaps(source: str, span: FunctionSpan, first_lines: Collection[int] = ()) -> list[Gap]:
-    """The statements of ``span`` to cut out one at a time: those on ``first_lines`` first.
+def gaps(
+    source: str,
+    span: FunctionSpan,
+    first_lines: Collection[int] = (),
+    ran: Callable[[int], bool] | None = None,
+) -> list[Gap]:
+    """The statements of ``span`` to cut out one at a time, likeliest first.
 
     A simple statement is cut line by line; a compound one (``if``, ``for``, ``with``...) only
     when its header is one line, and then only that line. The docstring and ``try:`` are never cut.
+
+    Args:
+        source: The file's text.
+        span: The function.
+        first_lines: Lines a traceback names: those first, then the lines nearest them (above
+            before below: the condition before a ``raise`` decides it), then the rest in order.
+        ran: Whether a line ran in the failing test, when that is known: lines that did not
+            run cannot have made it fail, and are left out.
+
     """
     function = _function(source, span)
     if function is None:
@@ -87,8 +101,17 @@ def gaps(source: str, span: FunctionSpan, first_lines: Collection[int] = ()) -> 
             for line in range(node.lineno, end + 1)
             if lines[line - 1].strip(" \t()[]{},:")  # a line of closing brackets says nothing
         )
-    unique = sorted(set(found), key=lambda gap: (gap.first not in first_lines, gap.first))
-    return unique
+    if ran is not None:
+        found = [gap for gap in found if ran(gap.first)]
+    frames = [line for line in first_lines if span.start <= line <= span.end]
+
+    def distance(gap: Gap) -> float:
+        if not frames:
+            return 0.0
+        # A line above a frame line counts as nearer than one the same distance below it.
+        return min(line - gap.first if gap.first <= line else 1.5 * (gap.first - line) for line in frames)
+
+    return sorted(set(found), key=lambda gap: (gap.first not in first_lines, distance(gap), gap.first))
 
 
 def candidates(middle: str, cut: str) -> list[str]:
