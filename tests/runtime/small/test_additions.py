@@ -6,8 +6,10 @@ from nestor.runtime.small.additions import (
     Addition,
     class_span,
     import_line,
+    merged_test_module,
     new_function,
     read_addition,
+    uses,
     written_test_module,
 )
 
@@ -77,3 +79,20 @@ def test_class_span_and_import_line() -> None:
     )
     assert import_line("pkg/__init__.py", "Cache") == "from pkg import Cache"
     assert import_line("my-scripts/run.py", "main") is None
+
+
+def test_new_tests_are_merged_into_a_module_without_replacing_what_it_has() -> None:
+    existing = (
+        "import pytest\nfrom pkg import thing\n\n\nclass TestThing:\n"
+        "    def test_a(self):\n        assert thing()\n"
+    )
+    written = (
+        "import pytest\nfrom pkg import signed_at\n\n\nclass TestThing:\n    def test_b(self):\n"
+        "        assert signed_at(1)\n\n\n@pytest.mark.slow\ndef test_c():\n    assert signed_at(2)\n"
+    )
+    merged = merged_test_module(existing, written)
+    head = "import pytest\nfrom pkg import thing\nfrom pkg import signed_at\n\n\nclass TestThing:"
+    assert merged.startswith(head)
+    assert "class TestThing_added:\n    def test_b(self):" in merged
+    assert merged.endswith("@pytest.mark.slow\ndef test_c():\n    assert signed_at(2)\n")
+    assert uses(written, "signed_at") and not uses("from pkg import signed_at\n", "signed_at")

@@ -301,7 +301,8 @@ async def test_a_new_method_is_written_alone_and_put_at_the_end_of_its_class_wit
     root = _counter_project(tmp_path / "project", monkeypatch)
     method = "```python\n    def reset(self) -> None:\n        self.count = 0\n```"
     wrong_test = (
-        "```python\nfrom counter import Counter\n\ndef test_reset():\n    assert Counter().count == 1\n```"
+        "```python\nfrom counter import Counter\n\ndef test_reset():\n    counter = Counter()\n"
+        "    counter.reset()\n    assert counter.count == 1\n```"
     )
     model = ScriptedModel([reply(method), reply(wrong_test), reply(RESET_TEST)])
     agent = _coder(Harness(root), model, root)
@@ -323,6 +324,34 @@ async def test_a_new_method_is_written_alone_and_put_at_the_end_of_its_class_wit
     assert "class Counter:" in method_prompt and "Write the method `reset` of class Counter" in method_prompt
     assert "from counter import Counter" in test_prompt and "def test_add():" in test_prompt
     assert "Your test module failed" in retry_prompt
+
+
+async def test_tests_go_into_the_test_module_the_request_names_and_must_use_the_new_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found blind on itsdangerous: asked for a test in test_timed.py, the model wrote a new module
+    # that could not see test_timed.py's helpers, then one that copied it and never called the
+    # new method, which passed.
+    root = _counter_project(tmp_path / "project", monkeypatch)
+    method = "```python\n    def reset(self) -> None:\n        self.count = 0\n```"
+    copied = (
+        "```python\nfrom counter import Counter\n\n\ndef test_add():\n    assert Counter().count == 0\n```"
+    )
+    model = ScriptedModel([reply(method), reply(copied), reply(RESET_TEST)])
+    agent = _coder(Harness(root), model, root)
+
+    result = await agent.run("Add a `reset` method to Counter, with a test in tests/test_counter.py.")
+
+    module = (root / "tests" / "test_counter.py").read_text()
+    assert module.startswith(TEST_COUNTER) and module.endswith(
+        "    counter.reset()\n    assert counter.count == 0\n"
+    )
+    assert module.count("from counter import Counter") == 1
+    assert not (root / "tests" / "test_reset.py").exists()
+    assert "Added tests in tests/test_counter.py" in result.text and "pass" in result.text, result.text
+    _, test_prompt, retry_prompt = (_prompt_of(request.messages) for request in model.requests)
+    assert "Your tests go at the end of this module" in test_prompt
+    assert "Your tests never used `reset`" in retry_prompt
 
 
 async def test_a_new_test_failing_inside_the_new_method_has_the_method_written_again(

@@ -121,3 +121,54 @@ def import_line(path: str, name: str) -> str | None:
     if parts[-1] == "__init__":
         parts = parts[:-1]
     return f"from {'.'.join(parts)} import {name}" if parts else None
+
+
+def merged_test_module(existing: str, written: str) -> str:
+    """``existing`` with what the model's ``written`` module adds to it.
+
+    Its imports that ``existing`` lacks go after the existing ones; its other top-level code goes
+    at the end. A test function or class whose name ``existing`` already has is renamed with an
+    ``_added`` suffix, so it neither replaces nor shadows the one there.
+    """
+    tree = parsed(existing)
+    taken = {
+        node.name
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+    }
+    present = {line.strip() for line in existing.splitlines()}
+    written_lines = written.splitlines()
+    imports: list[str] = []
+    code: list[str] = []
+    for node in parsed(written).body:
+        first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+        text = "\n".join(written_lines[first - 1 : node.end_lineno or node.lineno])
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            imports.extend(line for line in text.splitlines() if line.strip() not in present)
+            continue
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and node.name in taken:
+            text = re.sub(
+                rf"\b(def|class)\s+{re.escape(node.name)}\b", rf"\1 {node.name}_added", text, count=1
+            )
+        code.append(text)
+    lines = existing.rstrip("\n").splitlines()
+    last_import = max(
+        (
+            node.end_lineno or node.lineno
+            for node in tree.body
+            if isinstance(node, ast.Import | ast.ImportFrom)
+        ),
+        default=0,
+    )
+    merged = [*lines[:last_import], *imports, *lines[last_import:]]
+    return "\n".join(merged) + "\n\n\n" + "\n\n\n".join(code) + "\n"
+
+
+def uses(module: str, name: str) -> bool:
+    """Whether ``module``'s code (not only its imports) uses ``name``."""
+    tree = parsed(module)
+    return any(
+        (isinstance(node, ast.Name) and node.id == name)
+        or (isinstance(node, ast.Attribute) and node.attr == name)
+        for node in ast.walk(tree)
+    )

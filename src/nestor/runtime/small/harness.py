@@ -45,8 +45,10 @@ from nestor.runtime.small.additions import (
     Addition,
     class_span,
     import_line,
+    merged_test_module,
     new_function,
     read_addition,
+    uses,
     written_test_module,
 )
 from nestor.runtime.small.calls import QuotedCall, call_script, import_statement, quoted_calls
@@ -404,16 +406,25 @@ class SmallModelHarness:
         writes the code again, shown the failure.
         """
         name = addition.owner or addition.name
-        (found,) = await host.run_tools([("grep", {"pattern": rf"^\s*(from|import)\s.*\b{name}\b"})])
-        examples = [str(path) for path, _ in found.metadata.get("hits", []) if _is_test_path(str(path))]
-        example = examples[0] if examples else None
-        directory = str(PurePosixPath(example).parent) if example else "tests"
-        target = f"{directory}/test_{addition.name.lstrip('_')}.py"
-        if self.reader.read_text(target) is not None:
-            target = f"{directory}/test_{addition.name.lstrip('_')}_added.py"
+        # A test module the request names is where the tests go: its fixtures and helpers with them.
+        existing_path = self._named_test_module(prompt)
+        existing = self.reader.read_text(existing_path) if existing_path else None
+        if existing_path is not None and existing is not None:
+            example, target = existing_path, existing_path
+        else:
+            existing = None
+            (found,) = await host.run_tools([("grep", {"pattern": rf"^\s*(from|import)\s.*\b{name}\b"})])
+            examples = [str(path) for path, _ in found.metadata.get("hits", []) if _is_test_path(str(path))]
+            example = examples[0] if examples else None
+            directory = str(PurePosixPath(example).parent) if example else "tests"
+            target = f"{directory}/test_{addition.name.lstrip('_')}.py"
+            if self.reader.read_text(target) is not None:
+                target = f"{directory}/test_{addition.name.lstrip('_')}_added.py"
         notes: list[str] = []
         for attempt in range(EDIT_ATTEMPTS):
-            request = _test_request(self.reader, example, path, code, addition, prompt, notes)
+            request = _test_request(
+                self.reader, example, path, code, addition, prompt, notes, appending=existing is not None
+            )
             reply = await host.ask(prompts.ADD_TEST, request, max_tokens=EDIT_MAX_TOKENS, attempt=attempt)
             if reply is None:
                 break
@@ -421,8 +432,14 @@ class SmallModelHarness:
             if module is None:
                 notes = ["Your reply had no valid Python module with test functions."]
                 continue
+            if not uses(module, addition.name):
+                # A copy of the example passes and tests nothing new (found blind on itsdangerous).
+                notes = [f"Your tests never used `{addition.name}`: each test must call it."]
+                continue
+            written = module if existing is None else merged_test_module(existing, module)
+            new_tests = set(_test_names(written)) - set(_test_names(existing or ""))
             problems: list[str] = []
-            if not await self._run_edits(host, [PlannedEdit(target, "", module)], problems):
+            if not await self._run_edits(host, [PlannedEdit(target, existing or "", written)], problems):
                 return f"I could not write {target}: " + "; ".join(problems)
             failure = await self._run_tests(host, command)
             if failure is not None and command and self._fails_inside(failure, path, addition.name):
@@ -447,7 +464,7 @@ class SmallModelHarness:
             dropped: list[str] = []
             while failure is not None and command and len(dropped) < MAX_DROPPED_TESTS:
                 broken = _broken_test(failure, target)
-                if broken is None or not await self._drop_test(host, target, broken):
+                if broken not in new_tests or not await self._drop_test(host, target, broken):
                     break
                 dropped.append(broken)
                 failure = await self._run_tests(host, command)
@@ -458,11 +475,27 @@ class SmallModelHarness:
                     report += f" I left out {names}: it failed in its own code, not in `{addition.name}`."
                 return report + (f"\nTests (`{command}`): pass." if command else "")
             notes = [f"Your test module failed:\n{_trim_lines(failure, 15)}"]
-            await host.run_tools([("bash", {"command": f"rm -f -- {shlex.quote(target)}"})])
+            if existing is None:
+                await host.run_tools([("bash", {"command": f"rm -f -- {shlex.quote(target)}"})])
+            else:
+                await self._run_edits(
+                    host, [PlannedEdit(target, self.reader.read_text(target) or "", existing)], []
+                )
             self.reader.forget()
         return "I could not write a test for it that passes, so I added none." + (
             f"\nTests (`{command}`): pass." if command else ""
         )
+
+    def _named_test_module(self, prompt: str) -> str | None:
+        """An existing test module the prompt names (``tests/test_timed.py``, ``test_dicttoolz.py``)."""
+        for term in search_terms(prompt):
+            if not term.is_file or not term.text.endswith(".py"):
+                continue
+            found = [path for path in project_files(self.reader.root) if path.endswith(term.text)]
+            exact = [path for path in found if path == term.text or path.endswith("/" + term.text)]
+            if len(exact) == 1 and _is_test_path(exact[0]):
+                return exact[0]
+        return None
 
     async def _drop_test(self, host: HarnessHost, module: str, name: str) -> bool:
         """Take the test function ``name`` out of ``module``, unless it is the module's only test."""
@@ -997,14 +1030,24 @@ def _test_request(
     addition: Addition,
     prompt: str,
     notes: list[str],
+    *,
+    appending: bool = False,
 ) -> str:
-    """The test step's prompt: the new code, how to import it, an example test module, the request."""
+    """The test step's prompt: the new code, how to import it, an example test module, the request.
+
+    With ``appending``, the example is the module the new tests go at the end of, shown longer.
+    """
     parts = [f'<new-code file="{path}">\n{code.rstrip()}\n</new-code>']
     if (line := import_line(path, addition.owner or addition.name)) is not None:
         parts.append(f"Import it with: {line}")
     if example is not None:
-        head = "\n".join((reader.read_text(example) or "").splitlines()[:40])
+        shown = (reader.read_text(example) or "").splitlines()[: 120 if appending else 40]
+        head = "\n".join(shown)
         parts.append(f'<example-test file="{example}">\n{head}\n</example-test>')
+        if appending:
+            parts.append(
+                "Your tests go at the end of this module: use its imports, fixtures and helper classes."
+            )
         conftest = str(PurePosixPath(example).parent / "conftest.py")
         if fixtures := reader.read_text(conftest):
             shown = "\n".join(fixtures.splitlines()[:40])
@@ -1016,6 +1059,15 @@ def _test_request(
         parts.append("\n".join(notes))
     parts.append(f"Request: {prompt}\n\nWrite the test module for `{addition.name}`.")
     return "\n\n".join(parts)
+
+
+def _test_names(module: str) -> list[str]:
+    """The test functions (and test methods) of ``module``."""
+    return [
+        node.name
+        for node in ast.walk(parsed(module))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test")
+    ]
 
 
 def _body_indent(owner: str) -> str:
