@@ -30,7 +30,12 @@ from nestor.runtime.small.additions import (
             Addition("clear_expired", "method", "TTLCache"),
         ),
         ("Implement a `total` property on `Cart`.", Addition("total", "property", "Cart")),
-        ("Add a function `slugify` in utils.py", Addition("slugify", "function", None)),
+        ("Add a function `slugify` in utils.py", Addition("slugify", "function", None, ("utils",))),
+        # Found blind on toolz: a request that does not start with "add".
+        (
+            "I'd like an `invert(d, factory=dict)` function in dicttoolz that swaps keys and values.",
+            Addition("invert", "function", None, ("dicttoolz",)),
+        ),
     ],
 )
 def test_read_addition(prompt: str, expected: Addition) -> None:

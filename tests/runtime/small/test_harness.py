@@ -433,10 +433,30 @@ async def test_other_changes_come_as_edit_blocks_matched_to_the_file_shown(
     )
     agent = _coder(Harness(root), scripted([blocks]), root)
 
-    result = await agent.run("Add a subtract function next to add in calc.py.")
+    result = await agent.run("Extend calc.py with subtract(a, b) next to add.")
 
     assert "def subtract(a, b):\n    return a - b\n" in (root / "calc.py").read_text()
     assert "Changed calc.py" in result.text and "pass" in result.text, result.text
+
+
+async def test_a_new_function_goes_at_the_end_of_its_module_and_into_its_all(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found blind on toolz: "I'd like an `invert(d)` function in dicttoolz" was no addition, and a
+    # module that lists its public names in __all__ needs the new one there.
+    root = _calc_project(tmp_path / "project", monkeypatch)
+    (root / "calc.py").write_text("__all__ = ('add',)\n\n\n" + CALC.replace("a - b", "a + b"))
+    function = '```python\ndef subtract(a, b):\n    """Subtract b from a."""\n    return a - b\n```'
+    agent = _coder(Harness(root), scripted([function]), root)
+
+    result = await agent.run("I'd like a `subtract(a, b)` function in calc that subtracts b from a.")
+
+    assert (root / "calc.py").read_text() == (
+        "__all__ = ('add', 'subtract')\n\n\n"
+        + CALC.replace("a - b", "a + b")
+        + '\n\ndef subtract(a, b):\n    """Subtract b from a."""\n    return a - b\n'
+    )
+    assert "Added the function `subtract` to calc.py" in result.text and "pass" in result.text, result.text
 
 
 async def test_a_rename_changes_every_whole_word_occurrence(tmp_path: Path) -> None:

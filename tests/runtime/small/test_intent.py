@@ -28,6 +28,9 @@ from nestor.runtime.small.intent import question_parts, read_intent, read_rename
         ),
         ("what does this library do, where does the code live, and how do I run the test suite?", "tour"),
         ("How do I run the tests for the parser?", "question"),
+        ("I'd like an `invert(d, factory=dict)` function in dicttoolz that swaps keys and values.", "change"),
+        ("I'd like a tour of the parser", "tour"),
+        ("I need a quick explanation of the parser", "question"),
     ],
 )
 def test_request_kind(prompt: str, kind: str) -> None:

@@ -18,13 +18,18 @@ from nestor.runtime.small.functions import CODE_BLOCK, function_lines, parsed
 
 MemberKind = Literal["method", "property", "function"]
 
-_ADD = re.compile(r"^\s*(?:please\s+|can\s+you\s+|could\s+you\s+)?(?:add|implement|write|create)\b", re.I)
+_ADD = re.compile(
+    r"(?:^|[.!?]\s+)\s*(?:please\s+|can\s+you\s+|could\s+you\s+)?(?:add|implement|write|create)\b|"
+    r"\b(?:i'?d\s+like|i\s+want|i\s+need|we\s+need|please\s+add)\s+(?:a|an|the)\b",
+    re.I,
+)
 _BACKTICKED_NAME = re.compile(r"`(?:[\w.]+\.)?([A-Za-z_]\w*)\s*(?:\([^`]*\))?`")
 _NAMED_KIND = re.compile(
     r"\b([A-Za-z_]\w*)\s*(?:\([^)]*\))?\s+(method|property|function|classmethod|staticmethod)\b", re.I
 )
 _KIND = re.compile(r"\b(method|property|function|classmethod|staticmethod)\b", re.I)
 _OWNER = re.compile(r"\b(?:to|in|on|into|for)\s+(?:the\s+)?(?:class\s+)?`?([A-Z]\w*)`?")
+_MODULE = re.compile(r"\b(?:to|in|into)\s+(?:the\s+)?`?([a-z_][\w.]*?)`?(?:\.py)?(?:\s+module)?\b(?!\()")
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +46,8 @@ class Addition:
     name: str
     kind: MemberKind
     owner: str | None
+    modules: tuple[str, ...] = ()
+    """For a function: the words the request says it goes in (``dicttoolz`` in "a function in dicttoolz")."""
 
 
 def read_addition(prompt: str) -> Addition | None:
@@ -57,7 +64,14 @@ def read_addition(prompt: str) -> Addition | None:
     owner = owners[0] if owners else None
     if owner is None and kind != "function":
         return None
-    return Addition(named.group(1), kind if owner else "function", owner)
+    if owner is not None:
+        return Addition(named.group(1), kind, owner)
+    modules = tuple(
+        word
+        for word in (match.group(1).rsplit(".", 1)[-1] for match in _MODULE.finditer(prompt))
+        if word not in {"the", "a", "an", "it", "this", "that", "its", "them", "me", "us"}
+    )
+    return Addition(named.group(1), "function", None, modules)
 
 
 def class_span(source: str, name: str) -> tuple[int, int] | None:
@@ -172,3 +186,30 @@ def uses(module: str, name: str) -> bool:
         or (isinstance(node, ast.Attribute) and node.attr == name)
         for node in ast.walk(tree)
     )
+
+
+def exported(source: str, name: str) -> str | None:
+    """``source`` with ``name`` added to its ``__all__``; None when it has no literal ``__all__``.
+
+    A module that lists its public names (``from .dicttoolz import *`` exports only those) must
+    list a new public function too.
+    """
+    for node in parsed(source).body:
+        if (
+            isinstance(node, ast.Assign)
+            and any(isinstance(target, ast.Name) and target.id == "__all__" for target in node.targets)
+            and isinstance(node.value, ast.Tuple | ast.List)
+        ):
+            names = [element.value for element in node.value.elts if isinstance(element, ast.Constant)]
+            if name in names or node.value.end_lineno is None or node.value.end_col_offset is None:
+                return None
+            lines = source.splitlines(keepends=True)
+            closing = node.value.end_lineno - 1
+            line = lines[closing]
+            before = line[: node.value.end_col_offset - 1].rstrip()
+            comma = "" if before.endswith(",") or before.endswith(("(", "[")) else ","
+            lines[closing] = f"{before}{comma} {name!r}{line[node.value.end_col_offset - 1 :]}"
+            if before.endswith(("(", "[")):
+                lines[closing] = f"{before}{name!r},{line[node.value.end_col_offset - 1 :]}"
+            return "".join(lines)
+    return None

@@ -44,6 +44,7 @@ from nestor.runtime.small import prompts
 from nestor.runtime.small.additions import (
     Addition,
     class_span,
+    exported,
     import_line,
     merged_test_module,
     new_function,
@@ -273,9 +274,9 @@ class SmallModelHarness:
         named = _selecting(command, intent.failing_tests)
         failure = await self._run_tests(host, named or command)
         addition = read_addition(prompt) if not intent.failing_tests else None
-        if addition is not None and addition.owner is not None:
+        if addition is not None and (addition.owner is not None or self._module_of(addition, symbols)):
             # Tests failing already cannot judge the new code: then it is added untested.
-            added = await self._add(host, addition, prompt, command if failure is None else None)
+            added = await self._add(host, addition, prompt, command if failure is None else None, symbols)
             if added is not None:
                 return added
         # Fixing a failing test means changing the code under test, unless tests are asked for.
@@ -315,19 +316,27 @@ class SmallModelHarness:
         return _change_report(changed, reply, command, passed=False if command else None)
 
     async def _add(
-        self, host: HarnessHost, addition: Addition, prompt: str, command: str | None
+        self, host: HarnessHost, addition: Addition, prompt: str, command: str | None, symbols: SymbolIndex
     ) -> str | None:
-        """Add a method or property: the model writes it, nestor puts it at the end of its class.
+        """Add a method, property or function: the model writes it, nestor puts it in place.
 
-        Then, when the request asks for tests, a new test module (:meth:`_add_tests`). Returns the
-        report, or None when the class is not found (the general edit step takes over).
+        A method goes at the end of its class; a function at the end of its module, and into the
+        module's ``__all__`` when it has one. Then, when the request asks for tests, a new test
+        module (:meth:`_add_tests`). Returns the report, or None when the class or module is not
+        found (the general edit step takes over).
         """
-        assert addition.owner is not None
-        (found,) = await host.run_tools([("grep", {"pattern": rf"^\s*class\s+{addition.owner}\b"})])
-        paths = [str(path) for path, _ in found.metadata.get("hits", []) if not _is_test_path(str(path))]
-        if not paths:
-            return None
-        path = paths[0]
+        if addition.owner is not None:
+            (found,) = await host.run_tools([("grep", {"pattern": rf"^\s*class\s+{addition.owner}\b"})])
+            paths = [str(path) for path, _ in found.metadata.get("hits", []) if not _is_test_path(str(path))]
+            if not paths:
+                return None
+            path = paths[0]
+        else:
+            module = self._module_of(addition, symbols)
+            if module is None:
+                return None
+            await host.run_tools([("view", {"path": module, "limit": 40})])  # the look, as a call
+            path = module
         notes: list[str] = []
         for attempt in range(EDIT_ATTEMPTS):
             written = await self._write_member(host, addition, path, prompt, notes, attempt, command=command)
@@ -339,7 +348,8 @@ class SmallModelHarness:
             notes = [problem]
         else:
             return _change_report([], "", command, passed=False if command else None)
-        report = f"Added the {addition.kind} `{addition.owner}.{addition.name}` to {path}."
+        where = f"{addition.owner}.{addition.name}" if addition.owner else addition.name
+        report = f"Added the {addition.kind} `{where}` to {path}."
         if re.search(r"\btests?\b", prompt, re.I):
             return report + "\n" + await self._add_tests(host, addition, path, code, prompt, command)
         return report + (f"\nTests (`{command}`): pass." if command else "")
@@ -365,9 +375,8 @@ class SmallModelHarness:
             run was stopped or the class is gone.
 
         """
-        assert addition.owner is not None
         source = self.reader.read_text(path) or ""
-        span = class_span(source, addition.owner)
+        span = class_span(source, addition.owner) if addition.owner else (1, _module_end(source))
         if span is None:
             return None
         owner_text = "".join(source.splitlines(keepends=True)[span[0] - 1 : span[1]])
@@ -384,8 +393,12 @@ class SmallModelHarness:
         if addition.kind == "property" and "@property" not in code:
             code = "@property\n" + code
         body = owner_text_without.rstrip("\n")
-        member = textwrap.indent(code, _body_indent(owner_text), lambda line: bool(line.strip()))
-        extended = f"{body}\n\n{member.rstrip()}" + (owner_text[len(owner_text.rstrip("\n")) :] or "\n")
+        indent = _body_indent(owner_text) if addition.owner else ""
+        member = textwrap.indent(code, indent, lambda line: bool(line.strip()))
+        blank = "\n\n" if addition.owner else "\n\n\n"
+        extended = f"{body}{blank}{member.rstrip()}" + (owner_text[len(owner_text.rstrip("\n")) :] or "\n")
+        if addition.owner is None:
+            extended = exported(extended, addition.name) or extended
         problems: list[str] = []
         if not await self._run_edits(host, [PlannedEdit(path, owner_text, extended)], problems):
             return code, "; ".join(problems)
@@ -485,6 +498,20 @@ class SmallModelHarness:
         return "I could not write a test for it that passes, so I added none." + (
             f"\nTests (`{command}`): pass." if command else ""
         )
+
+    def _module_of(self, addition: Addition, symbols: SymbolIndex) -> str | None:
+        """The module file a new function goes in: one the request names (``dicttoolz``), not a test."""
+        if addition.owner is not None or addition.kind != "function":
+            return None
+        for word in addition.modules:
+            paths = [
+                symbol.path
+                for symbol in symbols.definitions(word)
+                if symbol.kind == "module" and not _is_test_path(symbol.path) and symbol.path.endswith(".py")
+            ]
+            if len(paths) == 1:
+                return paths[0]
+        return None
 
     def _named_test_module(self, prompt: str) -> str | None:
         """An existing test module the prompt names (``tests/test_timed.py``, ``test_dicttoolz.py``)."""
@@ -1017,7 +1044,8 @@ def _addition_request(path: str, owner: str, addition: Addition, prompt: str, no
     parts = [f'<code file="{path}">\n' + "\n".join(lines) + "\n</code>"]
     if notes:
         parts.append("\n".join(notes))
-    what = f"the {addition.kind} `{addition.name}` of class {addition.owner}"
+    container = f"class {addition.owner}" if addition.owner else f"module {path}"
+    what = f"the {addition.kind} `{addition.name}` of {container}"
     parts.append(f"Request: {prompt}\n\nWrite {what}, and nothing else.")
     return "\n\n".join(parts)
 
@@ -1059,6 +1087,15 @@ def _test_request(
         parts.append("\n".join(notes))
     parts.append(f"Request: {prompt}\n\nWrite the test module for `{addition.name}`.")
     return "\n\n".join(parts)
+
+
+def _module_end(source: str) -> int:
+    """The last line of a module's code before its ``if __name__ == "__main__":`` block, if any."""
+    lines = source.splitlines()
+    for number, line in enumerate(lines, 1):
+        if re.match(r"""if\s+__name__\s*==\s*['"]__main__['"]\s*:""", line):
+            return max(1, number - 1)
+    return max(1, len(lines))
 
 
 def _test_names(module: str) -> list[str]:

@@ -29,6 +29,12 @@ _CHANGE_REQUEST = re.compile(
 )
 # A failing test reported as such is a request to fix it even when phrased as a statement.
 _FAILING = re.compile(r"\b(?:fails?|failing|failed|broken|breaks|error(?:s|ed)?)\b", re.IGNORECASE)
+# "I'd like an `invert(d)` function in dicttoolz that ...": asked for as a wish, not a verb.
+_WANTS_NEW_CODE = re.compile(
+    r"\b(?:i'?d\s+like|i\s+would\s+like|i\s+want|i\s+need|we\s+need)\s+(?:a|an)\s+(?:new\s+)?"
+    r"(?:`[^`\n]+`\s+|[\w.]+(?:\([^)\n]*\))?\s+)?(?:function|method|property|class|option|flag|parameter)\b",
+    re.IGNORECASE,
+)
 _FIX_WORDS = re.compile(r"\b(?:fix|repair|make\s+it\s+pass|get\s+it\s+passing|solve)\b", re.IGNORECASE)
 _TOUR = re.compile(
     r"\b(?:tour|overview|walk\s*through|what\s+is\s+this\s+(?:project|repo(?:sitory)?|code\s*base)|"
@@ -178,6 +184,8 @@ def request_kind(prompt: str) -> RequestKind:
     if any(_CHANGE_REQUEST.match(sentence) for sentence in sentences):
         return "change"
     if _FAILING.search(prompt) and _FIX_WORDS.search(prompt):
+        return "change"
+    if _WANTS_NEW_CODE.search(prompt):
         return "change"
     if _TOUR.search(prompt) or sum(bool(aspect.search(prompt)) for aspect in _TOUR_ASPECTS) >= 2:
         return "tour"
