@@ -115,11 +115,17 @@ async def test_a_call_the_question_writes_out_is_run_and_its_result_is_evidence(
     seen: list[list[ModelMessage]] = []
     model = scripted(["add(2, 3) returns -1: it subtracts (calc.py:3)."], requests=seen)
     agent = _coder(Harness(root), model, root)
-    await agent.run("What does add(2, 3) return, and what does calc.add(1, 1) give?")
+    result = await agent.run("What does add(2, 3) return, and what does calc.add(1, 1) give? Where is it?")
     prompt = _prompt_of(seen[0])
     # Run by the project's Python, bug included; a module-qualified call imports the module.
     assert ">>> add(2, 3)\n-1\n>>> calc.add(1, 1)\n0" in prompt
     assert "def add(a, b):" in prompt
+    # What ran, and where the names are defined, follow the model's words as nestor found them.
+    assert result.text == (
+        "add(2, 3) returns -1: it subtracts (calc.py:3).\n\n"
+        "Run in the project's Python:\n>>> add(2, 3)\n-1\n>>> calc.add(1, 1)\n0\n\n"
+        "Defined at: `add`: calc.py:1."
+    )
 
 
 def _coder(harness: Harness, model: Model, root: Path) -> SessionAgent:
@@ -487,7 +493,8 @@ async def test_a_named_agent_gets_the_task_and_its_report_is_the_answer(tmp_path
         harness=SmallModelHarness(ProjectReader(root), agent_names=lambda: ["explore", "general"]),
     )
     result = await main.run("Use the explore agent to find where the Signer class is defined.")
-    assert result.text == "Signer is defined in pkg/signer.py:6."
+    # The agent's words, then where nestor's own index says the name is defined.
+    assert result.text == "Signer is defined in pkg/signer.py:6.\n\nDefined at: `Signer`: pkg/signer.py:6."
     [child] = harness.sessions.children(main.session_id)
     assert child.agent_name == "explore"
     # The explore agent ran the same harness: one answer step that saw the class definition.

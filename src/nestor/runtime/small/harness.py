@@ -96,6 +96,13 @@ INFILL_SAMPLES = 3
 TEST_TIMEOUT_S = 180
 CALL_TIMEOUT_S = 30
 MAX_DROPPED_TESTS = 1
+MAX_WHERE = 3
+"""Definitions of one name listed at most under an answer to a "where" question."""
+_ASKS_WHERE = re.compile(
+    r"\b(?:where(?:'s)?|which\s+(?:file|module|function|method|class|part)|point\s+me|implemented|"
+    r"defined|lives?)\b",
+    re.IGNORECASE,
+)
 _TRACEBACK_LOCATION = re.compile(r"^([\w./-]+\.py):(\d+)(?::| in )", re.MULTILINE)
 _ASSERTION_FAILED = re.compile(r"^E\s+(?:assert\b|AssertionError\b)", re.MULTILINE)
 _ASKS_FOR_TESTS = re.compile(
@@ -195,11 +202,16 @@ class SmallModelHarness:
             )
         else:
             body = "\n\n".join(part for part in (evidence.render(), ran) if part)
-        return await host.ask(
+        answer = await host.ask(
             prompts.ANSWER,
             f"<evidence>\n{body}\n</evidence>\n\nQuestion: {prompt}",
             max_tokens=ANSWER_MAX_TOKENS,
         )
+        if answer is None:
+            return None
+        # Facts nestor read or ran itself follow the model's words: a small model misreads them.
+        facts = [ran, _where_defined(intent, symbols) if _ASKS_WHERE.search(prompt) else ""]
+        return "\n\n".join([answer.strip(), *(fact for fact in facts if fact)])
 
     async def _run_quoted_calls(self, host: HarnessHost, prompt: str) -> str:
         """Run the calls the question writes out (:mod:`.calls`); what they gave, as evidence."""
@@ -960,6 +972,27 @@ class _GapTrial:
         """Whether the file is valid Python with ``candidate`` in the gap."""
         edit = self.edit(candidate)
         return parses(self.source.replace(edit.old, edit.new, 1))
+
+
+def _where_defined(intent: Intent, symbols: SymbolIndex) -> str:
+    """Where the names the question wrote are defined (outside the tests), as nestor's index says."""
+    rows: list[str] = []
+    for term in intent.terms:
+        if not term.exact or term.common or term.qualifier or term.is_file:
+            continue
+        found = [
+            symbol
+            for symbol in symbols.definitions(term.text)
+            if symbol.kind != "module" and not _is_test_path(symbol.path)
+        ]
+        if term.owner is not None:  # Version.parse: the method of Version, if there is one
+            owned = [symbol for symbol in found if symbol.owner == term.owner]
+            found = owned or found
+        if 0 < len(found) <= MAX_WHERE:
+            places = ", ".join(f"{symbol.path}:{symbol.line}" for symbol in found)
+            owner = f"{found[0].owner}." if found[0].owner and len(found) == 1 else ""
+            rows.append(f"`{owner}{term.text}`: {places}")
+    return "Defined at: " + "; ".join(rows) + "." if rows else ""
 
 
 def _functions_ran(symbols: SymbolIndex, executed: ExecutedLines) -> list[FunctionSpan]:
