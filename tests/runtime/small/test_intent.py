@@ -1,6 +1,13 @@
 import pytest
 
-from nestor.runtime.small.intent import question_parts, read_intent, read_rename, request_kind, search_terms
+from nestor.runtime.small.intent import (
+    delegated_task,
+    question_parts,
+    read_intent,
+    read_rename,
+    request_kind,
+    search_terms,
+)
 
 
 @pytest.mark.parametrize(
@@ -142,3 +149,22 @@ def test_an_acronym_is_a_word_unless_the_project_names_it() -> None:
 )
 def test_a_prompt_is_cut_into_the_questions_it_asks(prompt: str, parts: int) -> None:
     assert len(question_parts(prompt)) == parts
+
+
+@pytest.mark.parametrize(
+    ("prompt", "task"),
+    [
+        (
+            "Use the explore agent to find out which lock the decorators pass.",
+            "Find out which lock the decorators pass.",
+        ),
+        (
+            "Can you have the explore agent check where tokens are refreshed?",
+            "Check where tokens are refreshed?",
+        ),
+        ("Find where tokens are refreshed, using the explore agent.", "Find where tokens are refreshed."),
+        ("Ask the explore agent: where is X?", "Where is X?"),
+    ],
+)
+def test_the_agent_gets_the_prompt_without_the_words_that_ask_for_it(prompt: str, task: str) -> None:
+    assert delegated_task(prompt) == task

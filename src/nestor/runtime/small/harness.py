@@ -68,6 +68,7 @@ from nestor.runtime.small.infill import Gap, candidates, change_size, gaps, pars
 from nestor.runtime.small.intent import (
     Intent,
     SearchTerm,
+    delegated_task,
     looks_like_code,
     question_parts,
     read_intent,
@@ -257,9 +258,7 @@ class SmallModelHarness:
         self, host: HarnessHost, intent: Intent, prompt: str, symbols: SymbolIndex
     ) -> str | None:
         assert intent.agent is not None
-        task = re.sub(
-            r"(?i)^\s*(?:please\s+)?use\s+the\s+\w+\s+(?:sub-?\s?)?agent\s+(?:to\s+)?", "", prompt
-        ).strip()
+        task = delegated_task(prompt)
         words = re.findall(r"[\w.-]+", task)[:5]
         description = " ".join(words) or intent.agent
         (outcome,) = await host.run_tools(

@@ -411,3 +411,25 @@ def question_parts(prompt: str) -> list[str]:
         if piece and len(re.findall(r"[A-Za-z]{3,}", piece)) >= 3 and not prompt.count(piece + ":")
     ]
     return parts if len(parts) > 1 else [prompt]
+
+
+def delegated_task(prompt: str) -> str:
+    """``prompt`` without the words that ask for an agent: what the agent itself is to do.
+
+    "Use the explore agent to find X" -> "find X"; "Can you have the explore agent check X?" ->
+    "check X?"; "Find X, using the explore agent." -> "Find X."
+    """
+    match = _AGENT_REQUEST.search(prompt)
+    if match is None:
+        return prompt.strip()
+    before = re.sub(
+        r"(?i)(?:\b(?:please|can\s+you|could\s+you|would\s+you|now|then)[\s,]*)+$",
+        "",
+        prompt[: match.start()],
+    )
+    after = re.sub(r"(?i)^\s*(?:to|and|so\s+that\s+it|,)\s+", " ", prompt[match.end() :])
+    after = after.strip().lstrip(":;,- ").strip()
+    task = (before.rstrip(" ,;:-") + " " + after).strip()
+    task = re.sub(r"\s+([.?!])$", r"\1", task)
+    task = re.sub(r"([.?!])\s*[.?!]$", r"\1", task)
+    return task[:1].upper() + task[1:] if task else prompt.strip()
