@@ -2,7 +2,7 @@
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -247,6 +247,95 @@ async def test_the_bug_is_looked_for_in_the_helpers_the_failing_test_ran(
     # scale() never ran in the failing test: none of its lines was cut out.
     assert all("return a * b" in before for before, _ in model.gaps)
     assert len(model.gaps) == 4
+
+
+SERIALIZER = """class Signer:
+    def __init__(self, salt):
+        self.salt = salt
+
+    def sign(self, value):
+        return f"{self.salt}:{value}"
+
+    def unsign(self, token):
+        salt, _, value = token.partition(":")
+        if salt != self.salt:
+            raise ValueError("bad signature")
+        return value
+
+
+class Serializer:
+    def __init__(self, salt="default"):
+        self.salt = salt
+
+    def make_signer(self, salt=None):
+        if salt is None:
+            salt = self.salt
+        return Signer(self.salt)
+
+    def dumps(self, value, salt=None):
+        return self.make_signer(salt).sign(value)
+
+    def loads(self, token, salt=None):
+        return self.make_signer(salt).unsign(token)
+
+
+def is_text(serializer):
+    return isinstance(serializer.dumps("x"), str)
+"""
+
+TEST_SERIALIZER = """import pytest
+
+from serializer import Serializer
+
+
+def test_alt_salt():
+    serializer = Serializer()
+    token = serializer.dumps("value", salt="other")
+    with pytest.raises(ValueError):
+        serializer.loads(token)
+"""
+
+
+class AnsweringModel(FillingModel):
+    """Fills a gap with what ``answer`` says for the code before it (the cut lines unchanged if nothing)."""
+
+    def __init__(self, answer: Callable[[str], str | None]) -> None:
+        super().__init__([])
+        self.answer = answer
+
+    async def infill(
+        self, before: str, after: str, *, max_tokens: int, temperature: float = 0.0, seed: int | None = None
+    ) -> ModelResponse | None:
+        self.middles.append(self.answer(before) or "")
+        return await super().infill(before, after, max_tokens=max_tokens, temperature=temperature, seed=seed)
+
+
+async def test_a_function_the_called_code_calls_is_suspected_before_one_that_only_mentions_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found blind on itsdangerous: "the salt I pass to dumps() gets ignored" was lost in the
+    # make_signer(salt) that dumps calls; the suspects were dumps, loads, and functions that only
+    # called dumps, and make_signer was never tried.
+    root = _calc_project(tmp_path / "project", monkeypatch)
+    (root / "calc.py").write_text(CALC.replace("a - b", "a + b"))
+    (root / "serializer.py").write_text(SERIALIZER)
+    (root / "tests" / "test_serializer.py").write_text(TEST_SERIALIZER)
+    fixed = "        return Signer(salt)\n"
+    model = AnsweringModel(lambda before: fixed if before.endswith("salt = self.salt\n") else None)
+    agent = _coder(Harness(root), model, root)
+
+    result = await agent.run(
+        "test_alt_salt in tests/test_serializer.py fails: looks like the salt I pass to dumps() "
+        "gets ignored. Fix it."
+    )
+
+    assert (root / "serializer.py").read_text() == SERIALIZER.replace("Signer(self.salt)", "Signer(salt)")
+    assert "In make_signer (serializer.py:19)" in result.text, result.text
+    # make_signer, which both functions the test calls call, and which has the request's "salt"
+    # most, was the first suspect tried.
+    assert model.gaps[0][0].rstrip().endswith("def make_signer(self, salt=None):")
+    # is_text() only calls dumps(): it ran, but none of its lines was cut out.
+    assert not any("def is_text" in before and before.rstrip().endswith("return") for before, _ in model.gaps)
 
 
 async def test_of_the_versions_that_pass_the_smallest_change_is_kept(

@@ -92,6 +92,9 @@ INFILL_GAPS = 20
 MAX_SUSPECTS = 6
 CALLED_BONUS = 2.0
 """What a function the failing test calls directly counts above what it mentions of the request."""
+NAMED_BONUS = 3.0
+CALLEE_BONUS = 1.5
+"""What a suspect gains for each function the failing test calls that calls it."""
 INFILL_TRIES = 24
 INFILL_SAMPLES = 3
 TEST_TIMEOUT_S = 180
@@ -717,8 +720,8 @@ class SmallModelHarness:
                 for span in _functions_ran(symbols, executed)
                 if span not in suspects and span not in others and not _is_test_path(span.path)
             )
-            mentions = _mention_weights(intent, self.reader)
-            others.sort(key=lambda span: -(mentions(span) + CALLED_BONUS * (span.name in called)))
+            likelihood = _suspicion(intent, self.reader, called, others)
+            others.sort(key=lambda span: -likelihood(span))
         suspects.extend(span for span in others if span not in suspects)
         return suspects[:MAX_SUSPECTS]
 
@@ -1004,15 +1007,37 @@ def _functions_ran(symbols: SymbolIndex, executed: ExecutedLines) -> list[Functi
     return found
 
 
-def _mention_weights(intent: Intent, reader: ProjectReader) -> Callable[[FunctionSpan], float]:
-    """How much of the request a function's text mentions: the weights of the terms it has."""
-    patterns = [(term.weight, re.compile(term_pattern(term))) for term in intent.terms if not term.is_file]
+def _suspicion(
+    intent: Intent, reader: ProjectReader, called: set[str], candidates: list[FunctionSpan]
+) -> Callable[[FunctionSpan], float]:
+    """How likely a function the failing test ran holds the bug, by what the request says of it.
 
-    def weight(span: FunctionSpan) -> float:
+    A function the test calls directly, or that the request names, counts most; then one those
+    functions call themselves (one step down: "the salt I pass to dumps() gets ignored" is lost in
+    the ``make_signer(salt)`` that ``dumps`` calls); then how often it has the request's words
+    (up to three times each). A function that merely calls a name the request wrote (an
+    ``is_text_serializer`` that calls ``dumps``) gains nothing by it.
+    """
+    names = {term.text for term in intent.terms if term.exact}
+    words = [
+        (term.weight, re.compile(term_pattern(term)))
+        for term in intent.terms
+        if term.prose and not term.exact
+    ]
+    callees: dict[str, int] = {}
+    for span in candidates:
+        if span.name in called:
+            source = reader.read_text(span.path) or ""
+            for name in set(called_names(source, span.start)):
+                callees[name] = callees.get(name, 0) + 1
+
+    def likelihood(span: FunctionSpan) -> float:
         text = span.text(reader.read_text(span.path) or "")
-        return sum(term_weight for term_weight, pattern in patterns if pattern.search(text))
+        score = CALLED_BONUS * (span.name in called) + NAMED_BONUS * (span.name in names)
+        score += CALLEE_BONUS * callees.get(span.name, 0)
+        return score + sum(weight * min(3, len(pattern.findall(text))) for weight, pattern in words)
 
-    return weight
+    return likelihood
 
 
 def _failing_nodes(command: str, failure: str) -> str | None:
