@@ -87,15 +87,15 @@ TOUR_SUMMARY_MAX_TOKENS = 120
 EDIT_MAX_TOKENS = 700
 EDIT_ATTEMPTS = 3
 INFILL_MAX_TOKENS = 48
-INFILL_GAPS_PER_FUNCTION = 10
-INFILL_GAPS = 20
+INFILL_GAPS_PER_FUNCTION = 16
+INFILL_GAPS = 30
 MAX_SUSPECTS = 6
 CALLED_BONUS = 2.0
 """What a function the failing test calls directly counts above what it mentions of the request."""
 NAMED_BONUS = 3.0
 CALLEE_BONUS = 1.5
 """What a suspect gains for each function the failing test calls that calls it."""
-INFILL_TRIES = 24
+INFILL_TRIES = 36
 INFILL_SAMPLES = 3
 TEST_TIMEOUT_S = 180
 CALL_TIMEOUT_S = 30

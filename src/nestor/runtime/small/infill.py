@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import re
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
@@ -25,6 +26,7 @@ CONTEXT_BEFORE = 25
 CONTEXT_AFTER = 4
 """Lines below the function shown after its end."""
 MAX_CANDIDATE_LINES = 3
+_CONDITION = re.compile(r"^\s*(?:if|elif|while|assert)\b|[<>]=?|[!=]=|\bis\s+not\b|\bnot\s+in\b")
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
@@ -107,7 +109,9 @@ def gaps(
 
     def distance(gap: Gap) -> float:
         if not frames:
-            return 0.0
+            # No line of it in a traceback (a wrong result): its conditions first, where most
+            # such bugs are (a < that should be <=), then the rest in order.
+            return 0.0 if _CONDITION.search(lines[gap.first - 1]) else 1.0
         # A line above a frame line counts as nearer than one the same distance below it.
         return min(line - gap.first if gap.first <= line else 1.5 * (gap.first - line) for line in frames)
 
