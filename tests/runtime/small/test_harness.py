@@ -98,6 +98,21 @@ async def test_a_question_is_answered_from_evidence_the_harness_gathered(tmp_pat
     assert len(stored) == len(agent.history)
 
 
+async def test_a_line_a_where_answer_cites_is_named_by_the_function_it_is_in(tmp_path: Path) -> None:
+    # Found blind on itsdangerous: "which function compares the age?" got only "timed.py:141".
+    root = _project(tmp_path / "project")
+    model = scripted(["The default is applied at `pkg/signer.py:13`."])
+    agent = Harness(root).agent(
+        model, stateless_tools(["view", "ls", "glob", "grep"]), harness=SmallModelHarness(ProjectReader(root))
+    )
+    result = await agent.run("Which function applies the default digest method of the Signer?")
+    assert result.text == (
+        "The default is applied at `pkg/signer.py:13`.\n\n"
+        "Lines cited: `pkg/signer.py:13` is in `Signer.__init__` (pkg/signer.py:11).\n\n"
+        "Defined at: `Signer`: pkg/signer.py:6; `Signer.default_digest_method`: pkg/signer.py:9."
+    )
+
+
 def _calc_project(root: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     # The user's environment: the python on PATH is the one with pytest.
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
@@ -532,6 +547,35 @@ async def test_other_changes_come_as_edit_blocks_matched_to_the_file_shown(
 
     assert "def subtract(a, b):\n    return a - b\n" in (root / "calc.py").read_text()
     assert "Changed calc.py" in result.text and "pass" in result.text, result.text
+
+
+async def test_without_a_shell_a_named_failing_test_is_shown_apart_and_left_as_it_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _calc_project(tmp_path / "project", monkeypatch)
+    blocks = (
+        "calc.py\n<<<<<<< SEARCH\n    return a - b\n=======\n    return a + b\n>>>>>>> REPLACE\n"
+        "tests/test_calc.py\n<<<<<<< SEARCH\n    assert add(2, 3) == 5\n=======\n    assert True\n"
+        ">>>>>>> REPLACE\n"
+    )
+    model = ScriptedModel([reply(blocks)])
+    agent = Harness(root).agent(
+        model,
+        stateless_tools(["view", "ls", "glob", "grep", "edit"]),
+        policy=PermissionPolicy(project_root=str(root), yolo=True),
+        harness=SmallModelHarness(ProjectReader(root)),
+    )
+
+    result = await agent.run("test_add in tests/test_calc.py fails. Fix the code.")
+
+    prompt = _prompt_of(model.requests[0].messages)
+    code, _, tests = prompt.partition("<tests-that-must-pass>")
+    assert "return a - b" in code and "assert add(2, 3) == 5" not in code
+    assert "assert add(2, 3) == 5" in tests and "return a - b" not in tests
+    # The test is the spec: the code is changed, the test is not.
+    assert (root / "calc.py").read_text() == CALC.replace("a - b", "a + b")
+    assert (root / "tests" / "test_calc.py").read_text() == TEST_CALC
+    assert "Changed calc.py" in result.text, result.text
 
 
 async def test_a_new_function_goes_at_the_end_of_its_module_and_into_its_all(

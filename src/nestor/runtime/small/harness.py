@@ -7,7 +7,8 @@ the steps a small model does badly, and asks the model only for what it does wel
 - **questions**: nestor reads the prompt (:mod:`.intent`), searches for its terms and reads the
   best regions with real tool calls (:mod:`.retrieval`), runs the calls the question writes out
   (:mod:`.calls`), then one *answer step* sees only the question and that evidence, never the
-  model's earlier prose;
+  model's earlier prose; what nestor ran, and where the named or cited code is, follow its words
+  (:mod:`.facts`);
 - **tours**: the model says what the project is from its README; the layout and the test command
   are read from the files and written by nestor (:mod:`.tour`);
 - **fixes**: a failing test names suspect functions (its traceback, what it calls); the model
@@ -54,6 +55,7 @@ from nestor.runtime.small.additions import (
 )
 from nestor.runtime.small.calls import QuotedCall, call_script, import_statement, quoted_calls
 from nestor.runtime.small.edit_blocks import EditBlock, locate, parse_edit_blocks
+from nestor.runtime.small.facts import cited_functions, is_test_path, where_defined
 from nestor.runtime.small.functions import (
     FunctionSpan,
     called_names,
@@ -100,8 +102,6 @@ INFILL_SAMPLES = 3
 TEST_TIMEOUT_S = 180
 CALL_TIMEOUT_S = 30
 MAX_DROPPED_TESTS = 1
-MAX_WHERE = 3
-"""Definitions of one name listed at most under an answer to a "where" question."""
 _ASKS_WHERE = re.compile(
     r"\b(?:where(?:'s)?|which\s+(?:file|module|function|method|class|part)|point\s+me|implemented|"
     r"defined|lives?)\b",
@@ -214,7 +214,9 @@ class SmallModelHarness:
         if answer is None:
             return None
         # Facts nestor read or ran itself follow the model's words: a small model misreads them.
-        facts = [ran, _where_defined(intent, symbols) if _ASKS_WHERE.search(prompt) else ""]
+        facts = [ran]
+        if _ASKS_WHERE.search(prompt):
+            facts += [cited_functions(answer, symbols), where_defined(intent, symbols)]
         return "\n\n".join([answer.strip(), *(fact for fact in facts if fact)])
 
     async def _run_quoted_calls(self, host: HarnessHost, prompt: str) -> str:
@@ -341,7 +343,7 @@ class SmallModelHarness:
         """
         if addition.owner is not None:
             (found,) = await host.run_tools([("grep", {"pattern": rf"^\s*class\s+{addition.owner}\b"})])
-            paths = [str(path) for path, _ in found.metadata.get("hits", []) if not _is_test_path(str(path))]
+            paths = [str(path) for path, _ in found.metadata.get("hits", []) if not is_test_path(str(path))]
             if not paths:
                 return None
             path = paths[0]
@@ -441,7 +443,7 @@ class SmallModelHarness:
         else:
             existing = None
             (found,) = await host.run_tools([("grep", {"pattern": rf"^\s*(from|import)\s.*\b{name}\b"})])
-            examples = [str(path) for path, _ in found.metadata.get("hits", []) if _is_test_path(str(path))]
+            examples = [str(path) for path, _ in found.metadata.get("hits", []) if is_test_path(str(path))]
             example = examples[0] if examples else None
             directory = str(PurePosixPath(example).parent) if example else "tests"
             target = f"{directory}/test_{addition.name.lstrip('_')}.py"
@@ -521,7 +523,7 @@ class SmallModelHarness:
             paths = [
                 symbol.path
                 for symbol in symbols.definitions(word)
-                if symbol.kind == "module" and not _is_test_path(symbol.path) and symbol.path.endswith(".py")
+                if symbol.kind == "module" and not is_test_path(symbol.path) and symbol.path.endswith(".py")
             ]
             if len(paths) == 1:
                 return paths[0]
@@ -534,7 +536,7 @@ class SmallModelHarness:
                 continue
             found = [path for path in project_files(self.reader.root) if path.endswith(term.text)]
             exact = [path for path in found if path == term.text or path.endswith("/" + term.text)]
-            if len(exact) == 1 and _is_test_path(exact[0]):
+            if len(exact) == 1 and is_test_path(exact[0]):
                 return exact[0]
         return None
 
@@ -698,7 +700,7 @@ class SmallModelHarness:
         suspects: list[FunctionSpan] = []
         locations = _traceback_locations(failure)
         for path, line in reversed(locations):  # the innermost frame is where it went wrong
-            if path.endswith(".py") and not _is_test_path(path):
+            if path.endswith(".py") and not is_test_path(path):
                 span = function_at(path, self.reader.read_text(path) or "", line)
                 if span is not None and span not in suspects:
                     suspects.append(span)
@@ -708,7 +710,7 @@ class SmallModelHarness:
             functions: list[FunctionSpan] = []
             methods: list[FunctionSpan] = []  # of the classes the tests make: the code under test
             for path in project_files(self.reader.root):
-                if path.endswith(".py") and not _is_test_path(path):
+                if path.endswith(".py") and not is_test_path(path):
                     source = self.reader.read_text(path) or ""
                     functions.extend(functions_named(path, source, called))
                     methods.extend(methods_of(path, source, called))
@@ -718,7 +720,7 @@ class SmallModelHarness:
             others.extend(
                 span
                 for span in _functions_ran(symbols, executed)
-                if span not in suspects and span not in others and not _is_test_path(span.path)
+                if span not in suspects and span not in others and not is_test_path(span.path)
             )
             likelihood = _suspicion(intent, self.reader, called, others)
             others.sort(key=lambda span: -likelihood(span))
@@ -747,7 +749,7 @@ class SmallModelHarness:
         """The source of the test functions the failure's traceback names (at most two)."""
         sources: list[str] = []
         for path, line in _traceback_locations(failure):
-            if path.endswith(".py") and _is_test_path(path):
+            if path.endswith(".py") and is_test_path(path):
                 source = self.reader.read_text(path) or ""
                 span = function_at(path, source, line)
                 if span is not None:
@@ -776,13 +778,13 @@ class SmallModelHarness:
         The tests are the ones the user named (found by their ``def``) and the test frames of the
         failure's traceback.
         """
-        places = [(path, line) for path, line in locations if path.endswith(".py") and _is_test_path(path)]
+        places = [(path, line) for path, line in locations if path.endswith(".py") and is_test_path(path)]
         if intent.failing_tests:
             wanted = re.compile(
                 rf"^\s*(?:async\s+)?def\s+(?:{'|'.join(map(re.escape, intent.failing_tests))})\b"
             )
             for path in project_files(self.reader.root):
-                if path.endswith(".py") and _is_test_path(path):
+                if path.endswith(".py") and is_test_path(path):
                     lines = (self.reader.read_text(path) or "").splitlines()
                     places.extend(
                         (path, number) for number, line in enumerate(lines, 1) if wanted.match(line)
@@ -822,7 +824,7 @@ class SmallModelHarness:
                     f"{block.path}: no such file in the project, and the SEARCH lines match no file shown."
                 )
                 continue
-            if tests_frozen and _is_test_path(path):
+            if tests_frozen and is_test_path(path):
                 problems.append(
                     f"{path} is a test: the failing test says what the code must do; change the code."
                 )
@@ -976,27 +978,6 @@ class _GapTrial:
         return parses(self.source.replace(edit.old, edit.new, 1))
 
 
-def _where_defined(intent: Intent, symbols: SymbolIndex) -> str:
-    """Where the names the question wrote are defined (outside the tests), as nestor's index says."""
-    rows: list[str] = []
-    for term in intent.terms:
-        if not term.exact or term.common or term.qualifier or term.is_file:
-            continue
-        found = [
-            symbol
-            for symbol in symbols.definitions(term.text)
-            if symbol.kind != "module" and not _is_test_path(symbol.path)
-        ]
-        if term.owner is not None:  # Version.parse: the method of Version, if there is one
-            owned = [symbol for symbol in found if symbol.owner == term.owner]
-            found = owned or found
-        if 0 < len(found) <= MAX_WHERE:
-            places = ", ".join(f"{symbol.path}:{symbol.line}" for symbol in found)
-            owner = f"{found[0].owner}." if found[0].owner and len(found) == 1 else ""
-            rows.append(f"`{owner}{term.text}`: {places}")
-    return "Defined at: " + "; ".join(rows) + "." if rows else ""
-
-
 def _functions_ran(symbols: SymbolIndex, executed: ExecutedLines) -> list[FunctionSpan]:
     """The project's functions and methods a traced run ran (their body, not just their ``def``)."""
     found: list[FunctionSpan] = []
@@ -1046,13 +1027,6 @@ def _failing_nodes(command: str, failure: str) -> str | None:
     if not nodes or "pytest" not in command:
         return None
     return f"{command} " + " ".join(shlex.quote(node.split(" - ")[0]) for node in nodes[:5])
-
-
-def _is_test_path(path: str) -> bool:
-    name = PurePosixPath(path).name
-    return (
-        name.startswith("test_") or name.endswith("_test.py") or "tests/" in path or path.startswith("test/")
-    )
 
 
 def _broken_test(failure: str, module: str) -> str | None:
@@ -1186,9 +1160,9 @@ def _edit_request(
     if tests_frozen:
         # A small model edits the first code it sees; the failing test is shown apart, as the spec.
         parts = [
-            f"<code>\n{evidence.render(numbered=False, paths=lambda path: not _is_test_path(path))}\n</code>",
+            f"<code>\n{evidence.render(numbered=False, paths=lambda path: not is_test_path(path))}\n</code>",
             "<tests-that-must-pass>\n"
-            f"{evidence.render(numbered=False, paths=_is_test_path)}\n</tests-that-must-pass>",
+            f"{evidence.render(numbered=False, paths=is_test_path)}\n</tests-that-must-pass>",
         ]
     else:
         parts = [f"<code>\n{evidence.render(numbered=False)}\n</code>"]

@@ -66,6 +66,10 @@ class SymbolIndex:
         """Every name the project defines."""
         return set(self._by_name)
 
+    def paths(self) -> set[str]:
+        """The files the index holds definitions of."""
+        return {symbol.path for symbols in self._by_name.values() for symbol in symbols}
+
     def in_file(self, path: str) -> list[Symbol]:
         """The definitions of the file ``path``."""
         return [symbol for symbols in self._by_name.values() for symbol in symbols if symbol.path == path]
