@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from nestor.runtime.small.facts import cited_functions, is_test_path
-from nestor.runtime.small.symbols import SymbolIndex, symbols_of
+from pathlib import Path
+
+from nestor.runtime.small.facts import asks_for_a_default, cited_functions, defaults_named, is_test_path
+from nestor.runtime.small.intent import read_intent
+from nestor.runtime.small.reader import ProjectReader
+from nestor.runtime.small.symbols import SymbolIndex, symbol_index, symbols_of
 
 TIMED = """\
 class TimestampSigner:
@@ -50,3 +54,38 @@ def test_nothing_is_added_when_the_answer_names_the_function_or_cites_no_body_li
 def test_test_paths_by_convention() -> None:
     assert is_test_path("tests/test_x.py") and is_test_path("pkg/x_test.py") and is_test_path("test/a.py")
     assert not is_test_path("src/pkg/testing.py")
+
+
+CONFIG = """\
+DEFAULT_LOW_STOCK_THRESHOLD = 5
+DEFAULT_CURRENCY = "eur"
+MAX_STOCK = 10_000
+LOW_STOCK_THRESHOLD_HELP = (
+    "items at or below it"
+)
+"""
+
+
+def test_a_question_about_a_default_gets_the_constants_its_words_name(tmp_path: Path) -> None:
+    # Found on stockroom: asked for the threshold without a stockroom.ini, the model quoted the
+    # README's example (3), not the constant the code uses (5).
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "config.py").write_text(CONFIG)
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_config.py").write_text("LOW_STOCK_THRESHOLD_DEFAULT_FOR_TESTS = 1\n")
+    reader = ProjectReader(tmp_path)
+    prompt = "What low-stock threshold does `stockroom low` use if I have no stockroom.ini?"
+    assert asks_for_a_default(prompt)
+    facts = defaults_named(read_intent(prompt), symbol_index(reader), reader)
+    # Not MAX_STOCK (one word of two), not the multi-line help text, not the tests' constant.
+    assert facts == "Constants named so: `DEFAULT_LOW_STOCK_THRESHOLD = 5` (src/config.py:1)."
+    index = symbol_index(reader)
+    currency = defaults_named(read_intent("What currency is used by default?"), index, reader)
+    assert currency == """Constants named so: `DEFAULT_CURRENCY = "eur"` (src/config.py:2)."""
+    assert defaults_named(read_intent("What stock do I have by default?"), index, reader) == ""
+
+
+def test_only_questions_about_defaults_ask_for_them() -> None:
+    assert asks_for_a_default("What salt is used when I don't pass one?")
+    assert asks_for_a_default("Which key does it use by default?")
+    assert not asks_for_a_default("Which function raises SignatureExpired?")

@@ -113,6 +113,19 @@ async def test_a_line_a_where_answer_cites_is_named_by_the_function_it_is_in(tmp
     )
 
 
+async def test_an_answer_about_a_default_is_followed_by_the_constant_the_code_uses(tmp_path: Path) -> None:
+    root = _project(tmp_path / "project")
+    (root / "pkg" / "config.py").write_text("DEFAULT_KEY_SIZE = 32\n")
+    model = scripted(["The README's example uses 16."])
+    agent = Harness(root).agent(
+        model, stateless_tools(["view", "ls", "glob", "grep"]), harness=SmallModelHarness(ProjectReader(root))
+    )
+    result = await agent.run("What key size does the Signer use if I don't pass one?")
+    assert result.text == (
+        "The README's example uses 16.\n\nConstants named so: `DEFAULT_KEY_SIZE = 32` (pkg/config.py:1)."
+    )
+
+
 def _calc_project(root: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     # The user's environment: the python on PATH is the one with pytest.
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")

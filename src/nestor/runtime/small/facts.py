@@ -12,13 +12,22 @@ import re
 from pathlib import PurePosixPath
 
 from nestor.runtime.small.intent import Intent
+from nestor.runtime.small.reader import ProjectReader
 from nestor.runtime.small.symbols import Symbol, SymbolIndex
 
 MAX_WHERE = 3
 """Definitions of one name listed at most under an answer to a "where" question."""
 MAX_CITED = 3
 """Cited lines whose enclosing function is named, at most."""
+MAX_DEFAULTS = 3
+"""Constants listed at most under an answer to a question about a default."""
 _CITED_LINE = re.compile(r"(?<![\w./-])([\w./-]+\.py):(\d+)\b")
+_ASKS_DEFAULT = re.compile(
+    r"\bdefaults?\b|\b(?:if|when)\s+(?:i|you|we)\s+(?:have|pass|give|set)\s+no\b|"
+    r"\b(?:don'?t|do\s+not|never)\s+(?:pass|set|give|configure)\b|\bwithout\b",
+    re.IGNORECASE,
+)
+_CONSTANT = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$")
 
 
 def is_test_path(path: str) -> bool:
@@ -48,6 +57,41 @@ def where_defined(intent: Intent, symbols: SymbolIndex) -> str:
             owner = f"{found[0].owner}." if found[0].owner and len(found) == 1 else ""
             rows.append(f"`{owner}{term.text}`: {places}")
     return "Defined at: " + "; ".join(rows) + "." if rows else ""
+
+
+def asks_for_a_default(prompt: str) -> bool:
+    """Whether the prompt asks what happens by default (``default``, "if I have no", "without")."""
+    return _ASKS_DEFAULT.search(prompt) is not None
+
+
+def defaults_named(intent: Intent, symbols: SymbolIndex, reader: ProjectReader) -> str:
+    """The module-level constants (``DEFAULT_LOW_STOCK_THRESHOLD = 5``) the question's words name.
+
+    A constant is named when at least two of the words of its name other than ``default`` are
+    words of the question, and they are at least half of them, or when its name is ``DEFAULT_``
+    and words of the question: a 1.5B model asked for a default quotes a README's example value as
+    readily as the constant the code uses.
+    """
+    asked = set(intent.words)
+    rows: list[str] = []
+    for name in sorted(symbols.names()):
+        if _CONSTANT.match(name) is None:
+            continue
+        every = name.lower().split("_")
+        words = [word for word in every if word != "default"]
+        shared = [word for word in words if word in asked]
+        named = len(shared) >= 2 or (len(words) < len(every) and shared == words)
+        if not named or 2 * len(shared) < len(words):
+            continue
+        for symbol in symbols.definitions(name):
+            if symbol.kind != "variable" or symbol.owner is not None or is_test_path(symbol.path):
+                continue
+            lines = (reader.read_text(symbol.path) or "").splitlines()
+            if symbol.line <= len(lines) and symbol.line == symbol.end:
+                rows.append(f"`{lines[symbol.line - 1].strip()}` ({symbol.path}:{symbol.line})")
+    if not rows or len(rows) > MAX_DEFAULTS:
+        return ""
+    return "Constants named so: " + "; ".join(rows) + "."
 
 
 def cited_functions(answer: str, symbols: SymbolIndex) -> str:

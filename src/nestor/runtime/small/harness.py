@@ -55,7 +55,13 @@ from nestor.runtime.small.additions import (
 )
 from nestor.runtime.small.calls import QuotedCall, call_script, import_statement, quoted_calls
 from nestor.runtime.small.edit_blocks import EditBlock, locate, parse_edit_blocks
-from nestor.runtime.small.facts import cited_functions, is_test_path, where_defined
+from nestor.runtime.small.facts import (
+    asks_for_a_default,
+    cited_functions,
+    defaults_named,
+    is_test_path,
+    where_defined,
+)
 from nestor.runtime.small.functions import (
     FunctionSpan,
     called_names,
@@ -217,6 +223,8 @@ class SmallModelHarness:
         facts = [ran]
         if _ASKS_WHERE.search(prompt):
             facts += [cited_functions(answer, symbols), where_defined(intent, symbols)]
+        if asks_for_a_default(prompt):
+            facts.append(defaults_named(intent, symbols, self.reader))
         return "\n\n".join([answer.strip(), *(fact for fact in facts if fact)])
 
     async def _run_quoted_calls(self, host: HarnessHost, prompt: str) -> str:
