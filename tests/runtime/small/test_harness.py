@@ -101,12 +101,9 @@ async def test_a_question_is_answered_from_evidence_the_harness_gathered(tmp_pat
 async def test_a_line_a_where_answer_cites_is_named_by_the_function_it_is_in(tmp_path: Path) -> None:
     # Found blind on itsdangerous: "which function compares the age?" got only "timed.py:141".
     root = _project(tmp_path / "project")
-    model = scripted(["The default is applied at `pkg/signer.py:13`."])
-    agent = Harness(root).agent(
-        model, stateless_tools(["view", "ls", "glob", "grep"]), harness=SmallModelHarness(ProjectReader(root))
-    )
-    result = await agent.run("Which function applies the default digest method of the Signer?")
-    assert result.text == (
+    question = "Which function applies the default digest method of the Signer?"
+    answer = await _answered(root, "The default is applied at `pkg/signer.py:13`.", question)
+    assert answer == (
         "The default is applied at `pkg/signer.py:13`.\n\n"
         "Lines cited: `pkg/signer.py:13` is in `Signer.__init__` (pkg/signer.py:11).\n\n"
         "Defined at: `Signer`: pkg/signer.py:6; `Signer.default_digest_method`: pkg/signer.py:9."
@@ -116,14 +113,21 @@ async def test_a_line_a_where_answer_cites_is_named_by_the_function_it_is_in(tmp
 async def test_an_answer_about_a_default_is_followed_by_the_constant_the_code_uses(tmp_path: Path) -> None:
     root = _project(tmp_path / "project")
     (root / "pkg" / "config.py").write_text("DEFAULT_KEY_SIZE = 32\n")
-    model = scripted(["The README's example uses 16."])
-    agent = Harness(root).agent(
-        model, stateless_tools(["view", "ls", "glob", "grep"]), harness=SmallModelHarness(ProjectReader(root))
-    )
-    result = await agent.run("What key size does the Signer use if I don't pass one?")
-    assert result.text == (
+    question = "What key size does the Signer use if I don't pass one?"
+    answer = await _answered(root, "The README's example uses 16.", question)
+    assert answer == (
         "The README's example uses 16.\n\nConstants named so: `DEFAULT_KEY_SIZE = 32` (pkg/config.py:1)."
     )
+
+
+async def _answered(root: Path, model_answer: str, question: str) -> str:
+    """What a read-only agent on the small-model harness answers when its model says ``model_answer``."""
+    agent = Harness(root).agent(
+        scripted([model_answer]),
+        stateless_tools(["view", "ls", "glob", "grep"]),
+        harness=SmallModelHarness(ProjectReader(root)),
+    )
+    return (await agent.run(question)).text
 
 
 def _calc_project(root: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
