@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nestor.runtime.small.facts import asks_for_a_default, cited_functions, defaults_named, is_test_path
+from nestor.runtime.small.facts import asks_for_a_default, cited_functions, constants, is_test_path
 from nestor.runtime.small.intent import read_intent
 from nestor.runtime.small.reader import ProjectReader
 from nestor.runtime.small.symbols import SymbolIndex, symbol_index, symbols_of
@@ -66,23 +66,42 @@ LOW_STOCK_THRESHOLD_HELP = (
 """
 
 
+def _config_project(root: Path) -> ProjectReader:
+    (root / "src").mkdir()
+    (root / "src" / "config.py").write_text(CONFIG)
+    (root / "tests").mkdir()
+    (root / "tests" / "test_config.py").write_text("LOW_STOCK_THRESHOLD_DEFAULT_FOR_TESTS = 1\n")
+    return ProjectReader(root)
+
+
 def test_a_question_about_a_default_gets_the_constants_its_words_name(tmp_path: Path) -> None:
     # Found on stockroom: asked for the threshold without a stockroom.ini, the model quoted the
     # README's example (3), not the constant the code uses (5).
-    (tmp_path / "src").mkdir()
-    (tmp_path / "src" / "config.py").write_text(CONFIG)
-    (tmp_path / "tests").mkdir()
-    (tmp_path / "tests" / "test_config.py").write_text("LOW_STOCK_THRESHOLD_DEFAULT_FOR_TESTS = 1\n")
-    reader = ProjectReader(tmp_path)
+    reader = _config_project(tmp_path)
+    index = symbol_index(reader)
     prompt = "What low-stock threshold does `stockroom low` use if I have no stockroom.ini?"
     assert asks_for_a_default(prompt)
-    facts = defaults_named(read_intent(prompt), symbol_index(reader), reader)
+    facts = constants("It is 3.", read_intent(prompt), index, reader, default=True)
     # Not MAX_STOCK (one word of two), not the multi-line help text, not the tests' constant.
-    assert facts == "Constants named so: `DEFAULT_LOW_STOCK_THRESHOLD = 5` (src/config.py:1)."
+    assert facts == "Constants: `DEFAULT_LOW_STOCK_THRESHOLD = 5` (src/config.py:1)."
+    currency = constants("", read_intent("What currency is used by default?"), index, reader, default=True)
+    assert currency == """Constants: `DEFAULT_CURRENCY = "eur"` (src/config.py:2)."""
+    assert constants("", read_intent("What stock do I have by default?"), index, reader, default=True) == ""
+    # Not a question about a default: the question's words name nothing.
+    assert constants("It is 3.", read_intent(prompt), index, reader, default=False) == ""
+
+
+def test_a_constant_the_answer_names_gets_its_value_unless_the_answer_quotes_it(tmp_path: Path) -> None:
+    # Found on stockroom: the explore agent answered "returns `EXIT_ERROR`", never saying it is 1.
+    reader = _config_project(tmp_path)
     index = symbol_index(reader)
-    currency = defaults_named(read_intent("What currency is used by default?"), index, reader)
-    assert currency == """Constants named so: `DEFAULT_CURRENCY = "eur"` (src/config.py:2)."""
-    assert defaults_named(read_intent("What stock do I have by default?"), index, reader) == ""
+    intent = read_intent("What does it return when it fails?")
+    answer = "It returns MAX_STOCK, or `LOW_STOCK_THRESHOLD_DEFAULT_FOR_TESTS`, or NOT_DEFINED_HERE."
+    assert (
+        constants(answer, intent, index, reader, default=False)
+        == "Constants: `MAX_STOCK = 10_000` (src/config.py:3)."
+    )
+    assert constants("It is MAX_STOCK = 10_000 there.", intent, index, reader, default=False) == ""
 
 
 def test_only_questions_about_defaults_ask_for_them() -> None:

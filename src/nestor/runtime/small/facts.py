@@ -1,7 +1,8 @@
-"""Facts nestor states itself under a small model's answer: where names are defined, what cited lines are.
+"""Facts nestor states itself under a small model's answer: where names are, what constants hold.
 
-A 1.5B model reads the right evidence and still names the wrong thing: it cites ``timed.py:141``
-without the method that line is in, or calls a function defined in one file "defined" in another.
+A 1.5B model reads the right evidence and still gets the answer wrong: it cites ``timed.py:141``
+without the method that line is in, names ``EXIT_ERROR`` without its value, or quotes a README's
+example for a default.
 These lines come from nestor's own index of the project (:mod:`.symbols`), never from the model,
 and follow its words so that a reader can check them.
 """
@@ -20,7 +21,7 @@ MAX_WHERE = 3
 MAX_CITED = 3
 """Cited lines whose enclosing function is named, at most."""
 MAX_DEFAULTS = 3
-"""Constants listed at most under an answer to a question about a default."""
+"""Constants a question about a default names, at most, for them to be listed (more: too vague)."""
 _CITED_LINE = re.compile(r"(?<![\w./-])([\w./-]+\.py):(\d+)\b")
 _ASKS_DEFAULT = re.compile(
     r"\bdefaults?\b|\b(?:if|when)\s+(?:i|you|we)\s+(?:have|pass|give|set)\s+no\b|"
@@ -28,6 +29,7 @@ _ASKS_DEFAULT = re.compile(
     re.IGNORECASE,
 )
 _CONSTANT = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$")
+_CONSTANT_IN_TEXT = re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b")
 
 
 def is_test_path(path: str) -> bool:
@@ -64,34 +66,49 @@ def asks_for_a_default(prompt: str) -> bool:
     return _ASKS_DEFAULT.search(prompt) is not None
 
 
-def defaults_named(intent: Intent, symbols: SymbolIndex, reader: ProjectReader) -> str:
-    """The module-level constants (``DEFAULT_LOW_STOCK_THRESHOLD = 5``) the question's words name.
+def constants(
+    answer: str, intent: Intent, symbols: SymbolIndex, reader: ProjectReader, *, default: bool
+) -> str:
+    """The values of the project's constants the answer names and, when ``default``, the question does.
 
-    A constant is named when at least two of the words of its name other than ``default`` are
-    words of the question, and they are at least half of them, or when its name is ``DEFAULT_``
-    and words of the question: a 1.5B model asked for a default quotes a README's example value as
-    readily as the constant the code uses.
+    A 1.5B model names ``EXIT_ERROR`` without its value, and asked for a default it quotes a
+    README's example as readily as the constant the code uses. So each module-level constant
+    (``UPPER_CASE = value`` on one line, outside the tests) the answer names follows it with its
+    line, unless the answer quotes that line; with ``default``, so do the constants the question's
+    words name (:func:`_named_by`), when there are at most :data:`MAX_DEFAULTS` of them.
     """
-    asked = set(intent.words)
+    named = {name for name in _CONSTANT_IN_TEXT.findall(answer) if name in symbols}
+    asked = (
+        [name for name in sorted(symbols.names()) if _named_by(name, set(intent.words))] if default else []
+    )
     rows: list[str] = []
-    for name in sorted(symbols.names()):
-        if _CONSTANT.match(name) is None:
-            continue
-        every = name.lower().split("_")
-        words = [word for word in every if word != "default"]
-        shared = [word for word in words if word in asked]
-        named = len(shared) >= 2 or (len(words) < len(every) and shared == words)
-        if not named or 2 * len(shared) < len(words):
-            continue
+    for name in [*sorted(named), *(asked if len(asked) <= MAX_DEFAULTS else [])]:
         for symbol in symbols.definitions(name):
-            if symbol.kind != "variable" or symbol.owner is not None or is_test_path(symbol.path):
+            if symbol.kind != "variable" or symbol.owner is not None or symbol.line != symbol.end:
                 continue
             lines = (reader.read_text(symbol.path) or "").splitlines()
-            if symbol.line <= len(lines) and symbol.line == symbol.end:
-                rows.append(f"`{lines[symbol.line - 1].strip()}` ({symbol.path}:{symbol.line})")
-    if not rows or len(rows) > MAX_DEFAULTS:
-        return ""
-    return "Constants named so: " + "; ".join(rows) + "."
+            if is_test_path(symbol.path) or symbol.line > len(lines):
+                continue
+            assignment = lines[symbol.line - 1].strip()
+            row = f"`{assignment}` ({symbol.path}:{symbol.line})"
+            if assignment not in answer and row not in rows:
+                rows.append(row)
+    return "Constants: " + "; ".join(rows[: 2 * MAX_DEFAULTS]) + "." if rows else ""
+
+
+def _named_by(name: str, words: set[str]) -> bool:
+    """Whether the words name the constant ``name``.
+
+    At least two of the words of its name other than ``default`` are among them, and they are at
+    least half of those; or its name is ``DEFAULT_`` and words that all are.
+    """
+    if _CONSTANT.match(name) is None:
+        return False
+    every = name.lower().split("_")
+    own = [word for word in every if word != "default"]
+    shared = [word for word in own if word in words]
+    enough = len(shared) >= 2 or (len(own) < len(every) and shared == own)
+    return enough and 2 * len(shared) >= len(own)
 
 
 def cited_functions(answer: str, symbols: SymbolIndex) -> str:

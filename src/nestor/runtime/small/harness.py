@@ -58,7 +58,7 @@ from nestor.runtime.small.edit_blocks import EditBlock, locate, parse_edit_block
 from nestor.runtime.small.facts import (
     asks_for_a_default,
     cited_functions,
-    defaults_named,
+    constants,
     is_test_path,
     where_defined,
 )
@@ -223,8 +223,7 @@ class SmallModelHarness:
         facts = [ran]
         if _ASKS_WHERE.search(prompt):
             facts += [cited_functions(answer, symbols), where_defined(intent, symbols)]
-        if asks_for_a_default(prompt):
-            facts.append(defaults_named(intent, symbols, self.reader))
+        facts.append(constants(answer, intent, symbols, self.reader, default=asks_for_a_default(prompt)))
         return "\n\n".join([answer.strip(), *(fact for fact in facts if fact)])
 
     async def _run_quoted_calls(self, host: HarnessHost, prompt: str) -> str:
