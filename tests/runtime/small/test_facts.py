@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nestor.runtime.small.facts import asks_for_a_default, cited_functions, constants, is_test_path
+from nestor.runtime.small.facts import asks_for_a_default, cited_functions, is_test_path, values
 from nestor.runtime.small.intent import read_intent
 from nestor.runtime.small.reader import ProjectReader
 from nestor.runtime.small.symbols import SymbolIndex, symbol_index, symbols_of
@@ -81,14 +81,26 @@ def test_a_question_about_a_default_gets_the_constants_its_words_name(tmp_path: 
     index = symbol_index(reader)
     prompt = "What low-stock threshold does `stockroom low` use if I have no stockroom.ini?"
     assert asks_for_a_default(prompt)
-    facts = constants("It is 3.", read_intent(prompt), index, reader, default=True)
+    facts = values("It is 3.", read_intent(prompt), index, reader, default=True)
     # Not MAX_STOCK (one word of two), not the multi-line help text, not the tests' constant.
-    assert facts == "Constants: `DEFAULT_LOW_STOCK_THRESHOLD = 5` (src/config.py:1)."
-    currency = constants("", read_intent("What currency is used by default?"), index, reader, default=True)
-    assert currency == """Constants: `DEFAULT_CURRENCY = "eur"` (src/config.py:2)."""
-    assert constants("", read_intent("What stock do I have by default?"), index, reader, default=True) == ""
+    assert facts == "Values: `DEFAULT_LOW_STOCK_THRESHOLD = 5` (src/config.py:1)."
+    currency = values("", read_intent("What currency is used by default?"), index, reader, default=True)
+    assert currency == """Values: `DEFAULT_CURRENCY = "eur"` (src/config.py:2)."""
+    assert values("", read_intent("What stock do I have by default?"), index, reader, default=True) == ""
     # Not a question about a default: the question's words name nothing.
-    assert constants("It is 3.", read_intent(prompt), index, reader, default=False) == ""
+    assert values("It is 3.", read_intent(prompt), index, reader, default=False) == ""
+
+
+def test_a_name_the_question_writes_as_code_gets_its_assignment(tmp_path: Path) -> None:
+    # Found blind on toolz: "is `toolz.comp` just an alias of something?" went unanswered.
+    reader = _config_project(tmp_path)
+    (tmp_path / "src" / "__init__.py").write_text("comp = compose\nTABLE = " + repr("x" * 200) + "\n")
+    index = symbol_index(reader)
+    intent = read_intent("Is `pkg.comp` an alias? And `TABLE`?", index.names())
+    assert (
+        values("It is.", intent, index, reader, default=False)
+        == "Values: `comp = compose` (src/__init__.py:1)."
+    )
 
 
 def test_a_constant_the_answer_names_gets_its_value_unless_the_answer_quotes_it(tmp_path: Path) -> None:
@@ -98,10 +110,10 @@ def test_a_constant_the_answer_names_gets_its_value_unless_the_answer_quotes_it(
     intent = read_intent("What does it return when it fails?")
     answer = "It returns MAX_STOCK, or `LOW_STOCK_THRESHOLD_DEFAULT_FOR_TESTS`, or NOT_DEFINED_HERE."
     assert (
-        constants(answer, intent, index, reader, default=False)
-        == "Constants: `MAX_STOCK = 10_000` (src/config.py:3)."
+        values(answer, intent, index, reader, default=False)
+        == "Values: `MAX_STOCK = 10_000` (src/config.py:3)."
     )
-    assert constants("It is MAX_STOCK = 10_000 there.", intent, index, reader, default=False) == ""
+    assert values("It is MAX_STOCK = 10_000 there.", intent, index, reader, default=False) == ""
 
 
 def test_only_questions_about_defaults_ask_for_them() -> None:

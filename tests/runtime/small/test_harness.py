@@ -115,9 +115,7 @@ async def test_an_answer_about_a_default_is_followed_by_the_constant_the_code_us
     (root / "pkg" / "config.py").write_text("DEFAULT_KEY_SIZE = 32\n")
     question = "What key size does the Signer use if I don't pass one?"
     answer = await _answered(root, "The README's example uses 16.", question)
-    assert answer == (
-        "The README's example uses 16.\n\nConstants: `DEFAULT_KEY_SIZE = 32` (pkg/config.py:1)."
-    )
+    assert answer == ("The README's example uses 16.\n\nValues: `DEFAULT_KEY_SIZE = 32` (pkg/config.py:1).")
 
 
 async def _answered(root: Path, model_answer: str, question: str) -> str:

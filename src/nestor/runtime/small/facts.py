@@ -1,4 +1,4 @@
-"""Facts nestor states itself under a small model's answer: where names are, what constants hold.
+"""Facts nestor states itself under a small model's answer: where names are, what values they hold.
 
 A 1.5B model reads the right evidence and still gets the answer wrong: it cites ``timed.py:141``
 without the method that line is in, names ``EXIT_ERROR`` without its value, or quotes a README's
@@ -22,6 +22,10 @@ MAX_CITED = 3
 """Cited lines whose enclosing function is named, at most."""
 MAX_DEFAULTS = 3
 """Constants a question about a default names, at most, for them to be listed (more: too vague)."""
+MAX_VALUES = 6
+"""Assignments listed at most under an answer."""
+MAX_ASSIGNMENT_CHARS = 160
+"""A longer assignment is not listed: a table or a long string says nothing at a glance."""
 _CITED_LINE = re.compile(r"(?<![\w./-])([\w./-]+\.py):(\d+)\b")
 _ASKS_DEFAULT = re.compile(
     r"\bdefaults?\b|\b(?:if|when)\s+(?:i|you|we)\s+(?:have|pass|give|set)\s+no\b|"
@@ -66,23 +70,27 @@ def asks_for_a_default(prompt: str) -> bool:
     return _ASKS_DEFAULT.search(prompt) is not None
 
 
-def constants(
-    answer: str, intent: Intent, symbols: SymbolIndex, reader: ProjectReader, *, default: bool
-) -> str:
-    """The values of the project's constants the answer names and, when ``default``, the question does.
+def values(answer: str, intent: Intent, symbols: SymbolIndex, reader: ProjectReader, *, default: bool) -> str:
+    """The assignments of the module-level names the question writes as code, and of the constants named.
 
-    A 1.5B model names ``EXIT_ERROR`` without its value, and asked for a default it quotes a
-    README's example as readily as the constant the code uses. So each module-level constant
-    (``UPPER_CASE = value`` on one line, outside the tests) the answer names follows it with its
-    line, unless the answer quotes that line; with ``default``, so do the constants the question's
-    words name (:func:`_named_by`), when there are at most :data:`MAX_DEFAULTS` of them.
+    A 1.5B model names ``EXIT_ERROR`` without its value, passes over "is `toolz.comp` an alias?",
+    and asked for a default quotes a README's example as readily as the constant the code uses.
+    So the one-line assignment (outside the tests) of each module-level name the question writes
+    as code, and of each ``UPPER_CASE`` constant the answer names, follows it, unless the answer
+    quotes it; with ``default``, so do those of the constants the question's words name
+    (:func:`_named_by`), when there are at most :data:`MAX_DEFAULTS` of them.
     """
-    named = {name for name in _CONSTANT_IN_TEXT.findall(answer) if name in symbols}
+    written = [
+        term.text
+        for term in intent.terms
+        if term.exact and not (term.prose or term.qualifier or term.is_file)
+    ]
+    named = sorted({name for name in _CONSTANT_IN_TEXT.findall(answer) if name in symbols})
     asked = (
         [name for name in sorted(symbols.names()) if _named_by(name, set(intent.words))] if default else []
     )
     rows: list[str] = []
-    for name in [*sorted(named), *(asked if len(asked) <= MAX_DEFAULTS else [])]:
+    for name in [*written, *named, *(asked if len(asked) <= MAX_DEFAULTS else [])]:
         for symbol in symbols.definitions(name):
             if symbol.kind != "variable" or symbol.owner is not None or symbol.line != symbol.end:
                 continue
@@ -91,9 +99,9 @@ def constants(
                 continue
             assignment = lines[symbol.line - 1].strip()
             row = f"`{assignment}` ({symbol.path}:{symbol.line})"
-            if assignment not in answer and row not in rows:
+            if len(assignment) <= MAX_ASSIGNMENT_CHARS and assignment not in answer and row not in rows:
                 rows.append(row)
-    return "Constants: " + "; ".join(rows[: 2 * MAX_DEFAULTS]) + "." if rows else ""
+    return "Values: " + "; ".join(rows[:MAX_VALUES]) + "." if rows else ""
 
 
 def _named_by(name: str, words: set[str]) -> bool:

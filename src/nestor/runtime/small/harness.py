@@ -58,8 +58,8 @@ from nestor.runtime.small.edit_blocks import EditBlock, locate, parse_edit_block
 from nestor.runtime.small.facts import (
     asks_for_a_default,
     cited_functions,
-    constants,
     is_test_path,
+    values,
     where_defined,
 )
 from nestor.runtime.small.functions import (
@@ -223,7 +223,7 @@ class SmallModelHarness:
         facts = [ran]
         if _ASKS_WHERE.search(prompt):
             facts += [cited_functions(answer, symbols), where_defined(intent, symbols)]
-        facts.append(constants(answer, intent, symbols, self.reader, default=asks_for_a_default(prompt)))
+        facts.append(values(answer, intent, symbols, self.reader, default=asks_for_a_default(prompt)))
         return "\n\n".join([answer.strip(), *(fact for fact in facts if fact)])
 
     async def _run_quoted_calls(self, host: HarnessHost, prompt: str) -> str:
