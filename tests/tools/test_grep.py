@@ -215,3 +215,18 @@ async def test_metadata_lists_where_the_shown_matches_are(tmp_path: Path) -> Non
     (tmp_path / "a.py").write_text("alpha = 1\nbeta = 2\nalpha_two = 3\n")
     result = await GrepTool().run(GrepParams(pattern="alpha"), ToolContext(project_root=tmp_path))
     assert result.metadata["hits"] == [["a.py", 1], ["a.py", 3]]
+
+
+async def test_metadata_lists_the_first_matches_in_path_order_whatever_the_times(
+    tmp_path: Path,
+) -> None:
+    # Found in the evals: each fresh copy of a repository had its files' times in another order,
+    # so the small-model harness ranked other matches and answered differently from run to run.
+    for index, name in enumerate(["c.py", "a.py", "b.py"]):
+        (tmp_path / name).write_text("alpha\n" * 60)
+        os.utime(tmp_path / name, (1_000_000 + index, 1_000_000 + index))
+    result = await GrepTool().run(GrepParams(pattern="alpha"), ToolContext(project_root=tmp_path))
+    hits = result.metadata["hits"]
+    assert len(hits) == 100 and hits[0] == ["a.py", 1] and hits[-1] == ["b.py", 40]
+    # What the model reads stays newest first.
+    assert result.content.index("b.py:") < result.content.index("a.py:") and "c.py:" not in result.content

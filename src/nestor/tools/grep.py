@@ -122,9 +122,11 @@ class GrepTool(Tool[GrepParams]):
                 metadata=metadata,
             )
         dated = await asyncio.to_thread(newest_first, collector.lines)
-        # Where the shown matches are, for callers that rank them (the small-model harness).
+        # Where the first matches are, for callers that rank them (the small-model harness), file by
+        # file in path order: which files are newest must not change which matches it ranks.
+        by_path = sorted(dated, key=lambda item: str(item[0]))
         metadata["hits"] = [
-            [ctx.display_path(path), number] for path, number, _ in shown_matches(dated, collector)
+            [ctx.display_path(path), number] for path, number, _ in shown_matches(by_path, collector)
         ]
         return ToolResult(content=render_matches(dated, collector, ctx), metadata=metadata)
 
