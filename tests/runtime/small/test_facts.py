@@ -116,6 +116,25 @@ def test_a_constant_the_answer_names_gets_its_value_unless_the_answer_quotes_it(
     assert values("It is MAX_STOCK = 10_000 there.", intent, index, reader, default=False) == ""
 
 
+def test_a_module_level_name_the_answer_writes_as_code_gets_its_assignment(tmp_path: Path) -> None:
+    # Found blind on itsdangerous: the explanation of int_to_bytes named `_int64_struct.pack` and
+    # then guessed at the byte order; the struct's format (">Q") is one line away.
+    (tmp_path / "encoding.py").write_text(
+        'import struct\n_int64_struct = struct.Struct(">Q")\n_int_to_bytes = _int64_struct.pack\n'
+        "def int_to_bytes(num):\n    key = 1\n    return _int_to_bytes(num)\n"
+    )
+    reader = ProjectReader(tmp_path)
+    index = symbol_index(reader)
+    intent = read_intent("Explain int_to_bytes.", index.names())
+    answer = "It calls `_int_to_bytes(num)`, which is `_int64_struct.pack`; `key` and `int_to_bytes` too."
+    assert values(answer, intent, index, reader, default=False) == (
+        "Values: `_int_to_bytes = _int64_struct.pack` (encoding.py:3); "
+        """`_int64_struct = struct.Struct(">Q")` (encoding.py:2)."""
+    )
+    # Named outside code, the name is prose: nothing follows.
+    assert values("It uses _int64_struct.", intent, index, reader, default=False) == ""
+
+
 def test_only_questions_about_defaults_ask_for_them() -> None:
     assert asks_for_a_default("What salt is used when I don't pass one?")
     assert asks_for_a_default("Which key does it use by default?")

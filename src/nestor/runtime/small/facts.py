@@ -34,6 +34,8 @@ _ASKS_DEFAULT = re.compile(
 )
 _CONSTANT = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$")
 _CONSTANT_IN_TEXT = re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b")
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 
 
 def is_test_path(path: str) -> bool:
@@ -71,21 +73,24 @@ def asks_for_a_default(prompt: str) -> bool:
 
 
 def values(answer: str, intent: Intent, symbols: SymbolIndex, reader: ProjectReader, *, default: bool) -> str:
-    """The assignments of the module-level names the question writes as code, and of the constants named.
+    """The assignments of the module-level names the question or the answer writes as code, and of constants.
 
-    A 1.5B model names ``EXIT_ERROR`` without its value, passes over "is `toolz.comp` an alias?",
-    and asked for a default quotes a README's example as readily as the constant the code uses.
-    So the one-line assignment (outside the tests) of each module-level name the question writes
-    as code, and of each ``UPPER_CASE`` constant the answer names, follows it, unless the answer
-    quotes it; with ``default``, so do those of the constants the question's words name
-    (:func:`_named_by`), when there are at most :data:`MAX_DEFAULTS` of them.
+    A 1.5B model names ``EXIT_ERROR`` without its value, explains ``_int64_struct.pack`` without
+    the format it packs with, passes over "is `toolz.comp` an alias?", and asked for a default
+    quotes a README's example as readily as the constant the code uses. So the one-line assignment
+    (outside the tests) of each module-level name the question or the answer writes as code, and
+    of each ``UPPER_CASE`` constant the answer names, follows it, unless the answer quotes it; with
+    ``default``, so do those of the constants the question's words name (:func:`_named_by`), when
+    there are at most :data:`MAX_DEFAULTS` of them.
     """
     written = [
         term.text
         for term in intent.terms
         if term.exact and not (term.prose or term.qualifier or term.is_file)
     ]
-    named = sorted({name for name in _CONSTANT_IN_TEXT.findall(answer) if name in symbols})
+    constants = sorted({name for name in _CONSTANT_IN_TEXT.findall(answer) if name in symbols})
+    in_code = [name for span in _CODE_SPAN.findall(answer) for name in _IDENTIFIER.findall(span)]
+    named = list(dict.fromkeys([*constants, *(name for name in in_code if name in symbols)]))
     asked = (
         [name for name in sorted(symbols.names()) if _named_by(name, set(intent.words))] if default else []
     )
