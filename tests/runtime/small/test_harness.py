@@ -118,6 +118,23 @@ async def test_an_answer_about_a_default_is_followed_by_the_constant_the_code_us
     assert answer == ("The README's example uses 16.\n\nValues: `DEFAULT_KEY_SIZE = 32` (pkg/config.py:1).")
 
 
+async def test_a_question_about_a_parameter_left_out_sees_and_gets_its_default(tmp_path: Path) -> None:
+    root = _project(tmp_path / "project")
+    seen: list[list[ModelMessage]] = []
+    agent = Harness(root).agent(
+        scripted(["It uses MD5."], requests=seen),
+        stateless_tools(["view", "ls", "glob", "grep"]),
+        harness=SmallModelHarness(ProjectReader(root)),
+    )
+    result = await agent.run("Which digest does a `Signer` use if I don't pass digest_method?")
+    default = (
+        "Defaults: `Signer(digest_method=None)`, then `digest_method = self.default_digest_method` "
+        "and `default_digest_method = staticmethod(hashlib.sha1)` (pkg/signer.py:11)."
+    )
+    assert default in _prompt_of(seen[0])
+    assert result.text == f"It uses MD5.\n\n{default}"
+
+
 async def _answered(root: Path, model_answer: str, question: str) -> str:
     """What a read-only agent on the small-model harness answers when its model says ``model_answer``."""
     agent = Harness(root).agent(

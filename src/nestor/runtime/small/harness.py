@@ -54,6 +54,7 @@ from nestor.runtime.small.additions import (
     written_test_module,
 )
 from nestor.runtime.small.calls import QuotedCall, call_script, import_statement, quoted_calls
+from nestor.runtime.small.defaults import parameter_defaults
 from nestor.runtime.small.edit_blocks import EditBlock, locate, parse_edit_blocks
 from nestor.runtime.small.facts import (
     asks_for_a_default,
@@ -204,6 +205,8 @@ class SmallModelHarness:
             intent, self.reader, host.run_tools, symbols=symbols, parts=parts if len(parts) > 1 else ()
         )
         ran = await self._run_quoted_calls(host, prompt)
+        default = asks_for_a_default(prompt)
+        signature_defaults = parameter_defaults(prompt, intent, symbols, self.reader) if default else ""
         if evidence.empty and not ran:
             card = project_card(self.reader)
             body = (
@@ -211,7 +214,7 @@ class SmallModelHarness:
                 + card.render()
             )
         else:
-            body = "\n\n".join(part for part in (evidence.render(), ran) if part)
+            body = "\n\n".join(part for part in (evidence.render(), signature_defaults, ran) if part)
         answer = await host.ask(
             prompts.ANSWER,
             f"<evidence>\n{body}\n</evidence>\n\nQuestion: {prompt}",
@@ -220,10 +223,10 @@ class SmallModelHarness:
         if answer is None:
             return None
         # Facts nestor read or ran itself follow the model's words: a small model misreads them.
-        facts = [ran]
+        facts = [ran, signature_defaults]
         if _ASKS_WHERE.search(prompt):
             facts += [cited_functions(answer, symbols), where_defined(intent, symbols)]
-        facts.append(values(answer, intent, symbols, self.reader, default=asks_for_a_default(prompt)))
+        facts.append(values(answer, intent, symbols, self.reader, default=default))
         return "\n\n".join([answer.strip(), *(fact for fact in facts if fact)])
 
     async def _run_quoted_calls(self, host: HarnessHost, prompt: str) -> str:
