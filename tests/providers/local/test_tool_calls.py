@@ -6,6 +6,7 @@ import json
 import re
 from typing import Any, cast
 
+import jsonschema
 import pytest
 from pydantic import BaseModel
 from pydantic_ai.tools import ToolDefinition
@@ -355,8 +356,7 @@ def test_call_schema_converts_to_a_complete_llama_grammar() -> None:
     assert referenced <= set(rules), referenced - set(rules)
 
 
-def test_call_schema_is_valid_for_jsonschema_when_installed() -> None:
-    jsonschema = pytest.importorskip("jsonschema")
+def test_call_schema_is_valid_for_jsonschema() -> None:
     schema = call_json_schema([tool("edit", EditArgs), tool("tree", Node), GREP])
     jsonschema.Draft202012Validator.check_schema(schema)
     jsonschema.validate({"name": "tree", "arguments": {"name": "a", "children": [{"name": "b"}]}}, schema)
