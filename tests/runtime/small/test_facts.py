@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nestor.runtime.small.facts import asks_for_a_default, cited_functions, is_test_path, values
+from nestor.runtime.small.facts import (
+    asks_for_a_default,
+    cited_functions,
+    is_test_path,
+    values,
+    where_defined,
+)
 from nestor.runtime.small.intent import read_intent
 from nestor.runtime.small.reader import ProjectReader
 from nestor.runtime.small.symbols import SymbolIndex, symbol_index, symbols_of
@@ -49,6 +55,28 @@ def test_nothing_is_added_when_the_answer_names_the_function_or_cites_no_body_li
     on_definitions = "The class starts at src/pkg/timed.py:1; the method at src/pkg/timed.py:5."
     assert cited_functions(on_definitions, index) == ""
     assert cited_functions("other/timed.py:7 and src/pkg/missing.py:7", index) == ""
+
+
+def test_the_functions_and_methods_the_answer_names_are_placed_each_with_its_class() -> None:
+    # Found blind on itsdangerous: "where is the zlib compression?" was answered "in the
+    # `load_payload` method", without the class; two classes define one.
+    index = SymbolIndex(
+        [
+            *symbols_of(
+                "src/pkg/serializer.py", "class Serializer:\n    def load_payload(self):\n        pass\n"
+            ),
+            *symbols_of("src/pkg/url_safe.py", "class Mixin:\n    def load_payload(self):\n        pass\n"),
+            *symbols_of("src/pkg/timed.py", TIMED),
+            *symbols_of("tests/test_timed.py", "def helper():\n    pass\n"),
+        ]
+    )
+    intent = read_intent("Where is `helper`?", index.names())
+    answer = "In `load_payload`, with `zlib.compress` and `TimestampSigner.unsign`; `helper` too."
+    assert where_defined(intent, index, answer) == (
+        "Defined at: `helper`: src/pkg/timed.py:12; "
+        "`load_payload`: src/pkg/serializer.py:2 (`Serializer`), src/pkg/url_safe.py:2 (`Mixin`); "
+        "`TimestampSigner`: src/pkg/timed.py:1; `TimestampSigner.unsign`: src/pkg/timed.py:5."
+    )
 
 
 def test_test_paths_by_convention() -> None:

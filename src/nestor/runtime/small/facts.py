@@ -18,6 +18,8 @@ from nestor.runtime.small.symbols import Symbol, SymbolIndex
 
 MAX_WHERE = 3
 """Definitions of one name listed at most under an answer to a "where" question."""
+MAX_ANSWER_NAMES = 3
+"""Functions, methods and classes the answer names whose place is listed, at most."""
 MAX_CITED = 3
 """Cited lines whose enclosing function is named, at most."""
 MAX_DEFAULTS = 3
@@ -46,12 +48,19 @@ def is_test_path(path: str) -> bool:
     )
 
 
-def where_defined(intent: Intent, symbols: SymbolIndex) -> str:
-    """Where the names the question wrote are defined (outside the tests), as nestor's index says."""
+def where_defined(intent: Intent, symbols: SymbolIndex, answer: str = "") -> str:
+    """Where the names the question wrote are defined (outside the tests), as nestor's index says.
+
+    Then where the functions, methods and classes the answer writes as code are, at most
+    :data:`MAX_ANSWER_NAMES` of them: a 1.5B model answers "in the `load_payload` method" and
+    leaves out the class it belongs to.
+    """
     rows: list[str] = []
+    listed: set[str] = set()
     for term in intent.terms:
         if not term.exact or term.common or term.qualifier or term.is_file:
             continue
+        listed.add(term.text)
         found = [
             symbol
             for symbol in symbols.definitions(term.text)
@@ -61,10 +70,34 @@ def where_defined(intent: Intent, symbols: SymbolIndex) -> str:
             owned = [symbol for symbol in found if symbol.owner == term.owner]
             found = owned or found
         if 0 < len(found) <= MAX_WHERE:
-            places = ", ".join(f"{symbol.path}:{symbol.line}" for symbol in found)
-            owner = f"{found[0].owner}." if found[0].owner and len(found) == 1 else ""
-            rows.append(f"`{owner}{term.text}`: {places}")
+            rows.append(_where_row(term.text, found))
+    answered: list[str] = []
+    for name in dict.fromkeys(_code_names(answer)):
+        found = [
+            symbol
+            for symbol in symbols.definitions(name)
+            if symbol.kind in ("function", "method", "class") and not is_test_path(symbol.path)
+        ]
+        if name not in listed and 0 < len(found) <= MAX_WHERE and len(answered) < MAX_ANSWER_NAMES:
+            answered.append(_where_row(name, found))
+    rows += answered
     return "Defined at: " + "; ".join(rows) + "." if rows else ""
+
+
+def _where_row(name: str, found: list[Symbol]) -> str:
+    """``Class.name: path:line``; for several definitions each place says its class, if any."""
+    if len(found) == 1:
+        owner = f"{found[0].owner}." if found[0].owner else ""
+        return f"`{owner}{name}`: {found[0].path}:{found[0].line}"
+    places = (
+        f"{symbol.path}:{symbol.line}" + (f" (`{symbol.owner}`)" if symbol.owner else "") for symbol in found
+    )
+    return f"`{name}`: " + ", ".join(places)
+
+
+def _code_names(text: str) -> list[str]:
+    """The identifiers in the code spans (backticks) of ``text``, in order."""
+    return [name for span in _CODE_SPAN.findall(text) for name in _IDENTIFIER.findall(span)]
 
 
 def asks_for_a_default(prompt: str) -> bool:
@@ -89,8 +122,7 @@ def values(answer: str, intent: Intent, symbols: SymbolIndex, reader: ProjectRea
         if term.exact and not (term.prose or term.qualifier or term.is_file)
     ]
     constants = sorted({name for name in _CONSTANT_IN_TEXT.findall(answer) if name in symbols})
-    in_code = [name for span in _CODE_SPAN.findall(answer) for name in _IDENTIFIER.findall(span)]
-    named = list(dict.fromkeys([*constants, *(name for name in in_code if name in symbols)]))
+    named = list(dict.fromkeys([*constants, *(name for name in _code_names(answer) if name in symbols)]))
     asked = (
         [name for name in sorted(symbols.names()) if _named_by(name, set(intent.words))] if default else []
     )

@@ -225,7 +225,7 @@ class SmallModelHarness:
         # Facts nestor read or ran itself follow the model's words: a small model misreads them.
         facts = [ran, signature_defaults]
         if _ASKS_WHERE.search(prompt):
-            facts += [cited_functions(answer, symbols), where_defined(intent, symbols)]
+            facts += [cited_functions(answer, symbols), where_defined(intent, symbols, answer)]
         facts.append(values(answer, intent, symbols, self.reader, default=default))
         return "\n\n".join([answer.strip(), *(fact for fact in facts if fact)])
 
