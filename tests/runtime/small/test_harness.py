@@ -110,6 +110,13 @@ async def test_a_line_a_where_answer_cites_is_named_by_the_function_it_is_in(tmp
     )
 
 
+async def test_a_method_a_where_answer_names_is_placed_with_its_class(tmp_path: Path) -> None:
+    # Found blind on itsdangerous: "in the `load_payload` method", and no word of the class.
+    root = _project(tmp_path / "project")
+    answer = await _answered(root, "It is set in `__init__`.", "Where is the digest method chosen?")
+    assert answer.endswith("`Signer.__init__`: pkg/signer.py:11.")
+
+
 async def test_an_answer_about_a_default_is_followed_by_the_constant_the_code_uses(tmp_path: Path) -> None:
     root = _project(tmp_path / "project")
     (root / "pkg" / "config.py").write_text("DEFAULT_KEY_SIZE = 32\n")
