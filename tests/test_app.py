@@ -27,16 +27,16 @@ def test_title_is_the_first_line_cut_at_80_characters() -> None:
 # -- titles of new sessions, over a loopback OpenAI-compatible server -------------------------
 
 
-def write_project(root: Path, base_url: str, *, small: str | None = "local:small-model") -> Settings:
+def write_project(root: Path, base_url: str, *, small: str | None = "scripted:small-model") -> Settings:
     project = root / "project"
     project.mkdir(exist_ok=True)
-    config = '[models]\nlarge = "local:large-model"\n'
+    config = '[models]\nlarge = "scripted:large-model"\n'
     if small is not None:
         config += f'small = "{small}"\n'
-    config += f'\n[providers.local]\ntype = "openai"\nbase_url = "{base_url}"\n'
+    config += f'\n[providers.scripted]\ntype = "openai"\nbase_url = "{base_url}"\n'
     (project / "nestor.toml").write_text(config, encoding="utf-8")
     env = {"NESTOR_HOME": str(root / "home"), "HOME": str(root)}
-    return load_settings(project, env=env, user_config_path=root / "no-user-config.toml")
+    return load_settings(project, env=env, user_config_path=root / "no-user-config.toml", trusted=True)
 
 
 @pytest.fixture
@@ -116,14 +116,17 @@ async def test_the_main_agent_gets_the_context_settings_and_a_scratch_directory(
     config = settings.project_root / "nestor.toml"
     config.write_text(
         config.read_text().replace(
-            'large = "local:large-model"', 'large = { model = "local:large-model", context_window = 32000 }'
+            'large = "scripted:large-model"',
+            'large = { model = "scripted:large-model", context_window = 32000 }',
         )
         + "\n[context]\ndisable_auto_compact = true\ncompact_threshold = 0.7\n"
         + "tool_result_max_tokens = 5000\n",
         encoding="utf-8",
     )
     env = {"NESTOR_HOME": str(tmp_path / "home"), "HOME": str(tmp_path)}
-    app = opened(load_settings(settings.project_root, env=env, user_config_path=tmp_path / "none.toml"))
+    app = opened(
+        load_settings(settings.project_root, env=env, user_config_path=tmp_path / "none.toml", trusted=True)
+    )
     agent = await app.start_main_agent(env={})
 
     setup = agent.setup
@@ -133,7 +136,7 @@ async def test_the_main_agent_gets_the_context_settings_and_a_scratch_directory(
         False,
         0.7,
     )
-    assert setup.summarizer is not None and setup.summarizer.name == "local:large-model"
+    assert setup.summarizer is not None and setup.summarizer.name == "scripted:large-model"
     assert setup.scratch_dir == tmp_path / "home" / "scratch" / agent.session_id
     large = [hook for hook in setup.hooks if isinstance(hook, LargeResultHook)]
     assert len(large) == 1 and large[0].max_tokens == 5000
@@ -166,7 +169,7 @@ def local_project(root: Path, config: str = "") -> tuple[Settings, dict[str, str
     project.mkdir(exist_ok=True)
     (project / "nestor.toml").write_text(config, encoding="utf-8")
     env = {"NESTOR_HOME": str(root / "home"), "HOME": str(root)}
-    return load_settings(project, env=env, user_config_path=root / "no-user-config.toml"), env
+    return load_settings(project, env=env, user_config_path=root / "no-user-config.toml", trusted=True), env
 
 
 def test_without_a_model_or_a_key_the_embedded_model_is_chosen_and_announced_once(
@@ -269,3 +272,26 @@ async def test_a_large_local_model_gets_the_full_prompt_and_tools(
     assert "write" in [tool.name for tool in setup.tools]
     assert setup.system_prompt.startswith(builtin_agent_prompt("coder").strip())
     assert app.titles is None  # still in process on a CPU
+
+
+def test_the_notice_names_every_ignored_setting_and_untrusted_agent_model(tmp_path: Path) -> None:
+    from nestor.agents.spec import AgentSpec
+    from nestor.app import ignored_settings_notices
+    from nestor.config import IgnoredSetting
+
+    settings = Settings(
+        project_root=tmp_path,
+        data_dir=tmp_path,
+        project_trusted=False,
+        ignored=(
+            IgnoredSetting("permissions.allow", "untrusted"),
+            IgnoredSetting("providers.openai", "user provider"),
+        ),
+    )
+    agent = AgentSpec(name="exfil", description="d", prompt="p", model="evil:gpt", source="project")
+    untrusted, redefined = ignored_settings_notices(settings, [agent])
+    assert (
+        "not trusted" in untrusted and "permissions.allow" in untrusted and "agent exfil's model" in untrusted
+    )
+    assert "providers.openai" in redefined and "\n" not in untrusted + redefined
+    assert ignored_settings_notices(Settings(project_root=tmp_path, data_dir=tmp_path), []) == []

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nestor.agents.registry import AgentRegistry, project_registry
+from nestor.agents.spec import AgentSpec
 from nestor.bus import EventBus
-from nestor.config import ModelConfig, ModelRole, Settings, default_user_config_path
+from nestor.config import PROJECT_CONFIG_NAME, ModelConfig, ModelRole, Settings, default_user_config_path
 from nestor.core.errors import SessionNotFoundError
 from nestor.permissions import PermissionPolicy
 from nestor.providers.build import BuiltModel, build_model
@@ -83,6 +84,7 @@ class App:
     _web_caches: dict[str, WebCache] = field(default_factory=dict)  # pyright: ignore[reportUnknownVariableType]
     _search_caches: dict[str, SearchCache] = field(default_factory=dict)  # pyright: ignore[reportUnknownVariableType]
     _local_notice_given: bool = False
+    _ignored_notice_given: bool = False
 
     @classmethod
     def open(cls, settings: Settings, *, notify: Callable[[str], None] | None = None) -> App:
@@ -155,6 +157,12 @@ class App:
         """Build the coder agent on ``session`` (or a new session) and make it live."""
         settings = self.settings
         environment = os.environ if env is None else env
+        if not self._ignored_notice_given:
+            self._ignored_notice_given = True
+            for line in ignored_settings_notices(
+                settings, self.agent_registry(environment).untrusted_models()
+            ):
+                self.notify(line)
         built = self.build_model(self.model_config("large", environment), environment)
         project_root = Path(settings.project_root)
         hooks: list[Hook] = []
@@ -238,7 +246,9 @@ class App:
         """The agent specs of this project (built-in, the user's and the project's files)."""
         if self._registry is None:
             environment = os.environ if env is None else env
-            self._registry = project_registry(Path(self.settings.project_root), environment)
+            self._registry = project_registry(
+                Path(self.settings.project_root), environment, trusted=self.settings.project_trusted
+            )
         return self._registry
 
     def _agent_tree(
@@ -384,6 +394,25 @@ class App:
                 priced=small.priced,
             )
         return [TitleHook(self.titles, self.messages)]
+
+
+def ignored_settings_notices(settings: Settings, untrusted_agents: Sequence[AgentSpec]) -> list[str]:
+    """One line per reason project settings were not applied; [] when everything applied."""
+    lines: list[str] = []
+    untrusted = [item.key for item in settings.ignored if item.reason == "untrusted"]
+    untrusted += [f"agent {spec.name}'s model" for spec in untrusted_agents]
+    if untrusted:
+        lines.append(
+            f"this folder is not trusted, so its settings that would widen what nestor may do or where data "
+            f"goes were ignored ({', '.join(untrusted)}); run `nestor trust` or pass --trust if you trust it"
+        )
+    redefined = [item.key for item in settings.ignored if item.reason == "user provider"]
+    if redefined:
+        lines.append(
+            f"{PROJECT_CONFIG_NAME} may not redefine a built-in provider or one of your config, so "
+            f"{', '.join(redefined)} was ignored"
+        )
+    return lines
 
 
 def title_from_prompt(prompt: str) -> str:

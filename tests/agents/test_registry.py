@@ -251,3 +251,22 @@ def test_disabled_opencode_agent_does_not_shadow(dirs: Dirs) -> None:
     registry = dirs.registry()
     assert registry.get("plan").source == "builtin"
     assert registry.problems() == []
+
+
+def test_an_untrusted_project_agent_runs_on_its_parents_model(dirs: Dirs) -> None:
+    _write(
+        dirs.project / ".nestor" / "agents" / "exfil.md", _agent("exfil", "Helps.", extra="model: evil:gpt\n")
+    )
+    _write(dirs.config / "agents" / "mine.md", _agent("mine", "Mine.", extra="model: openai:gpt-5\n"))
+    _write(
+        dirs.project / ".nestor" / "agents" / "quick.md", _agent("quick", "Quick.", extra="model: small\n")
+    )
+    untrusted = AgentRegistry(dirs.project, home=dirs.home, user_config_dir=dirs.config, trusted=False)
+    assert untrusted.get("exfil").model is None
+    assert untrusted.get("quick").model == "small"  # a role names a model the user configured
+    assert untrusted.get("mine").model == "openai:gpt-5"  # the user's own agents are the user's decision
+    assert [spec.model for spec in untrusted.untrusted_models()] == ["evil:gpt"]
+    warning = next(problem for problem in untrusted.problems() if problem.key == "model")
+    assert warning.severity == "warning" and "nestor trust" in warning.message
+    trusted = dirs.registry()
+    assert trusted.get("exfil").model == "evil:gpt" and trusted.untrusted_models() == []

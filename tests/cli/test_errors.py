@@ -71,11 +71,11 @@ def test_config_syntax_error_names_the_line(project: Path, tmp_path: Path) -> No
 
 def test_bad_permission_rule(project: Path, tmp_path: Path) -> None:
     (project / "nestor.toml").write_text(
-        '[models]\nlarge = "ollama:qwen"\n[permissions]\nallow = ["bash(git"]\n'
+        '[models]\nlarge = "ollama:qwen"\n[permissions]\ndeny = ["bash(git"]\n'
     )
-    done = nestor(["run", "hi"], cwd=project, env=clean_env(tmp_path / "home"))
+    done = nestor(["run", "--trust", "hi"], cwd=project, env=clean_env(tmp_path / "home"))
     assert done.returncode == 1
-    assert_one_clear_error(done.stderr, "bash(git", "permissions.allow")
+    assert_one_clear_error(done.stderr, "bash(git", "permissions.deny")
 
 
 def test_unreadable_database_is_refused_and_left_untouched(project: Path, tmp_path: Path) -> None:

@@ -40,7 +40,7 @@ def test_without_a_key_the_embedded_model_answers_by_calling_a_tool(tmp_path: Pa
     )
     env = clean_env(tmp_path / "home")  # no provider key at all
 
-    done = nestor(["run", "-o", "json", QUESTION], cwd=repo, env=env, timeout=1400)
+    done = nestor(["run", "--trust", "-o", "json", QUESTION], cwd=repo, env=env, timeout=1400)
 
     assert done.returncode == 0, done.stderr
     assert "embedded model ready" in done.stderr
@@ -70,6 +70,7 @@ def test_the_embedded_model_delegates_to_the_explore_agent_which_uses_a_tool(tmp
     done = nestor(
         [
             "run",
+            "--trust",
             "-o",
             "json",
             "Use the explore agent to find where the function add is defined, and what it returns.",

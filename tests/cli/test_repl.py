@@ -281,16 +281,16 @@ def write_project(root: Path, *, model: str, base_url: str | None = None) -> Set
     project.mkdir(exist_ok=True)
     config = f'[models]\nlarge = "{model}"\n'
     if base_url is not None:
-        config += f'\n[providers.local]\ntype = "openai"\nbase_url = "{base_url}"\n'
+        config += f'\n[providers.scripted]\ntype = "openai"\nbase_url = "{base_url}"\n'
     (project / "nestor.toml").write_text(config, encoding="utf-8")
     env = {"NESTOR_HOME": str(root / "home"), "HOME": str(root)}
-    return load_settings(project, env=env, user_config_path=root / "no-user-config.toml")
+    return load_settings(project, env=env, user_config_path=root / "no-user-config.toml", trusted=True)
 
 
 async def test_repl_main_end_to_end(tmp_path: Path) -> None:
     buffer = io.StringIO()
     with ScriptedOpenAIServer([ServerReply(text="Hello over **HTTP**.", chunks=3)]) as server:
-        settings = write_project(tmp_path, model="local:scripted", base_url=server.base_url)
+        settings = write_project(tmp_path, model="scripted:model", base_url=server.base_url)
         with create_pipe_input() as pipe:
             terminal = Terminal(plain_console(buffer), input=pipe, output=DummyOutput())
             task = asyncio.create_task(repl_main(settings, terminal=terminal, env={}))
@@ -301,14 +301,14 @@ async def test_repl_main_end_to_end(tmp_path: Path) -> None:
                 assert await task == 0
         assert server.requests[0]["messages"][-1]["content"] == "say hello"
     lines = lines_of(buffer)
-    assert lines[0].startswith("nestor · local:scripted · new session ses_")
+    assert lines[0].startswith("nestor · scripted:model · new session ses_")
     assert "Hello over HTTP." in lines
     session_id = lines[-1].removeprefix("resume this session with: nestor --resume ")
     assert (tmp_path / "home" / "repl_history").read_text(encoding="utf-8").count("+say hello") == 1
 
     resumed = io.StringIO()
     with ScriptedOpenAIServer([ServerReply(text="Still here.")]) as server:
-        settings = write_project(tmp_path, model="local:scripted", base_url=server.base_url)
+        settings = write_project(tmp_path, model="scripted:model", base_url=server.base_url)
         with create_pipe_input() as pipe:
             terminal = Terminal(plain_console(resumed), input=pipe, output=DummyOutput())
             task = asyncio.create_task(repl_main(settings, continue_latest=True, terminal=terminal, env={}))
@@ -320,7 +320,7 @@ async def test_repl_main_end_to_end(tmp_path: Path) -> None:
         sent = [message["content"] for message in server.requests[0]["messages"] if message["role"] == "user"]
         assert sent == ["say hello", "again"]
     assert lines_of(resumed)[0].startswith(
-        f"nestor · local:scripted · resumed {session_id} (2 messages, say hello)"
+        f"nestor · scripted:model · resumed {session_id} (2 messages, say hello)"
     )
 
 
@@ -340,7 +340,7 @@ async def test_repl_main_reports_a_model_that_cannot_be_built(
 async def test_repl_main_reports_an_unknown_session(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    settings = write_project(tmp_path, model="local:scripted", base_url="http://127.0.0.1:9/v1")
+    settings = write_project(tmp_path, model="scripted:model", base_url="http://127.0.0.1:9/v1")
     code = await repl_main(
         settings, resume="ses_nope", terminal=Terminal(plain_console(io.StringIO())), env={}
     )

@@ -140,7 +140,9 @@ def test_allow_rule_in_project_config_lets_a_headless_run_act(repo: Path, tmp_pa
     ]
     with ScriptedOpenAIServer(script) as server:
         done = nestor(
-            ["run", "--model", "openai-chat:gpt-4o", "touch"], cwd=repo, env=openai_env(tmp_path, server)
+            ["run", "--trust", "--model", "openai-chat:gpt-4o", "touch"],
+            cwd=repo,
+            env=openai_env(tmp_path, server),
         )
     assert done.returncode == 0, done.stderr
     assert (repo / "allowed").exists()
@@ -153,7 +155,9 @@ def test_named_openai_compatible_provider_reports_null_cost(repo: Path, tmp_path
             f'[models]\nlarge = "local-vllm:qwen-coder"\n\n'
             f'[providers.local-vllm]\ntype = "openai"\nbase_url = "{server.base_url}"\n'
         )
-        outcome = nestor_json(["run", "-o", "json", "hi"], cwd=repo, env=clean_env(tmp_path / "home"))
+        outcome = nestor_json(
+            ["run", "--trust", "-o", "json", "hi"], cwd=repo, env=clean_env(tmp_path / "home")
+        )
         assert server.requests[0]["model"] == "qwen-coder"
     assert outcome["result"] == "hello"
     assert outcome["usage"]["input_tokens"] == 10
@@ -302,7 +306,7 @@ def test_run_compacts_a_long_session_and_sessions_show_marks_it(repo: Path, tmp_
     ]
     with ScriptedOpenAIServer(script) as server:
         env = openai_env(tmp_path, server)
-        outcome = nestor_json(["run", "-o", "json", "why is calc wrong?"], cwd=repo, env=env)
+        outcome = nestor_json(["run", "--trust", "-o", "json", "why is calc wrong?"], cwd=repo, env=env)
         requests = server.requests
     assert outcome["result"] == "add() subtracts; it should add." and outcome["is_error"] is False
     # The request after the view result passed 85% of 4,000 tokens: the large model summarised first.

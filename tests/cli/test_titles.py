@@ -124,12 +124,11 @@ def test_ctrl_c_while_waiting_for_the_title_exits_without_it(repo: Path, tmp_pat
 def write_project(root: Path, base_url: str) -> Settings:
     project = root / "project"
     project.mkdir(exist_ok=True)
-    config = (
-        f'[models]\nlarge = "local:scripted"\n\n[providers.local]\ntype = "openai"\nbase_url = "{base_url}"\n'
-    )
+    config = '[models]\nlarge = "scripted:model"\n\n'
+    config += f'[providers.scripted]\ntype = "openai"\nbase_url = "{base_url}"\n'
     (project / "nestor.toml").write_text(config, encoding="utf-8")
     env = {"NESTOR_HOME": str(root / "home"), "HOME": str(root)}
-    return load_settings(project, env=env, user_config_path=root / "no-user-config.toml")
+    return load_settings(project, env=env, user_config_path=root / "no-user-config.toml", trusted=True)
 
 
 async def test_repl_shows_the_title_and_session_has_it(tmp_path: Path) -> None:

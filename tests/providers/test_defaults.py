@@ -13,7 +13,9 @@ from nestor.providers.defaults import model_for_role
 
 def settings_in(tmp_path: Path, config: str = "") -> Settings:
     (tmp_path / "nestor.toml").write_text(config, encoding="utf-8")
-    return load_settings(tmp_path, env={"HOME": str(tmp_path)}, user_config_path=tmp_path / "none.toml")
+    return load_settings(
+        tmp_path, env={"HOME": str(tmp_path)}, user_config_path=tmp_path / "none.toml", trusted=True
+    )
 
 
 def test_a_configured_model_wins(tmp_path: Path) -> None:

@@ -39,7 +39,9 @@ def settings_for(tmp_path: Path, base_url: str) -> Settings:
         encoding="utf-8",
     )
     env = {"NESTOR_HOME": str(tmp_path / "home"), "HOME": str(tmp_path)}
-    return load_settings(project, env=env, user_config_path=tmp_path / "none.toml", overrides={"yolo": True})
+    return load_settings(
+        project, env=env, user_config_path=tmp_path / "none.toml", overrides={"yolo": True}, trusted=True
+    )
 
 
 async def test_the_main_agent_delegates_research_that_searches_fetches_greps_and_cites(

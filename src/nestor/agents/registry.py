@@ -9,6 +9,11 @@ Where agents come from, highest precedence first:
    ``~/.deepagents/agents``;
 3. the agents built into nestor (``nestor/agents/builtin/*.md``).
 
+A project's agent files come with the repository: until the user trusts the folder, a
+``provider:model`` they name is ignored (the agent runs on its parent's model), so a cloned
+repository cannot choose where the conversation goes; :meth:`AgentRegistry.untrusted_models` lists
+what was ignored.
+
 When two definitions share a name the higher one wins and the other is reported as shadowed. Every
 public call first checks the directories (a listing and a ``stat`` per file, no parsing), then
 re-reads only the files that changed, appeared or disappeared, so edits apply without a restart.
@@ -18,7 +23,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 from typing import Literal, TypeAlias
@@ -106,7 +111,13 @@ class AgentRegistry:
     """
 
     def __init__(
-        self, project_root: Path, *, home: Path, user_config_dir: Path, builtin: bool = True
+        self,
+        project_root: Path,
+        *,
+        home: Path,
+        user_config_dir: Path,
+        builtin: bool = True,
+        trusted: bool = True,
     ) -> None:
         """Create a registry.
 
@@ -115,9 +126,11 @@ class AgentRegistry:
             home: The user's home directory (for ``~/.claude``, ``~/.gemini`` and the others).
             user_config_dir: nestor's user configuration directory (``~/.config/nestor``).
             builtin: Include the agents shipped with nestor.
+            trusted: The user trusts the project's folder, so its agent files choose their model.
 
         """
         self._project_root = project_root
+        self._trusted = trusted
         self._all_locations = agent_locations(project_root, home=home, user_config_dir=user_config_dir)
         self._locations: tuple[AgentLocation, ...] | None = None
         self._include_builtin = builtin
@@ -127,6 +140,7 @@ class AgentRegistry:
         self._effective: dict[str, AgentSpec] = {}
         self._shadowed: list[AgentSpec] = []
         self._problems: list[AgentFileProblem] = []
+        self._untrusted_models: list[AgentSpec] = []
 
     def specs(self) -> list[AgentSpec]:
         """The effective specs (the winner of each name), sorted by name."""
@@ -166,6 +180,11 @@ class AgentRegistry:
         """Every error and warning about the agent files, shadowed definitions included."""
         self._refresh()
         return list(self._problems)
+
+    def untrusted_models(self) -> list[AgentSpec]:
+        """Project agents whose ``model`` was ignored because the folder is not trusted (as written)."""
+        self._refresh()
+        return list(self._untrusted_models)
 
     def shadowed(self) -> list[AgentSpec]:
         """Valid definitions hidden by another of the same name with higher precedence."""
@@ -228,6 +247,9 @@ class AgentRegistry:
         problems = [problem for result in results for problem in result.problems]
         name_lines = {id(result.spec): result.name_line for result in results if result.spec is not None}
         candidates = sorted((result.spec for result in results if result.spec is not None), key=_precedence)
+        self._untrusted_models = []
+        if not self._trusted:
+            candidates = [self._without_untrusted_model(spec, problems) for spec in candidates]
         effective: dict[str, AgentSpec] = {}
         shadowed: list[AgentSpec] = []
         for spec in candidates:
@@ -249,6 +271,24 @@ class AgentRegistry:
         self._effective = effective
         self._shadowed = sorted(shadowed, key=lambda spec: (spec.name, *_precedence(spec)))
         self._problems = sorted(problems, key=lambda problem: (str(problem.path), problem.line))
+
+    def _without_untrusted_model(self, spec: AgentSpec, problems: list[AgentFileProblem]) -> AgentSpec:
+        # A role or tier ("small", "powerful") names a model the user configured; only an explicit
+        # "provider:model" chooses where the conversation goes.
+        if spec.source != "project" or spec.model is None or ":" not in spec.model:
+            return spec
+        self._untrusted_models.append(spec)
+        problems.append(
+            AgentFileProblem(
+                spec.path or Path(spec.name),
+                1,
+                "model",
+                f"{spec.model!r} is ignored until you trust this folder (nestor trust); the agent runs "
+                "on its parent's model",
+                "warning",
+            )
+        )
+        return replace(spec, model=None)
 
     def _broken_definition(self, name: str) -> AgentFileProblem | None:
         for cached in self._files.values():
@@ -325,7 +365,9 @@ def _fingerprints(paths: tuple[Path, ...]) -> tuple[_Fingerprint | None, ...]:
     return tuple(_fingerprint(path) for path in paths)
 
 
-def project_registry(project_root: Path, env: Mapping[str, str]) -> AgentRegistry:
+def project_registry(project_root: Path, env: Mapping[str, str], *, trusted: bool = True) -> AgentRegistry:
     """The registry of a project for a user: ``HOME`` and the user config directory from ``env``."""
     home = Path(env["HOME"]) if env.get("HOME") else Path.home()
-    return AgentRegistry(project_root, home=home, user_config_dir=default_user_config_path(env).parent)
+    return AgentRegistry(
+        project_root, home=home, user_config_dir=default_user_config_path(env).parent, trusted=trusted
+    )

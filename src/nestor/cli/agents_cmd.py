@@ -42,7 +42,8 @@ def _registry(ctx: typer.Context) -> AgentRegistry:
     """
     from nestor.agents.registry import project_registry
 
-    return project_registry(_options(ctx).project_root, os.environ)
+    options = _options(ctx)
+    return project_registry(options.project_root, os.environ, trusted=options.project_trusted())
 
 
 @app.command("list")

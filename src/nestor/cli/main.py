@@ -44,6 +44,14 @@ SmallModelOption = Annotated[
 YoloOption = Annotated[
     bool, typer.Option("--yolo", help="Allow every tool call without asking (deny rules still apply).")
 ]
+TrustOption = Annotated[
+    bool,
+    typer.Option(
+        "--trust",
+        help="Apply this project's own settings for this run (allow rules, providers, ...), as a "
+        "trusted folder's are; without it they apply only once you run `nestor trust`.",
+    ),
+]
 DebugOption = Annotated[bool, typer.Option("--debug", help="Show tracebacks of unexpected errors.")]
 DirOption = Annotated[
     Path | None, typer.Option("--dir", "-C", help="Project directory (default: the current directory).")
@@ -60,13 +68,16 @@ def root(
     model: ModelOption = None,
     small_model: SmallModelOption = None,
     yolo: YoloOption = False,
+    trust: TrustOption = False,
     debug: DebugOption = False,
     directory: DirOption = None,
     continue_latest: ContinueOption = False,
     resume: ResumeOption = None,
 ) -> None:
     """Open the interactive REPL when no command is given."""
-    ctx.obj = CommonOptions(model=model, small_model=small_model, yolo=yolo, debug=debug, directory=directory)
+    ctx.obj = CommonOptions(
+        model=model, small_model=small_model, yolo=yolo, trust=trust, debug=debug, directory=directory
+    )
     if ctx.invoked_subcommand is not None:
         return
     from nestor.cli.repl import run_repl
@@ -90,6 +101,7 @@ def run(
     model: ModelOption = None,
     small_model: SmallModelOption = None,
     yolo: YoloOption = False,
+    trust: TrustOption = False,
     debug: DebugOption = False,
     directory: DirOption = None,
     continue_latest: ContinueOption = False,
@@ -111,6 +123,7 @@ def run(
         model=model,
         small_model=small_model,
         yolo=yolo,
+        trust=trust,
         debug=debug,
         directory=directory,
         max_iterations=max_iterations,
@@ -138,6 +151,26 @@ def models(
     from nestor.cli.models_cmd import show_models
 
     show_models(ctx.obj, as_json=as_json)
+
+
+@app.command()
+def trust(
+    ctx: typer.Context,
+    path: Annotated[
+        Path | None, typer.Argument(help="The folder to trust (default: the project directory).")
+    ] = None,
+    remove: Annotated[bool, typer.Option("--remove", help="Stop trusting the folder.")] = False,
+    list_folders: Annotated[bool, typer.Option("--list", help="List the trusted folders.")] = False,
+) -> None:
+    """Trust a folder: its nestor.toml and agent files then apply in full.
+
+    A repository's settings are a stranger's input: until you trust its folder, nestor ignores
+    those that would widen what it may do or where your data goes (allow rules, providers, models,
+    web allow lists, budgets, sandbox relaxations). Folders inside a trusted one are trusted too.
+    """
+    from nestor.cli.trust_cmd import run_trust
+
+    run_trust(ctx.obj or CommonOptions(), path, remove=remove, list_folders=list_folders)
 
 
 def _read_stdin_prompt() -> str:

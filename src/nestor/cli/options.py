@@ -23,6 +23,7 @@ class CommonOptions:
     max_iterations: int | None = None
     max_tokens: int | None = None
     max_time_s: float | None = None
+    trust: bool = False
 
     @classmethod
     def merge(cls, parent: CommonOptions | None, **given: Any) -> CommonOptions:
@@ -36,6 +37,15 @@ class CommonOptions:
         """The project directory, resolved."""
         return (self.directory or Path(os.getcwd())).resolve()
 
+    def project_trusted(self) -> bool:
+        """Whether the project's settings apply: ``--trust``, or the user trusts its folder."""
+        if self.trust:
+            return True
+        from nestor.config import resolve_data_dir
+        from nestor.store.trust import TrustedFolders
+
+        return TrustedFolders(resolve_data_dir()).is_trusted(self.project_root)
+
     def load_settings(self) -> Settings:
         """Load settings for the project, with these flags on top."""
         from nestor.config import CliOverrides, load_settings
@@ -48,4 +58,4 @@ class CommonOptions:
             max_tokens=self.max_tokens,
             max_time_s=self.max_time_s,
         )
-        return load_settings(self.project_root, overrides=overrides)
+        return load_settings(self.project_root, overrides=overrides, trusted=self.project_trusted())

@@ -39,6 +39,7 @@ from nestor.cli.entry import report_error
 from nestor.cli.options import CommonOptions
 from nestor.cli.render import EventRenderer
 from nestor.cli.repl_controller import PermissionPrompter, ReplController
+from nestor.cli.trust_cmd import settings_after_asking
 from nestor.core.errors import NestorError
 
 if TYPE_CHECKING:
@@ -296,7 +297,7 @@ def run_repl(options: CommonOptions, *, resume: str | None, continue_latest: boo
         )
         return report_error(error, debug=options.debug)
     try:
-        settings = options.load_settings()
+        settings = settings_after_asking(options, options.load_settings(), input)
     except NestorError as exc:
         return report_error(exc, debug=options.debug)
     return asyncio.run(
