@@ -2,8 +2,8 @@
 
 Order of precedence: a matching ``deny`` rule, then a matching ``ask`` rule, then a matching
 ``allow`` rule, then a grant the user gave earlier in this session, then ``--yolo``, then the
-defaults (reads inside the project need no request at all; reads outside it, writes, commands and
-network access ask). Deny rules hold even with ``--yolo``: a rule written down is a decision the
+defaults (reads inside the project are allowed; reads outside it, writes, commands and network
+access ask). Deny rules hold even with ``--yolo``: a rule written down is a decision the
 user already made.
 """
 
