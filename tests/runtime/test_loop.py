@@ -13,6 +13,8 @@ from nestor.core.permission import PermissionRequest
 from nestor.permissions import PermissionPolicy
 from nestor.runtime.hooks import Budgets, Hook, Remind, RunState
 from nestor.runtime.permission_gate import PermissionAnswer
+from nestor.tools.grep import GrepTool
+from nestor.tools.view import ViewTool
 from tests.runtime.support import (
     BarrierTool,
     BoomTool,
@@ -377,3 +379,19 @@ async def test_malformed_json_arguments_are_sent_back_as_such(harness: Harness) 
 
 def tool_results_or_none(message: ModelMessage) -> bool:
     return isinstance(message, ModelRequest) and bool(tool_results(message))
+
+
+async def test_read_rules_hold_inside_the_project_through_the_loop(harness: Harness) -> None:
+    (harness.root / ".env").write_text("TOKEN=hunter2\n")
+    (harness.root / "app.py").write_text("TOKEN = 'from env'\n")
+    policy = PermissionPolicy.from_config([], [], ["view(.env)"], project_root=str(harness.root))
+    requests: list[list[ModelMessage]] = []
+    model = scripted(
+        [[("view", {"path": ".env"}), ("grep", {"pattern": "TOKEN"})], "fine"], requests=requests
+    )
+    agent = harness.agent(model, [ViewTool(), GrepTool(rg_path=None)], policy=policy)
+    await agent.run("go")
+    viewed, grepped = tool_results(requests[1][-1])
+    assert viewed.outcome == "denied" and "rule view(.env)" in str(viewed.content)
+    assert grepped.outcome == "success" and "app.py" in str(grepped.content)
+    assert "hunter2" not in str(grepped.content)

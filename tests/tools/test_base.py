@@ -16,8 +16,12 @@ def scratch_ctx(tmp_path: Path) -> ToolContext:
     return ToolContext(project_root=project, scratch_dir=tmp_path / "scratch" / "session-1")
 
 
-def test_read_inside_the_project_needs_no_permission(scratch_ctx: ToolContext) -> None:
-    assert path_permission("view", "read", "src/a.py", scratch_ctx) is None
+def test_read_inside_the_project_is_a_request_the_rules_see(scratch_ctx: ToolContext) -> None:
+    # The rules allow it by default, but a deny rule must get to see it.
+    request = path_permission("view", "read", "src/a.py", scratch_ctx)
+    assert request is not None
+    assert request.action == "read" and not request.outside_project
+    assert request.target == str(scratch_ctx.project_root.resolve() / "src" / "a.py")
 
 
 def test_read_inside_the_scratch_dir_needs_no_permission(scratch_ctx: ToolContext) -> None:

@@ -3,6 +3,7 @@ from pathlib import Path
 import pytest
 
 from nestor.core.errors import ToolError
+from nestor.permissions import PermissionPolicy
 from nestor.tools.base import ToolContext
 from nestor.tools.edit import EditParams, EditTool
 
@@ -144,3 +145,25 @@ def test_description_and_schema_are_model_ready() -> None:
     properties = tool.parameters_schema()["properties"]
     assert set(properties) == {"path", "old_string", "new_string", "replace_all"}
     assert all(prop.get("description") for prop in properties.values())
+
+
+def test_a_rule_on_write_governs_edit_and_the_reverse(ctx: ToolContext) -> None:
+    root = str(ctx.project_root)
+    request = EditTool().permission(EditParams(path="src/a.py", old_string="a", new_string="b"), ctx)
+    assert request is not None
+    assert (
+        PermissionPolicy.from_config([], [], ["write(src/**)"], project_root=root).decide(request).kind
+        == "deny"
+    )
+    assert PermissionPolicy.from_config(["Write"], [], [], project_root=root).decide(request).kind == "allow"
+
+
+def test_edit_star_txt_covers_project_files_only(ctx: ToolContext, tmp_path: Path) -> None:
+    policy = PermissionPolicy.from_config(["edit(*.txt)"], [], [], project_root=str(ctx.project_root))
+    outside = tmp_path / "x.txt"
+    outside.write_text("a")
+    (ctx.project_root / "link.txt").symlink_to(outside)
+    for path in ("notes.txt", str(outside), "link.txt"):
+        request = EditTool().permission(EditParams(path=path, old_string="a", new_string="b"), ctx)
+        assert request is not None
+        assert policy.decide(request).kind == ("allow" if path == "notes.txt" else "ask"), path

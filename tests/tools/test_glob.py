@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from nestor.core.errors import ToolError
+from nestor.permissions import PermissionPolicy
 from nestor.tools._globbing import basename_prefilter, compile_glob
 from nestor.tools._search import RipgrepLookup
 from nestor.tools.base import ToolContext
@@ -158,7 +159,8 @@ async def test_bad_input_is_a_clear_error(tool: GlobTool, ctx: ToolContext) -> N
 def test_permission_follows_the_search_root(ctx: ToolContext, tmp_path: Path) -> None:
     tool = GlobTool()
 
-    assert tool.permission(GlobParams(pattern="**/*.py"), ctx) is None
+    inside = tool.permission(GlobParams(pattern="**/*.py"), ctx)
+    assert inside is not None and not inside.outside_project
     for params in (GlobParams(pattern="*.py", path=str(tmp_path)), GlobParams(pattern=f"{tmp_path}/**/*.py")):
         request = tool.permission(params, ctx)
         assert request is not None
@@ -232,3 +234,18 @@ def test_pattern_semantics(pattern: str, path: str, expected: bool) -> None:
 )
 def test_ripgrep_prefilter_is_only_the_file_name_part(pattern: str, prefilter: str | None) -> None:
     assert basename_prefilter(compile_glob(pattern)) == prefilter
+
+
+async def test_files_a_rule_withholds_are_left_out_of_the_results(tool: GlobTool, ctx: ToolContext) -> None:
+    make_files(ctx.project_root, "app.py", ".env", "secrets/key.py", "secrets/deep/more.py")
+    policy = PermissionPolicy.from_config(
+        [], [], ["view(.env)", "Read(secrets/**)"], project_root=str(ctx.project_root)
+    )
+    ctx.withholds = policy.withholds
+
+    content = await glob(tool, ctx, "**/*")
+
+    lines = content.splitlines()
+    assert "app.py" in lines
+    assert not [line for line in lines if ".env" in line or "secrets" in line]
+    assert "(3 files left out by the permission rules.)" in lines

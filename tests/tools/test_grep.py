@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from nestor.core.errors import ToolError
+from nestor.permissions import PermissionPolicy
 from nestor.tools._search import RipgrepLookup, run_streaming
 from nestor.tools.base import ToolContext
 from nestor.tools.grep import MAX_MATCHES, GrepParams, GrepTool
@@ -159,10 +160,11 @@ async def test_a_missing_path_is_an_error(tool: GrepTool, ctx: ToolContext) -> N
         await grep(tool, ctx, "x", path="missing")
 
 
-def test_permission_only_outside_the_project(ctx: ToolContext, tmp_path: Path) -> None:
+def test_permission_is_a_read_marked_outside_the_project_when_it_is(ctx: ToolContext, tmp_path: Path) -> None:
     tool = GrepTool()
 
-    assert tool.permission(GrepParams(pattern="x"), ctx) is None
+    inside = tool.permission(GrepParams(pattern="x"), ctx)
+    assert inside is not None and not inside.outside_project
     request = tool.permission(GrepParams(pattern="x", path=str(tmp_path)), ctx)
     assert request is not None
     assert request.action == "read"
@@ -230,3 +232,24 @@ async def test_metadata_lists_the_first_matches_in_path_order_whatever_the_times
     assert len(hits) == 100 and hits[0] == ["a.py", 1] and hits[-1] == ["b.py", 40]
     # What the model reads stays newest first.
     assert result.content.index("b.py:") < result.content.index("a.py:") and "c.py:" not in result.content
+
+
+async def test_files_a_rule_withholds_are_left_out_of_the_matches(tool: GrepTool, ctx: ToolContext) -> None:
+    root = ctx.project_root
+    write(root, "app.py", "token = 1\n", 1_700_000_000)
+    write(root, ".env", "token = hunter2\n", 1_700_000_001)
+    write(root, "secrets/key.txt", "token = private\n", 1_700_000_002)
+    write(root, "notes/ask.txt", "token = asked\n", 1_700_000_003)
+    policy = PermissionPolicy.from_config(
+        [], ["view(notes/**)"], ["view(.env)", "Read(secrets/**)"], project_root=str(root)
+    )
+    ctx.withholds = policy.withholds
+
+    result = await tool.run(GrepParams(pattern="token"), ctx)
+
+    assert "app.py" in result.content
+    for hidden in (".env", "hunter2", "secrets", "private", "asked"):
+        assert hidden not in result.content, hidden
+    assert "3 files left out by the permission rules" in result.content
+    assert result.metadata["withheld"] == 3
+    assert "secrets" not in str(result.metadata["hits"])

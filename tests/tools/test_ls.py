@@ -125,10 +125,11 @@ async def test_a_missing_directory_is_an_error(ctx: ToolContext) -> None:
         await ls(ctx, "nowhere")
 
 
-def test_permission_only_outside_the_project(ctx: ToolContext, tmp_path: Path) -> None:
+def test_permission_is_a_read_marked_outside_the_project_when_it_is(ctx: ToolContext, tmp_path: Path) -> None:
     tool = LsTool()
 
-    assert tool.permission(LsParams(), ctx) is None
+    inside = tool.permission(LsParams(), ctx)
+    assert inside is not None and not inside.outside_project
     request = tool.permission(LsParams(path=str(tmp_path)), ctx)
     assert request is not None
     assert request.action == "read"

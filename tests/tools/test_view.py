@@ -3,6 +3,7 @@ from pathlib import Path
 import pytest
 
 from nestor.core.errors import ToolError
+from nestor.permissions import PermissionPolicy
 from nestor.tools.base import ToolContext
 from nestor.tools.view import MAX_OUTPUT_CHARS, ViewParams, ViewTool
 
@@ -141,8 +142,19 @@ async def test_a_directory_is_listed_as_ls_lists_it(ctx: ToolContext) -> None:
     assert "main.py" in result.content and result.metadata["directory"] is True
 
 
-def test_permission_inside_the_project_is_not_needed(ctx: ToolContext) -> None:
-    assert ViewTool().permission(ViewParams(path="a.txt"), ctx) is None
+def test_permission_inside_the_project_is_a_read_the_rules_judge(ctx: ToolContext) -> None:
+    policy = PermissionPolicy.from_config([], [], ["view(.env)"], project_root=str(ctx.project_root))
+    allowed = ViewTool().permission(ViewParams(path="a.txt"), ctx)
+    denied = ViewTool().permission(ViewParams(path=".env"), ctx)
+    assert allowed is not None and not allowed.outside_project
+    assert policy.decide(allowed).kind == "allow"
+    assert denied is not None and policy.decide(denied).kind == "deny"
+
+
+def test_a_read_rule_denies_view_inside_the_project(ctx: ToolContext) -> None:
+    policy = PermissionPolicy.from_config([], [], ["Read(secrets/**)"], project_root=str(ctx.project_root))
+    request = ViewTool().permission(ViewParams(path="secrets/key.pem"), ctx)
+    assert request is not None and policy.decide(request).kind == "deny"
 
 
 def test_permission_outside_the_project_is_a_read_request(ctx: ToolContext, tmp_path: Path) -> None:

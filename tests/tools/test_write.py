@@ -3,6 +3,7 @@ from pathlib import Path
 import pytest
 
 from nestor.core.errors import ToolError
+from nestor.permissions import PermissionPolicy
 from nestor.tools.base import ToolContext
 from nestor.tools.write import WriteParams, WriteTool
 
@@ -82,3 +83,11 @@ def test_description_and_schema_are_model_ready() -> None:
     properties = tool.parameters_schema()["properties"]
     assert set(properties) == {"path", "content"}
     assert all(prop.get("description") for prop in properties.values())
+
+
+def test_a_bare_write_rule_does_not_reach_outside_the_project(ctx: ToolContext, tmp_path: Path) -> None:
+    policy = PermissionPolicy.from_config(["write"], [], [], project_root=str(ctx.project_root))
+    inside = WriteTool().permission(WriteParams(path="a.txt", content="x"), ctx)
+    bashrc = WriteTool().permission(WriteParams(path=str(tmp_path / ".bashrc"), content="x"), ctx)
+    assert inside is not None and policy.decide(inside).kind == "allow"
+    assert bashrc is not None and policy.decide(bashrc).kind == "ask"

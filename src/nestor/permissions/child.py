@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from nestor.core.permission import PermissionRequest
 from nestor.permissions.policy import Decision, PermissionPolicy
-from nestor.permissions.rules import Rule, parse_rule
+from nestor.permissions.rules import Rule, find_rule, parse_rule
 
 _STRICTNESS = {"allow": 0, "ask": 1, "deny": 2}
 
@@ -97,11 +97,9 @@ class ChildPolicy(PermissionPolicy):
 
     def _own_decision(self, request: PermissionRequest) -> Decision | None:
         for action in ("deny", "ask", "allow"):
-            for rule in self.rules:
-                if rule.action == action and rule.matches(
-                    request.tool_name, request.target, self.project_root
-                ):
-                    return Decision(action, f"{self.label} rule {action} {rule}", rule)
+            rule = find_rule(self.rules, action, request, self.project_root)
+            if rule is not None:
+                return Decision(action, f"{self.label} rule {action} {rule}", rule)
         return None
 
 

@@ -2,8 +2,8 @@
 
 Order of precedence: a matching ``deny`` rule, then a matching ``ask`` rule, then a matching
 ``allow`` rule, then a grant the user gave earlier in this session, then ``--yolo``, then the
-defaults (reads inside the project need no request at all; reads outside it, writes, commands and
-network access ask). Deny rules hold even with ``--yolo``: a rule written down is a decision the
+defaults (reads inside the project are allowed; reads outside it, writes, commands and network
+access ask). Deny rules hold even with ``--yolo``: a rule written down is a decision the
 user already made.
 """
 
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from nestor.core.permission import PermissionRequest
-from nestor.permissions.rules import Rule, RuleAction, parse_rule
+from nestor.permissions.rules import Rule, RuleAction, find_rule, parse_rule
 
 DecisionKind = Literal["allow", "ask", "deny"]
 
@@ -72,11 +72,9 @@ class PermissionPolicy:
     def decide(self, request: PermissionRequest) -> Decision:
         """Return the decision for ``request`` under the rules, grants and defaults."""
         for action in ("deny", "ask", "allow"):
-            for rule in self.rules:
-                if rule.action == action and rule.matches(
-                    request.tool_name, request.target, self.project_root
-                ):
-                    return Decision(action, f"rule {action} {rule}", rule)
+            rule = find_rule(self.rules, action, request, self.project_root)
+            if rule is not None:
+                return Decision(action, f"rule {action} {rule}", rule)
         if (request.tool_name, request.grant_key) in self._grants or (request.tool_name, "*") in self._grants:
             return Decision("allow", "allowed for this session")
         if self.yolo:
@@ -84,6 +82,15 @@ class PermissionPolicy:
         if request.action == "read" and not request.outside_project:
             return Decision("allow", "reading inside the project")
         return Decision("ask", _default_reason(request))
+
+    def withholds(self, request: PermissionRequest) -> bool:
+        """True when a rule keeps ``request`` from going ahead unasked: a deny, or an ask rule.
+
+        Used for what a tool finds on its own (a file among grep's matches): such a file is left
+        out of the results rather than asked about, one question per file being no answer.
+        """
+        decision = self.decide(request)
+        return decision.kind == "deny" or (decision.kind == "ask" and decision.rule is not None)
 
     def grant_for_session(self, request: PermissionRequest) -> None:
         """Allow calls like ``request`` (same tool and grant key) for the rest of the session."""

@@ -1,20 +1,34 @@
 """Permission rules: ``tool`` or ``tool(pattern)``, e.g. ``bash(git status*)`` or ``write(src/**)``.
 
-Patterns are shell-style globs (``*`` also crosses ``/``, so ``src/*`` covers the whole tree) matched
-against the call's target: the command for ``bash``, the
-path for file tools (absolute, or relative to the project root), the URL for ``fetch``. Claude
-Code's spellings are accepted as they are (``Bash(git status:*)``, ``Read``, ``Edit``, ``WebFetch``)
-so existing settings carry over.
+What a pattern is matched against depends on the tool:
+
+- ``bash``: each simple command of the line, normalised (see :mod:`nestor.permissions.bash_commands`).
+  An allow rule must cover every command of the line, a deny or ask rule any one of them.
+- file tools: the resolved path (see :mod:`nestor.permissions.paths`); relative patterns are
+  relative to the project root, and a bare allow rule covers the project only.
+- ``fetch``/``web_fetch``: the parsed URL (see :mod:`nestor.permissions.urls`).
+- anything else: the request's target, as a shell-style glob.
+
+Some rules govern more than the tool they name: a ``view`` (``Read``) rule governs every read tool
+(view, grep, glob, ls), a ``write`` rule governs ``edit`` and the reverse (one file-write
+permission), and a ``fetch`` rule governs ``web_fetch``. Claude Code's spellings are accepted as
+they are (``Bash(git status:*)``, ``Read``, ``Edit``, ``MultiEdit``, ``WebFetch(domain:x)``) so
+existing settings carry over.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Literal
 
 from nestor.core.errors import ConfigError
+from nestor.core.permission import PermissionRequest
+from nestor.permissions.bash_commands import parse_command_line
+from nestor.permissions.paths import is_bare, path_matches
+from nestor.permissions.urls import UrlPatternError, parse_url_pattern, url_matches
 
 RuleAction = Literal["allow", "ask", "deny"]
 
@@ -27,9 +41,20 @@ _FOREIGN_TOOL_NAMES = {
     "agent": "task",
 }
 
-# A rule written for fetch also governs web_fetch: the same capability on the same client, so a
-# deny rule on fetch cannot be sidestepped by a research agent's web_fetch.
-_SAME_CAPABILITY = {"web_fetch": "fetch"}
+# The rule tools that govern a call of each tool, besides the tool itself. Same capability, so a
+# deny rule cannot be sidestepped with a sibling tool: fetch covers a research agent's web_fetch,
+# view (Read) covers every read tool, and write and edit are one file-write permission.
+_GOVERNED_BY: dict[str, frozenset[str]] = {
+    "web_fetch": frozenset({"fetch"}),
+    "grep": frozenset({"view"}),
+    "glob": frozenset({"view"}),
+    "ls": frozenset({"view"}),
+    "write": frozenset({"edit"}),
+    "edit": frozenset({"write"}),
+}
+_PATH_TOOLS = frozenset({"view", "grep", "glob", "ls", "write", "edit"})
+_URL_TOOLS = frozenset({"fetch", "web_fetch"})
+_COMMAND_TOOLS = frozenset({"bash"})
 
 _RULE_PATTERN = re.compile(r"^\s*([A-Za-z_][\w-]*)\s*(?:\((.*)\))?\s*$", re.DOTALL)
 
@@ -42,20 +67,29 @@ class Rule:
     tool: str
     pattern: str | None = None
 
+    def governs(self, tool_name: str) -> bool:
+        """Return True when this rule is about ``tool_name`` (named, ``*``, or a sibling capability)."""
+        return self.tool in (tool_name, "*") or self.tool in _GOVERNED_BY.get(tool_name, ())
+
     def matches(self, tool_name: str, target: str, project_root: str) -> bool:
-        """Return True when this rule applies to a call of ``tool_name`` on ``target``."""
-        if self.tool not in (tool_name, "*") and _SAME_CAPABILITY.get(tool_name) != self.tool:
+        """Return True when this rule applies to ``tool_name`` on one ``target``.
+
+        ``target`` is a path, a URL, or for ``bash`` one simple command (whole command lines go
+        through :func:`find_rule`, which splits them).
+        """
+        if not self.governs(tool_name):
             return False
-        if self.pattern is None or self.pattern in ("", "*", "**"):
+        if tool_name in _PATH_TOOLS:
+            return path_matches(
+                self.pattern, target, project_root, bare_covers_outside=self.action != "allow"
+            )
+        if self.pattern is None or is_bare(self.pattern):
             return True
-        if fnmatchcase(target, self.pattern):
-            return True
-        # File rules may be written relative to the project root.
-        if target.startswith(project_root.rstrip("/") + "/"):
-            relative = target[len(project_root.rstrip("/")) + 1 :]
-            if fnmatchcase(relative, self.pattern):
-                return True
-        return False
+        if tool_name in _URL_TOOLS:
+            return url_matches(parse_url_pattern(self.pattern), target)
+        if tool_name in _COMMAND_TOOLS:
+            return fnmatchcase(target, " ".join(self.pattern.split()))
+        return fnmatchcase(target, self.pattern)
 
     def __str__(self) -> str:
         return self.tool if self.pattern is None else f"{self.tool}({self.pattern})"
@@ -82,4 +116,56 @@ def parse_rule(action: RuleAction, text: str, *, source: str = "config") -> Rule
         # Claude Code writes command prefixes as "git status:*".
         if pattern.endswith(":*"):
             pattern = pattern[:-2] + "*"
+        if tool in _URL_TOOLS and not is_bare(pattern):
+            try:
+                parse_url_pattern(pattern)
+            except UrlPatternError as error:
+                raise ConfigError(
+                    f"{source}: invalid permission rule {text!r} in permissions.{action}: {error}",
+                    hint='write URL rules as "fetch(https://host/path*)" or "WebFetch(domain:example.com)"',
+                ) from None
     return Rule(action=action, tool=tool, pattern=pattern)
+
+
+def find_rule(
+    rules: Sequence[Rule], action: RuleAction, request: PermissionRequest, project_root: str
+) -> Rule | None:
+    """The first of ``rules`` with ``action`` that applies to ``request``, or None.
+
+    A ``bash`` command line is split into its simple commands: an allow rule must cover each of
+    them (several rules may share the work) and never covers a line that cannot be judged
+    statically; a deny or ask rule applies when it covers any one of them.
+    """
+    candidates = [rule for rule in rules if rule.action == action and rule.governs(request.tool_name)]
+    if request.tool_name not in _COMMAND_TOOLS:
+        return next(
+            (rule for rule in candidates if rule.matches(request.tool_name, request.target, project_root)),
+            None,
+        )
+    bare = next((rule for rule in candidates if is_bare(rule.pattern)), None)
+    if bare is not None or not candidates:
+        return bare
+    line = parse_command_line(request.target)
+
+    def covering(text: str) -> Rule | None:
+        return next(
+            (rule for rule in candidates if rule.matches(request.tool_name, text, project_root)), None
+        )
+
+    if action != "allow":
+        for command in line.commands:
+            found = next((rule for text in command.deny_texts if (rule := covering(text)) is not None), None)
+            if found is not None:
+                return found
+        return None
+    if line.unresolved:
+        return None
+    first: Rule | None = None
+    for command in line.commands:
+        if not command.needs_allow:
+            continue
+        rule = covering(command.allow_text)
+        if rule is None:
+            return None
+        first = first or rule
+    return first

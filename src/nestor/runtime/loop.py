@@ -677,6 +677,7 @@ class SessionAgent:
             tool_call_id=call.tool_call_id,
             emit=self.setup.bus.publish,
             ask_permission=lambda request: self._gate.allows(request, call.tool_call_id),
+            withholds=self._gate.policy.withholds,
         )
         try:
             request = tool.permission(params, ctx)

@@ -6,9 +6,10 @@ beside its module, and an async ``run``. Before ``run``, the runtime asks the to
 permission the call needs (:meth:`Tool.permission`) and settles it against the rules; tools never
 decide permissions themselves.
 
-Reading needs no permission inside the project or inside the session's scratch directory (where
-the runtime saves large tool results for the model to read back); everything else, and every write
-(the scratch directory included), goes through the rules.
+Every read and write goes through the rules, so a deny rule holds inside the project too; the rules
+allow reading inside the project by default. Only reading the session's scratch directory (where
+the runtime saves large tool results for the model to read back) skips them. Files a tool finds on
+its own (grep's matches, glob's hits) are checked one by one and left out when a rule withholds them.
 """
 
 from __future__ import annotations
@@ -42,6 +43,10 @@ async def _deny_all(_request: PermissionRequest) -> bool:
     return False
 
 
+def _withhold_nothing(_request: PermissionRequest) -> bool:
+    return False
+
+
 def _drop_event(_event: Event) -> None:
     return None
 
@@ -59,6 +64,8 @@ class ToolContext:
             when granted. Permissions known up front go through :meth:`Tool.permission` instead.
         scratch_dir: This session's directory for temporary files (large tool results, ...), if
             any; reading inside it needs no permission, writing follows the usual rules.
+        withholds: True when the rules keep a request from going ahead unasked (a deny or ask
+            rule); tools leave such files out of what they find, rather than ask about each.
 
     """
 
@@ -68,6 +75,7 @@ class ToolContext:
     emit: Callable[[Event], None] = _drop_event
     ask_permission: Callable[[PermissionRequest], Awaitable[bool]] = _deny_all
     scratch_dir: Path | None = None
+    withholds: Callable[[PermissionRequest], bool] = _withhold_nothing
 
     def resolve(self, path: str) -> Path:
         """Resolve ``path`` (absolute, ``~``-relative or project-relative) to an absolute path."""
@@ -129,8 +137,8 @@ class Tool(ABC, Generic[ParamsT]):
     def permission(self, params: ParamsT, ctx: ToolContext) -> PermissionRequest | None:
         """Return the permission this call needs, or None when it needs none.
 
-        The default suits read-only tools over one path: nothing inside the project or the scratch
-        directory, a ``read`` request elsewhere. Tools with a ``path`` parameter get this for free.
+        The default suits read-only tools over one path: a ``read`` request (none inside the scratch
+        directory). Tools with a ``path`` parameter get this for free.
         """
         raw_path = getattr(params, "path", None)
         if not isinstance(raw_path, str):
@@ -165,13 +173,13 @@ def path_permission(
 ) -> PermissionRequest | None:
     """Build the permission request of a file tool on ``raw_path``, or None when it needs none.
 
-    Reads inside the project or inside the session's scratch directory need none; a write always
-    needs a decision by the rules or the user. The path is resolved first, so a symlink in the
-    scratch directory that points elsewhere is judged by where it points.
+    Only reads inside the session's scratch directory need none: reads inside the project are
+    requests too (the rules allow them by default, and deny rules must hold there). The path is
+    resolved first, so a symlink that points elsewhere is judged by where it points.
     """
     path = ctx.resolve(raw_path)
     outside = not ctx.is_inside_project(path)
-    if action == "read" and (not outside or ctx.is_inside_scratch(path)):
+    if action == "read" and outside and ctx.is_inside_scratch(path):
         return None
     verb = "Read" if action == "read" else "Write"
     return PermissionRequest(
@@ -184,6 +192,40 @@ def path_permission(
     )
 
 
+class WithheldFilter:
+    """Tells which files a read tool found may be shown, counting the ones the rules withhold.
+
+    Each file is judged once, as a read by ``tool_name``: ``deny view(.env)`` keeps ``.env`` and its
+    lines out of grep's and glob's results.
+    """
+
+    def __init__(self, tool_name: str, ctx: ToolContext) -> None:
+        self._tool_name = tool_name
+        self._ctx = ctx
+        self._seen: dict[Path, bool] = {}
+
+    def __call__(self, path: Path) -> bool:
+        """True when ``path`` may be shown."""
+        shown = self._seen.get(path)
+        if shown is None:
+            request = path_permission(self._tool_name, "read", str(path), self._ctx)
+            shown = request is None or not self._ctx.withholds(request)
+            self._seen[path] = shown
+        return shown
+
+    @property
+    def withheld(self) -> int:
+        """How many files were left out."""
+        return sum(not shown for shown in self._seen.values())
+
+    def note(self) -> str:
+        """A line for the model when files were left out, else ""."""
+        count = self.withheld
+        if not count:
+            return ""
+        return f"({count} {'file' if count == 1 else 'files'} left out by the permission rules.)"
+
+
 __all__ = [
     "PermissionAction",
     "PermissionRequest",
@@ -191,6 +233,7 @@ __all__ = [
     "ToolContext",
     "ToolError",
     "ToolResult",
+    "WithheldFilter",
     "clamp_timeout",
     "path_permission",
 ]

@@ -19,7 +19,14 @@ from nestor.tools._search import (
     resolve_ripgrep,
 )
 from nestor.tools._text import missing_file_error
-from nestor.tools.base import PermissionRequest, Tool, ToolContext, ToolResult, path_permission
+from nestor.tools.base import (
+    PermissionRequest,
+    Tool,
+    ToolContext,
+    ToolResult,
+    WithheldFilter,
+    path_permission,
+)
 
 MAX_RESULTS = 100
 _GLOB_CHARACTERS = frozenset("*?[{")
@@ -54,7 +61,7 @@ class GlobTool(Tool[GlobParams]):
         self.rg_path = resolve_ripgrep(rg_path)
 
     def permission(self, params: GlobParams, ctx: ToolContext) -> PermissionRequest | None:
-        """Ask to read outside the project when the search root (or an absolute pattern) is there."""
+        """A read of the search root (the leading directories of an absolute pattern, if any)."""
         directory, _ = search_root(params, ctx)
         return path_permission(self.name, "read", str(directory), ctx)
 
@@ -68,22 +75,29 @@ class GlobTool(Tool[GlobParams]):
             raise ToolError(f"{shown_as} is a file, not a directory; give glob a directory to search.")
         pattern = compile_glob(pattern_text)
         files = await list_files(directory, self.rg_path, basename_prefilter(pattern))
-        matching = [path for path in files if pattern.matches(relative_posix(path, directory))]
+        visible = WithheldFilter(self.name, ctx)
+        matching = [
+            path for path in files if pattern.matches(relative_posix(path, directory)) and visible(path)
+        ]
         dated = await asyncio.to_thread(newest_first, matching)
         metadata = {
             "count": len(dated),
             "truncated": len(dated) > MAX_RESULTS,
             "backend": "python" if self.rg_path is None else "ripgrep",
+            "withheld": visible.withheld,
         }
+        note = visible.note()
         if not dated:
             message = f"No files found matching {params.pattern!r} in {describe_location(shown_as)}."
-            return ToolResult(content=message, metadata=metadata)
+            return ToolResult(content=f"{message}\n{note}" if note else message, metadata=metadata)
         lines = [ctx.display_path(path) for path, _ in dated[:MAX_RESULTS]]
         if len(dated) > MAX_RESULTS:
             lines.append(
                 f"\n(Showing the {MAX_RESULTS} newest of {len(dated)} matching files. "
                 "Use a more specific pattern or path to see the others.)"
             )
+        if note:
+            lines.append(f"\n{note}")
         return ToolResult(content="\n".join(lines), metadata=metadata)
 
 

@@ -29,7 +29,7 @@ from nestor.tools._search import (
     run_streaming,
 )
 from nestor.tools._text import BINARY_SNIFF_BYTES, missing_file_error
-from nestor.tools.base import Tool, ToolContext, ToolResult
+from nestor.tools.base import Tool, ToolContext, ToolResult, WithheldFilter
 
 MAX_MATCHES = 100
 MAX_MATCH_LINE_CHARS = 500
@@ -104,7 +104,9 @@ class GrepTool(Tool[GrepParams]):
         if not target.exists():
             raise missing_file_error(target, shown_as)
         include = compile_glob(params.include) if params.include and target.is_dir() else None
-        collector = MatchCollector(_include_filter(target, include))
+        included = _include_filter(target, include)
+        visible = WithheldFilter(self.name, ctx)
+        collector = MatchCollector(lambda path: included(path) and visible(path))
         if self.rg_path is None:
             regex = _compile_regex(params.pattern, params.literal_text)
             await asyncio.to_thread(search_without_ripgrep, target, regex, collector)
@@ -115,12 +117,12 @@ class GrepTool(Tool[GrepParams]):
             "files": len(collector.lines),
             "truncated": collector.total > MAX_MATCHES,
             "backend": "python" if self.rg_path is None else "ripgrep",
+            "withheld": visible.withheld,
         }
+        note = visible.note()
         if not collector.total:
-            return ToolResult(
-                content=f"No matches found for {params.pattern!r} in {describe_location(shown_as)}.",
-                metadata=metadata,
-            )
+            message = f"No matches found for {params.pattern!r} in {describe_location(shown_as)}."
+            return ToolResult(content=f"{message}\n{note}" if note else message, metadata=metadata)
         dated = await asyncio.to_thread(newest_first, collector.lines)
         # Where the first matches are, for callers that rank them (the small-model harness), file by
         # file in path order: which files are newest must not change which matches it ranks.
@@ -128,7 +130,8 @@ class GrepTool(Tool[GrepParams]):
         metadata["hits"] = [
             [ctx.display_path(path), number] for path, number, _ in shown_matches(by_path, collector)
         ]
-        return ToolResult(content=render_matches(dated, collector, ctx), metadata=metadata)
+        content = render_matches(dated, collector, ctx)
+        return ToolResult(content=f"{content}\n\n{note}" if note else content, metadata=metadata)
 
 
 def _include_filter(target: Path, include: GlobPattern | None) -> Callable[[Path], bool]:

@@ -1,0 +1,69 @@
+"""Matching file rules against paths.
+
+A pattern is relative to the project root unless it is absolute (``/etc/*``, or Claude Code's
+``//etc/*``) or starts with ``~/`` (the home directory); ``./`` in front is ignored. The path is
+resolved first (``os.path.realpath``), so a symlink in the project is judged by where it points:
+``edit(*.txt)`` does not cover ``notes.txt -> ~/.bashrc``. ``*`` crosses ``/`` (``src/*`` covers
+the tree), and ``dir/**`` covers ``dir`` itself too.
+"""
+
+from __future__ import annotations
+
+import os
+from fnmatch import fnmatchcase
+
+_ANY = frozenset({"", "*", "**"})
+_GLOB_CHARACTERS = frozenset("*?[")
+
+
+def is_bare(pattern: str | None) -> bool:
+    """True for a rule without a real pattern (``write``, ``write(*)``)."""
+    return pattern is None or pattern.strip() in _ANY
+
+
+def path_matches(pattern: str | None, target: str, project_root: str, *, bare_covers_outside: bool) -> bool:
+    """Return True when ``pattern`` covers the file ``target``.
+
+    A bare pattern covers the project, and everywhere else too when ``bare_covers_outside``: an
+    allow rule ``write`` must not reach ``~/.bashrc``, a deny rule ``write`` forbids it all.
+    """
+    real = os.path.realpath(target)
+    root = os.path.realpath(project_root)
+    relative = _relative(real, root)
+    if pattern is None or is_bare(pattern):
+        return relative is not None or bare_covers_outside
+    written = pattern.strip()
+    if written.startswith("//"):
+        written = written[1:]
+    elif written == "~" or written.startswith("~/"):
+        written = os.path.expanduser(written)
+    while written.startswith("./"):
+        written = written[2:]
+    if os.path.isabs(written):
+        return _glob_matches(real, _resolve_fixed_prefix(written))
+    return relative is not None and _glob_matches(relative, written)
+
+
+def _relative(real: str, root: str) -> str | None:
+    if real == root:
+        return ""
+    prefix = root.rstrip("/") + "/"
+    return real[len(prefix) :] if real.startswith(prefix) else None
+
+
+def _glob_matches(path: str, pattern: str) -> bool:
+    if fnmatchcase(path, pattern):
+        return True
+    return pattern.endswith("/**") and path == pattern[:-3]
+
+
+def _resolve_fixed_prefix(pattern: str) -> str:
+    """Resolve the directories before the first glob character, as the paths matched are resolved."""
+    parts = pattern.split("/")
+    fixed = 0
+    while fixed < len(parts) - 1 and not _GLOB_CHARACTERS.intersection(parts[fixed]):
+        fixed += 1
+    head = "/".join(parts[:fixed]) or "/"
+    resolved = os.path.realpath(head)
+    rest = "/".join(parts[fixed:])
+    return resolved.rstrip("/") + "/" + rest if rest else resolved

@@ -1,0 +1,46 @@
+"""File rules judge the real path: symlinks in the project are followed before matching."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from nestor.core.permission import PermissionRequest
+from nestor.permissions import PermissionPolicy
+from nestor.permissions.paths import path_matches
+
+
+def write_request(path: Path, *, outside: bool) -> PermissionRequest:
+    return PermissionRequest("edit", "write", str(path), f"Write {path}", outside_project=outside)
+
+
+def test_an_in_repo_symlink_is_judged_by_its_target(tmp_path: Path) -> None:
+    project = tmp_path / "repo"
+    project.mkdir()
+    elsewhere = tmp_path / "home"
+    elsewhere.mkdir()
+    (elsewhere / ".bashrc").write_text("x\n")
+    (project / "notes.txt").symlink_to(elsewhere / ".bashrc")
+    (project / "real.txt").write_text("x\n")
+    root = str(project)
+    # The link itself, unresolved, as a tool that did not resolve it would send it.
+    assert not path_matches("*.txt", str(project / "notes.txt"), root, bare_covers_outside=False)
+    assert not path_matches(None, str(project / "notes.txt"), root, bare_covers_outside=False)
+    assert path_matches("*.txt", str(project / "real.txt"), root, bare_covers_outside=False)
+
+
+def test_the_outside_default_applies_to_a_symlink_target(tmp_path: Path) -> None:
+    project = tmp_path / "repo"
+    project.mkdir()
+    (project / "passwd.txt").symlink_to("/etc/passwd")
+    policy = PermissionPolicy.from_config(["edit(*.txt)", "write"], [], [], project_root=str(project))
+    assert policy.decide(write_request(project / "passwd.txt", outside=True)).kind == "ask"
+    assert policy.decide(write_request(project / "a.txt", outside=False)).kind == "allow"
+
+
+def test_a_symlinked_project_root_matches_its_real_path(tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    (real / "src").mkdir(parents=True)
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    assert path_matches("src/**", str(real / "src" / "a.py"), str(link), bare_covers_outside=False)
+    assert path_matches(f"{link}/src/*", str(real / "src" / "a.py"), str(link), bare_covers_outside=False)
