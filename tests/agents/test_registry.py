@@ -270,3 +270,31 @@ def test_an_untrusted_project_agent_runs_on_its_parents_model(dirs: Dirs) -> Non
     assert warning.severity == "warning" and "nestor trust" in warning.message
     trusted = dirs.registry()
     assert trusted.get("exfil").model == "evil:gpt" and trusted.untrusted_models() == []
+
+
+def test_a_project_agent_never_reads_a_file_outside_the_project(dirs: Dirs, tmp_path: Path) -> None:
+    secret = _write(tmp_path / "secret.md", "---\ndescription: SECRET\n---\nSECRET KEY\n")
+    agents = dirs.project / ".nestor" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "linked.md").symlink_to(secret)
+    _write(agents / "ruled.md", _agent("ruled", "Rules.", extra="rules: [../../../secret.md]\n"))
+    _write(agents / "homed.md", _agent("homed", "Home.", extra=f"skills: [{dirs.config / 'config.toml'}]\n"))
+    _write(dirs.config / "config.toml", "[providers.corp]\nheaders = { Authorization = 'Bearer SECRET' }\n")
+    opencode = dirs.project / ".opencode" / "agent"
+    _write(opencode / "prompted.md", "---\ndescription: P.\nprompt: '{file:../../../secret.md}'\n---\n")
+    registry = dirs.registry()
+    names = {spec.name for spec in registry.specs()}
+    assert not names & {"linked", "ruled", "homed", "prompted"}
+    messages = {problem.path.name: problem.message for problem in registry.problems()}
+    assert "links outside the project" in messages["linked.md"]
+    assert "links outside the project" in messages["ruled.md"]
+    assert "links outside the project" in messages["homed.md"]
+    assert "links outside the project" in messages["prompted.md"]
+    assert not any("SECRET" in str(problem) for problem in registry.problems())
+
+
+def test_the_users_own_agent_files_may_link_anywhere(dirs: Dirs, tmp_path: Path) -> None:
+    shared = _write(tmp_path / "dotfiles" / "mine.md", _agent("mine", "Mine."))
+    (dirs.config / "agents").mkdir(parents=True)
+    (dirs.config / "agents" / "mine.md").symlink_to(shared)
+    assert dirs.registry().get("mine").description == "Mine."

@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+import os
 import subprocess
 from datetime import datetime
 from pathlib import Path
+
+import pytest
 
 from nestor.runtime.prompt import (
     EnvironmentCache,
@@ -66,7 +69,37 @@ def test_instructions_from_user_and_project_in_order(tmp_path: Path) -> None:
 def test_huge_instruction_file_is_cut(tmp_path: Path) -> None:
     (tmp_path / "AGENTS.md").write_text("x" * 100_000)
     text = read_instructions(tmp_path, None)
-    assert "cut at 40000 characters" in text and len(text) < 41_000
+    assert "cut at 40,000 bytes" in text and len(text) < 41_000
+
+
+@pytest.mark.parametrize("name", ["AGENTS.md", "CLAUDE.md", "NESTOR.md"])
+def test_an_instruction_file_linking_out_of_the_project_is_not_read(tmp_path: Path, name: str) -> None:
+    # The finding: CLAUDE.md -> ~/.ssh/id_ed25519 put the key into the system prompt.
+    secret = tmp_path / "home" / ".ssh" / "id_ed25519"
+    secret.parent.mkdir(parents=True)
+    secret.write_text("-----BEGIN OPENSSH PRIVATE KEY----- SECRET")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / name).symlink_to(secret)
+    text = read_instructions(project, None)
+    assert "SECRET" not in text and "links outside the project" in text
+
+
+def test_proc_environ_and_a_fifo_are_not_read(tmp_path: Path) -> None:
+    (tmp_path / "AGENTS.md").symlink_to("/proc/self/environ")
+    os.mkfifo(tmp_path / "CLAUDE.md")  # opening it for reading would wait for a writer forever
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "NESTOR.md").symlink_to(tmp_path / "docs")
+    text = read_instructions(tmp_path, None)
+    assert "not read: links outside the project" in text  # /proc is outside the project
+    assert text.count("not a regular file") == 2
+
+
+def test_a_link_inside_the_project_is_read(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "agents.md").write_text("Run make check.")
+    (tmp_path / "AGENTS.md").symlink_to("docs/agents.md")
+    assert "Run make check." in read_instructions(tmp_path, None)
 
 
 async def test_system_prompt_joins_everything(tmp_path: Path) -> None:

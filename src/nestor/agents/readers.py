@@ -36,6 +36,7 @@ from nestor.agents.readers_foreign import (
 from nestor.agents.spec import PermissionRuleSpec
 from nestor.agents.tool_names import expand_tool_wildcard, is_wildcard
 from nestor.core.errors import AgentFileError
+from nestor.core.files import read_bounded_text
 
 __all__ = [
     "ECOSYSTEMS",
@@ -47,6 +48,8 @@ __all__ = [
     "read_agent_text",
 ]
 
+MAX_AGENT_FILE_BYTES = 256_000
+"""An agent file (or a prompt file it names) larger than this is not read."""
 THOROUGHNESS = ("quick", "medium", "thorough")
 MODES = ("subagent", "primary", "all")
 
@@ -220,10 +223,14 @@ def _opencode_prompt(fields: Fields) -> str:
     path = (fields.context.path.parent / reference.group(1).strip()).expanduser()
     fields.depends_on.append(path)
     try:
-        return path.read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError) as exc:
-        fields.error("prompt", f"the prompt file {path} cannot be read: {exc}")
+        read = read_bounded_text(path, limit_bytes=MAX_AGENT_FILE_BYTES, inside=fields.context.inside)
+    except OSError as exc:
+        fields.error("prompt", f"the prompt file {path} cannot be read: {exc.strerror or exc}")
         return ""
+    if read.cut:
+        fields.error("prompt", f"the prompt file {path} is larger than {MAX_AGENT_FILE_BYTES:,} bytes")
+        return ""
+    return read.text.strip()
 
 
 def _opencode_disabled_tools(fields: Fields) -> tuple[str, ...]:
@@ -327,8 +334,13 @@ def read_agent_text(context: ReadContext, text: str) -> ReadResult:
 def read_agent_file(context: ReadContext) -> ReadResult:
     """Read the agent file at ``context.path``; an unreadable file is an error problem, not an exception."""
     try:
-        text = context.path.read_text(encoding="utf-8")
+        read = read_bounded_text(
+            context.path, limit_bytes=MAX_AGENT_FILE_BYTES, inside=context.inside, errors="strict"
+        )
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         return ReadResult(None, (AgentFileProblem(context.path, 1, "", f"cannot be read: {reason}"),))
-    return read_agent_text(context, text)
+    if read.cut:
+        message = f"larger than {MAX_AGENT_FILE_BYTES:,} bytes: not read; keep agent files short"
+        return ReadResult(None, (AgentFileProblem(context.path, 1, "", message),))
+    return read_agent_text(context, read.text)

@@ -7,6 +7,7 @@ with its file, line and key at once.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -68,6 +69,8 @@ class ReadContext:
         ecosystem: The file format (``nestor``, ``claude``, ``opencode``...).
         default_name: The name when the file gives none (its stem, or its folder for deepagents).
         config_dirs: Directories holding ``rules/`` and ``skills/``, searched in order.
+        inside: For a project's agent: the project folder, which the file and every file it
+            attaches must really lie in (a link to ``~/.ssh`` is not read).
 
     """
 
@@ -76,6 +79,7 @@ class ReadContext:
     ecosystem: str
     default_name: str
     config_dirs: tuple[Path, ...] = ()
+    inside: Path | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -329,6 +333,19 @@ class Fields:
                 found.append(path)
         return tuple(dict.fromkeys(found))
 
+    def _may_attach(self, candidate: Path, *, by_name: bool) -> bool:
+        """A project agent attaches files of the project, or the user's own rules and skills by name.
+
+        A path it writes out (``../../.ssh/id_rsa``, ``~/x``) or a link in the project must really
+        lead into the project; a rule or skill found by name in one of the user's config dirs is the
+        user's own.
+        """
+        project = self.context.inside
+        if project is None or Path(os.path.realpath(candidate)).is_relative_to(os.path.realpath(project)):
+            return True
+        user_dirs = [base for base in self.context.config_dirs if not base.is_relative_to(project)]
+        return by_name and any(candidate.is_relative_to(base) for base in user_dirs)
+
     def _locate(self, key: str, kind: str, text: str, index: int | None) -> Path | None:
         if "/" in text or text.endswith(".md"):
             candidates = [(self.context.path.parent / text).expanduser()]
@@ -346,6 +363,9 @@ class Fields:
         self.depends_on.extend(candidates)
         for candidate in candidates:
             if candidate.is_file():
+                if not self._may_attach(candidate, by_name="/" not in text and not text.endswith(".md")):
+                    self.error(key, f"{kind[:-1]} {text!r} links outside the project ({candidate})", index)
+                    return None
                 return candidate
         looked = ", ".join(str(candidate) for candidate in candidates) or "(nowhere)"
         self.error(key, f"{kind[:-1]} {text!r} not found; looked for {looked}", index)

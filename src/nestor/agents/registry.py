@@ -228,7 +228,10 @@ class AgentRegistry:
             and cached.dependencies == _fingerprints(cached.result.depends_on)
         ):
             return
-        context = ReadContext(path, location.source, location.ecosystem, default_name, location.config_dirs)
+        inside = self._project_root if location.source == "project" else None
+        context = ReadContext(
+            path, location.source, location.ecosystem, default_name, location.config_dirs, inside
+        )
         result = read_agent_file(context)
         self._files[path] = _CachedFile(context, fingerprint, _fingerprints(result.depends_on), result)
         self._stale = True

@@ -2,7 +2,9 @@
 
 Instruction files are read fresh for every run, so edits to ``AGENTS.md`` apply at the next prompt:
 the user's (``~/.config/nestor/AGENTS.md``) first, then the project's ``AGENTS.md``, ``CLAUDE.md``
-and ``NESTOR.md``, in that order, each under a heading naming its file.
+and ``NESTOR.md``, in that order, each under a heading naming its file. A project's files come with
+the repository, so only regular files whose real path lies inside the project are read (not a link
+to ``~/.ssh`` or ``/proc/self/environ``, not a FIFO), each up to a size limit, with a note when cut.
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ from datetime import datetime
 from importlib import resources
 from pathlib import Path
 
+from nestor.core.files import UnsafeFileError, read_bounded_text
+
 PROJECT_INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md", "NESTOR.md")
-_MAX_INSTRUCTION_CHARS = 40_000
+_MAX_INSTRUCTION_BYTES = 40_000
 _MAX_GIT_STATUS_LINES = 40
 
 
@@ -51,25 +55,29 @@ async def build_system_prompt(
 
 def read_instructions(project_root: Path, user_config_dir: Path | None) -> str:
     """Return the user's and the project's instruction files as one tagged block ('' when none)."""
-    candidates: list[tuple[str, Path]] = []
+    candidates: list[tuple[str, Path, Path | None]] = []
     if user_config_dir is not None:
-        candidates.append(("user instructions", user_config_dir / "AGENTS.md"))
+        candidates.append(("user instructions", user_config_dir / "AGENTS.md", None))
     candidates.extend(
-        (f"project instructions ({name})", project_root / name) for name in PROJECT_INSTRUCTION_FILES
+        (f"project instructions ({name})", project_root / name, project_root)
+        for name in PROJECT_INSTRUCTION_FILES
     )
     blocks: list[str] = []
-    for label, path in candidates:
+    for label, path, inside in candidates:
         try:
-            text = path.read_text(encoding="utf-8", errors="replace").strip()
+            read = read_bounded_text(path, limit_bytes=_MAX_INSTRUCTION_BYTES, inside=inside)
+        except UnsafeFileError as exc:
+            blocks.append(
+                f'<instructions source="{label}" path="{path}">[not read: {exc.strerror}]</instructions>'
+            )
+            continue
         except OSError:
             continue
+        text = read.text.strip()
         if not text:
             continue
-        if len(text) > _MAX_INSTRUCTION_CHARS:
-            text = (
-                text[:_MAX_INSTRUCTION_CHARS]
-                + f"\n[... {path.name} cut at {_MAX_INSTRUCTION_CHARS} characters]"
-            )
+        if read.cut:
+            text += f"\n[... {path.name} cut at {_MAX_INSTRUCTION_BYTES:,} bytes]"
         blocks.append(f'<instructions source="{label}" path="{path}">\n{text}\n</instructions>')
     return "\n\n".join(blocks)
 

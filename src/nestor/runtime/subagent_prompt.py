@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from nestor.agents.spec import AgentSpec, Thoroughness
+from nestor.core.files import read_bounded_text
 
 SUBAGENT_PREAMBLE = """\
 You are a sub-agent of nestor, started by another agent to do one focused task. You work alone in \
@@ -27,7 +28,7 @@ THOROUGHNESS_GUIDANCE: dict[Thoroughness, str] = {
     "convention and cross-reference, and report only when you have exhausted them.",
 }
 
-_MAX_ATTACHED_CHARS = 20_000
+_MAX_ATTACHED_BYTES = 20_000
 
 
 def compose_subagent_prompt(
@@ -61,11 +62,12 @@ def _attached(heading: str, paths: tuple[Path, ...]) -> str:
     blocks: list[str] = []
     for path in paths:
         try:
-            text = path.read_text(encoding="utf-8", errors="replace").strip()
+            read = read_bounded_text(path, limit_bytes=_MAX_ATTACHED_BYTES)
         except OSError as exc:
             blocks.append(f"[{path} could not be read: {exc.strerror}]")
             continue
-        if len(text) > _MAX_ATTACHED_CHARS:
-            text = text[:_MAX_ATTACHED_CHARS] + f"\n[... {path.name} cut at {_MAX_ATTACHED_CHARS} characters]"
+        text = read.text.strip()
+        if read.cut:
+            text += f"\n[... {path.name} cut at {_MAX_ATTACHED_BYTES:,} bytes]"
         blocks.append(f"### {path.stem if path.name != 'SKILL.md' else path.parent.name}\n\n{text}")
     return f"## {heading}\n\n" + "\n\n".join(blocks) if blocks else ""
