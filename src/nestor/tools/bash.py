@@ -5,6 +5,10 @@ timeout or a cancellation the whole group (the shell and everything it started) 
 with SIGTERM and, after a short grace, with SIGKILL. stderr is merged into stdout so the output
 reads in the order it was written. Output is read incrementally and only its head and tail are kept,
 so a command printing gigabytes neither deadlocks nor fills memory.
+
+Given a :class:`~nestor.tools.sandbox.policy.SandboxPolicy`, the shell runs in the OS sandbox of
+:mod:`nestor.tools.sandbox` (bubblewrap, else Landlock); where neither works it runs as is and the
+user is told once.
 """
 
 from __future__ import annotations
@@ -14,13 +18,17 @@ import codecs
 import contextlib
 import os
 import signal
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, Field
 
 from nestor.tools.base import PermissionRequest, Tool, ToolContext, ToolError, ToolResult, clamp_timeout
+from nestor.tools.sandbox.detect import Backend, detect
+from nestor.tools.sandbox.launch import Launch, sandboxed
+from nestor.tools.sandbox.policy import SandboxPolicy
 
 OUTPUT_LIMIT_CHARS = 30_000
 """Output beyond this many characters is cut in the middle, keeping its head and tail."""
@@ -125,10 +133,31 @@ class BashTool(Tool[BashParams]):
     read_only: ClassVar[bool] = False
 
     def __init__(
-        self, *, output_limit: int = OUTPUT_LIMIT_CHARS, kill_grace_seconds: float = KILL_GRACE_SECONDS
+        self,
+        *,
+        output_limit: int = OUTPUT_LIMIT_CHARS,
+        kill_grace_seconds: float = KILL_GRACE_SECONDS,
+        sandbox: SandboxPolicy | None = None,
+        backend: Backend | Literal["auto"] = "auto",
+        notify: Callable[[str], None] | None = None,
     ) -> None:
+        """Make the tool.
+
+        Args:
+            output_limit: Characters of output kept (head and tail).
+            kill_grace_seconds: How long a stopped process group gets between SIGTERM and SIGKILL.
+            sandbox: The OS sandbox commands run in; None runs them unsandboxed.
+            backend: The sandbox backend; ``auto`` takes what :func:`~nestor.tools.sandbox.detect.detect`
+                finds on this machine.
+            notify: Told, once, when the sandbox is missing or cannot enforce all of the policy.
+
+        """
         self._output_limit = output_limit
         self._kill_grace_seconds = kill_grace_seconds
+        self._sandbox = sandbox
+        self._backend: Backend | Literal["auto"] = backend
+        self._notify = notify
+        self._notified = False
 
     def permission(self, params: BashParams, ctx: ToolContext) -> PermissionRequest | None:
         """Every command needs an ``execute`` permission; the runtime decides it."""
@@ -148,9 +177,35 @@ class BashTool(Tool[BashParams]):
             raise ToolError(f"The project root {ctx.project_root} is not a directory.")
 
         buffer = OutputBuffer(self._output_limit)
-        process = await _start_stopping_on_cancel(params.command, ctx.project_root)
-        outcome = await self._supervise(process, buffer, timeout)
+        launch = await self._launch(params.command, ctx.project_root)
+        try:
+            process = await _start_stopping_on_cancel(launch, ctx.project_root)
+            outcome = await self._supervise(process, buffer, timeout)
+        finally:
+            launch.cleanup()
+        if outcome.exit_code and not outcome.timed_out and launch.policy is not None:
+            notes.insert(0, launch.policy.refusal_note())
         return _result(params, buffer, outcome, timeout, notes)
+
+    async def _launch(self, command: str, project_root: Path) -> Launch:
+        """The argv running ``command``: sandboxed when a policy is set and a backend works."""
+        argv = ["bash", "-c", command]
+        if self._sandbox is None or not self._sandbox.enabled:
+            return Launch(argv)
+        if self._backend != "auto":
+            backend: Backend | None = self._backend
+            abi = 0
+            if backend == "landlock":
+                from nestor.tools.sandbox.landlock_exec import abi_version
+
+                abi = abi_version()
+        else:
+            found = await detect()
+            if self._notify is not None and not self._notified and (notice := found.notice()):
+                self._notified = True
+                self._notify(notice)
+            backend, abi = found.backend, found.landlock_abi
+        return sandboxed(backend, self._sandbox, project_root, argv, landlock_abi=abi)
 
     async def _supervise(
         self, process: asyncio.subprocess.Process, buffer: OutputBuffer, timeout: int
@@ -202,30 +257,28 @@ class BashTool(Tool[BashParams]):
             await asyncio.sleep(_POLL_SECONDS / 10)
 
 
-async def _start(command: str, cwd: Path) -> asyncio.subprocess.Process:
+async def _start(launch: Launch, cwd: Path) -> asyncio.subprocess.Process:
     try:
         return await asyncio.create_subprocess_exec(
-            "bash",
-            "-c",
-            command,
+            *launch.argv,
             cwd=cwd,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
-            env=os.environ | COMMAND_ENVIRONMENT,
+            env=os.environ | COMMAND_ENVIRONMENT | launch.env,
             start_new_session=True,
         )
     except FileNotFoundError as error:
-        raise ToolError("bash is not installed or not on PATH.") from error
+        raise ToolError(f"{launch.argv[0]} is not installed or not on PATH.") from error
 
 
-async def _start_stopping_on_cancel(command: str, cwd: Path) -> asyncio.subprocess.Process:
+async def _start_stopping_on_cancel(launch: Launch, cwd: Path) -> asyncio.subprocess.Process:
     """Start the shell; if cancelled meanwhile, kill its whole process group before re-raising.
 
     Cancelling ``create_subprocess_exec`` after the fork kills only the shell (asyncio's transport
     ``close()``), so jobs it already started would outlive the call.
     """
-    spawn = asyncio.ensure_future(_start(command, cwd))
+    spawn = asyncio.ensure_future(_start(launch, cwd))
     try:
         return await asyncio.shield(spawn)
     except asyncio.CancelledError:
