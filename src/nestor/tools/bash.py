@@ -18,6 +18,7 @@ import codecs
 import contextlib
 import os
 import signal
+import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +28,7 @@ from pydantic import BaseModel, Field
 
 from nestor.tools.base import PermissionRequest, Tool, ToolContext, ToolError, ToolResult, clamp_timeout
 from nestor.tools.sandbox.detect import Backend, detect
-from nestor.tools.sandbox.launch import Launch, sandboxed
+from nestor.tools.sandbox.launch import Launch, SandboxError, sandboxed
 from nestor.tools.sandbox.policy import SandboxPolicy
 
 OUTPUT_LIMIT_CHARS = 30_000
@@ -205,7 +206,10 @@ class BashTool(Tool[BashParams]):
                 self._notified = True
                 self._notify(notice)
             backend, abi = found.backend, found.landlock_abi
-        return sandboxed(backend, self._sandbox, project_root, argv, landlock_abi=abi)
+        try:
+            return sandboxed(backend, self._sandbox, project_root, argv, landlock_abi=abi)
+        except SandboxError as error:
+            raise ToolError(f"The command was not run: its sandbox could not be set up ({error}).") from error
 
     async def _supervise(
         self, process: asyncio.subprocess.Process, buffer: OutputBuffer, timeout: int
@@ -267,9 +271,12 @@ async def _start(launch: Launch, cwd: Path) -> asyncio.subprocess.Process:
             stderr=asyncio.subprocess.STDOUT,
             env=os.environ | COMMAND_ENVIRONMENT | launch.env,
             start_new_session=True,
+            preexec_fn=launch.preexec,
         )
     except FileNotFoundError as error:
         raise ToolError(f"{launch.argv[0]} is not installed or not on PATH.") from error
+    except subprocess.SubprocessError as error:  # preexec_fn failed: the sandbox could not be applied
+        raise ToolError(f"The command was not run: its sandbox could not be applied ({error}).") from error
 
 
 async def _start_stopping_on_cancel(launch: Launch, cwd: Path) -> asyncio.subprocess.Process:

@@ -1,4 +1,4 @@
-"""Run a command under a Landlock ruleset: ``python landlock_exec.py [--rw PATH]... [--no-tcp] -- CMD...``.
+"""Landlock rulesets, and a launcher: ``python landlock_exec.py [--rw PATH]... [--no-tcp] -- CMD...``.
 
 Writing, creating, removing and renaming files is denied everywhere except beneath the ``--rw``
 paths; reading and executing stay allowed. ``--no-tcp`` also denies TCP bind and connect, which
@@ -6,8 +6,9 @@ needs Landlock ABI 4 (Linux 6.7); on an older kernel the launcher refuses rather
 command with the network open. The ruleset is applied to this process, which then execs ``CMD``:
 the command and everything it starts inherit it and cannot drop it.
 
-Only the standard library is imported: the launcher is started with ``python -I -S`` for every
-command, and must start fast.
+The bash tool builds the ruleset in its own process and applies it in the child between fork and
+exec (:func:`restrict_self`), which costs no interpreter start-up; the launcher does the same for
+a command run by hand. Only the standard library is imported, so ``python -I -S`` can run it.
 """
 
 from __future__ import annotations
@@ -57,10 +58,18 @@ class LandlockError(Exception):
     """The kernel refused to set up the ruleset."""
 
 
+_loaded: list[ctypes.CDLL] = []
+
+
 def _libc() -> ctypes.CDLL:
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.syscall.restype = ctypes.c_long
-    return libc
+    # Loaded, and both functions looked up, once: a child between fork and exec must not call
+    # dlopen or dlsym, whose lock another thread of the parent may have held at the fork.
+    if not _loaded:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.syscall.restype = ctypes.c_long
+        libc.prctl.restype = ctypes.c_int
+        _loaded.append(libc)
+    return _loaded[0]
 
 
 def abi_version() -> int:
@@ -89,8 +98,11 @@ def _check(result: int, what: str) -> int:
     return result
 
 
-def restrict(writable: list[str], *, deny_tcp: bool) -> None:
-    """Apply the ruleset to this process: writes only beneath ``writable``, no TCP if ``deny_tcp``.
+def build_ruleset(writable: list[str], *, deny_tcp: bool) -> int:
+    """A ruleset allowing writes only beneath ``writable`` (no TCP if ``deny_tcp``); returns its fd.
+
+    Building it restricts nothing: :func:`restrict_self` applies it, in the process to confine.
+    The fd is close-on-exec; the caller closes it.
 
     Raises:
         LandlockError: Landlock is unavailable, too old for ``deny_tcp``, or refused a rule.
@@ -120,8 +132,32 @@ def restrict(writable: list[str], *, deny_tcp: bool) -> None:
                 _check(libc.syscall(_SYS_ADD_RULE, ruleset, _RULE_PATH_BENEATH, ctypes.byref(rule), 0), path)
             finally:
                 os.close(fd)
-        _check(libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
-        _check(libc.syscall(_SYS_RESTRICT_SELF, ruleset, 0), "restrict_self")
+    except BaseException:
+        os.close(ruleset)
+        raise
+    return ruleset
+
+
+def restrict_self(ruleset: int) -> None:
+    """Confine this process, and everything it starts from now on, to ``ruleset``.
+
+    Safe to run between fork and exec (``preexec_fn``): two system calls through a libc handle
+    loaded before the fork, nothing else.
+
+    Raises:
+        LandlockError: The kernel refused.
+
+    """
+    libc = _libc()
+    _check(libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    _check(libc.syscall(_SYS_RESTRICT_SELF, ruleset, 0), "restrict_self")
+
+
+def restrict(writable: list[str], *, deny_tcp: bool) -> None:
+    """Build the ruleset (see :func:`build_ruleset`) and confine this process to it."""
+    ruleset = build_ruleset(writable, deny_tcp=deny_tcp)
+    try:
+        restrict_self(ruleset)
     finally:
         os.close(ruleset)
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
+import os
 import shutil
-import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,6 +18,10 @@ _DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty")
 """Device files a command may open for writing under Landlock (bubblewrap makes its own /dev)."""
 
 
+class SandboxError(Exception):
+    """The sandbox cannot be set up, so the command must not run."""
+
+
 @dataclass(slots=True)
 class Launch:
     """A command ready to start: its argv, the variables to set, and what to remove afterwards.
@@ -25,6 +31,8 @@ class Launch:
         env: Variables set on top of the command's environment.
         policy: The policy the command runs under; None when it runs unsandboxed.
         private_tmp: A temp dir made for this command only, removed by :meth:`cleanup`.
+        preexec: Run in the child between fork and exec (Landlock confines the child there).
+        ruleset_fd: The Landlock ruleset ``preexec`` applies, closed by :meth:`cleanup`.
 
     """
 
@@ -32,9 +40,14 @@ class Launch:
     env: dict[str, str] = field(default_factory=dict[str, str])
     policy: SandboxPolicy | None = None
     private_tmp: Path | None = None
+    preexec: Callable[[], None] | None = None
+    ruleset_fd: int | None = None
 
     def cleanup(self) -> None:
-        """Remove the private temp dir, if any."""
+        """Close the ruleset and remove the private temp dir, if any."""
+        if self.ruleset_fd is not None:
+            os.close(self.ruleset_fd)
+            self.ruleset_fd = None
         if self.private_tmp is not None:
             shutil.rmtree(self.private_tmp, ignore_errors=True)
             self.private_tmp = None
@@ -48,7 +61,12 @@ def sandboxed(
     *,
     landlock_abi: int = 0,
 ) -> Launch:
-    """How to run ``argv`` in ``project_root`` under ``backend`` (None or mode ``off``: as is)."""
+    """How to run ``argv`` in ``project_root`` under ``backend`` (None or mode ``off``: as is).
+
+    Raises:
+        SandboxError: The Landlock ruleset cannot be built (the command must not run).
+
+    """
     if backend is None or not policy.enabled:
         return Launch(list(argv))
     if backend == "bwrap":
@@ -58,7 +76,8 @@ def sandboxed(
 
 
 def _landlock(policy: SandboxPolicy, project_root: Path, argv: list[str], abi: int) -> Launch:
-    launcher = Path(__file__).with_name("landlock_exec.py")
+    from nestor.tools.sandbox.landlock_exec import LandlockError, build_ruleset, restrict_self
+
     writable = [str(path) for path in policy.writable_paths(project_root)]
     writable += [device for device in _DEVICES if Path(device).exists()]
     private_tmp: Path | None = None
@@ -70,10 +89,18 @@ def _landlock(policy: SandboxPolicy, project_root: Path, argv: list[str], abi: i
         env["TMPDIR"] = str(private_tmp)
     elif Path("/dev/shm").is_dir():
         writable.append("/dev/shm")
-    options = [option for path in writable for option in ("--rw", path)]
-    if not policy.allows_network and abi >= LANDLOCK_NETWORK_ABI:
-        options.append("--no-tcp")
-    # -I -S: no site-packages and no PYTHON* variables, so the launcher starts in a few milliseconds.
+    deny_tcp = not policy.allows_network and abi >= LANDLOCK_NETWORK_ABI
+    try:
+        ruleset = build_ruleset(writable, deny_tcp=deny_tcp)
+    except (LandlockError, OSError) as error:
+        if private_tmp is not None:
+            shutil.rmtree(private_tmp, ignore_errors=True)
+        raise SandboxError(f"Landlock: {error}") from error
     return Launch(
-        [sys.executable, "-I", "-S", str(launcher), *options, "--", *argv], env, policy, private_tmp
+        list(argv),
+        env,
+        policy,
+        private_tmp,
+        preexec=functools.partial(restrict_self, ruleset),
+        ruleset_fd=ruleset,
     )
