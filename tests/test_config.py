@@ -452,3 +452,28 @@ def test_the_web_table_reads_allow_lists_and_names_a_bad_range(project: Path, us
     (project / "nestor.toml").write_text('[web]\nallow_ranges = ["10.20.0.0/99"]\n')
     error = config_error(project, user_config)
     assert "web.allow_ranges" in error.message and "10.20.0.0/99" in error.message
+
+
+def test_the_sandbox_table_defaults_to_workspace_write_with_network(project: Path, user_config: Path) -> None:
+    settings = load(project, user_config)
+    assert settings.sandbox.mode == "workspace-write" and settings.sandbox.network is True
+
+    (project / "nestor.toml").write_text('[sandbox]\nmode = "read-only"\nnetwork = false\n')
+    settings = load(project, user_config)
+    assert settings.sandbox.mode == "read-only" and settings.sandbox.network is False
+
+
+@pytest.mark.parametrize(
+    ("table", "key"),
+    [
+        ('mode = "readonly"', "sandbox.mode"),
+        ('network = "no"', "sandbox.network"),
+        ("shell = 1", "sandbox.shell"),
+    ],
+)
+def test_a_bad_sandbox_value_is_a_one_line_error(
+    project: Path, user_config: Path, table: str, key: str
+) -> None:
+    (project / "nestor.toml").write_text(f"[sandbox]\n{table}\n")
+    error = config_error(project, user_config)
+    assert key in error.message and "nestor.toml" in error.message
