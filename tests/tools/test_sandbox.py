@@ -122,6 +122,15 @@ async def test_read_only_has_a_private_writable_tmp(backend: Backend, ctx: ToolC
     assert result.content == "private"
 
 
+async def test_read_only_commands_can_make_semaphores(backend: Backend, ctx: ToolContext) -> None:
+    # Python's multiprocessing (pytest-xdist, ...) needs a POSIX semaphore, a file in /dev/shm.
+    command = f"{sys.executable} -c 'import multiprocessing; multiprocessing.Lock(); print(\"ok\")'"
+
+    result = await run(command, ctx, SandboxPolicy.read_only(), backend)
+
+    assert result.content == "ok"
+
+
 async def test_read_only_has_no_network(backend: Backend, ctx: ToolContext, loopback_port: int) -> None:
     if backend == "landlock" and abi_version() < LANDLOCK_NETWORK_ABI:
         pytest.skip(f"Landlock ABI {abi_version()} cannot restrict TCP (needs {LANDLOCK_NETWORK_ABI})")

@@ -45,8 +45,8 @@ class Availability:
                 else ", and cannot block the network (Landlock ABI < 4)"
             )
             return (
-                f"shell sandbox: Landlock ({self.bwrap_problem}): .git/hooks and .git/config "
-                f"stay writable, UDP and local sockets stay open{network}"
+                f"shell sandbox: Landlock ({self.bwrap_problem}): .git/hooks, .git/config and "
+                f"/dev/shm stay writable, UDP and local sockets stay open{network}"
             )
         return None
 

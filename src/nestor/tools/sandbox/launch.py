@@ -87,7 +87,9 @@ def _landlock(policy: SandboxPolicy, project_root: Path, argv: list[str], abi: i
         private_tmp = Path(tempfile.mkdtemp(prefix="nestor-sandbox-"))
         writable.append(str(private_tmp))
         env["TMPDIR"] = str(private_tmp)
-    elif Path("/dev/shm").is_dir():
+    if Path("/dev/shm").is_dir():
+        # Shared with every process, unlike bwrap's; but POSIX semaphores (Python's multiprocessing
+        # among others) live there, and commands that cannot make one fail outright.
         writable.append("/dev/shm")
     deny_tcp = not policy.allows_network and abi >= LANDLOCK_NETWORK_ABI
     try:
