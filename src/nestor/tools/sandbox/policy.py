@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Literal, TypeAlias
 
 SandboxMode: TypeAlias = Literal["read-only", "workspace-write", "off"]
-SANDBOX_MODES: tuple[SandboxMode, ...] = ("read-only", "workspace-write", "off")
 
 PROTECTED_GIT_PATHS = (".git/hooks", ".git/config")
 """Kept read-only inside a writable project: a hook, or a ``core.hooksPath``/``core.fsmonitor``
