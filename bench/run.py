@@ -14,6 +14,7 @@ import html_conversion
 import local_model
 import loop_overhead
 import pool_memory
+import sandbox
 import startup
 
 
@@ -34,6 +35,8 @@ def main() -> None:
     context_isolation.main()
     print()
     html_conversion.main()
+    print()
+    sandbox.main()
 
 
 if __name__ == "__main__":

@@ -38,11 +38,17 @@ from nestor.runtime.subagent_hooks import DELEGATION_TOOL_NAMES
 from nestor.runtime.task_tool import delegation_tools
 from nestor.runtime.titles import TitleHook, TitleWriter
 from nestor.runtime.todos import CompletionCheckHook, persist_todos, todo_list_from_metadata
-from nestor.runtime.toolset import CODER_TOOL_NAMES, COMPACT_CODER_TOOL_NAMES, stateless_tools
+from nestor.runtime.toolset import (
+    CODER_TOOL_NAMES,
+    COMPACT_CODER_TOOL_NAMES,
+    sandbox_policy,
+    stateless_tools,
+)
 from nestor.store.db import Database, open_database
 from nestor.store.messages import MessageStore
 from nestor.store.sessions import Session, SessionStore
 from nestor.tools.base import Tool
+from nestor.tools.bash import BashTool
 from nestor.tools.todo import TodoList, TodoWriteTool
 
 if TYPE_CHECKING:
@@ -85,6 +91,7 @@ class App:
     _search_caches: dict[str, SearchCache] = field(default_factory=dict)  # pyright: ignore[reportUnknownVariableType]
     _local_notice_given: bool = False
     _ignored_notice_given: bool = False
+    _sandbox_notice_given: bool = False
 
     @classmethod
     def open(cls, settings: Settings, *, notify: Callable[[str], None] | None = None) -> App:
@@ -289,6 +296,10 @@ class App:
     def _tools(self, tree: AgentTree, names: Sequence[str], session_id: str) -> list[Tool[Any]]:
         """Fresh tools named ``names`` for session ``session_id``, in that order."""
         built: dict[str, Tool[Any]] = {tool.name: tool for tool in stateless_tools(names)}
+        if "bash" in names:
+            built["bash"] = BashTool(
+                sandbox=sandbox_policy(names, self.settings.sandbox), notify=self._sandbox_notice
+            )
         if "todo_write" in names:
             built["todo_write"] = TodoWriteTool(
                 self._todo_list(session_id), on_change=persist_todos(self.sessions, session_id)
@@ -297,6 +308,12 @@ class App:
             built.update({tool.name: tool for tool in delegation_tools(tree)})
         built.update(self._web_tools(tree, names, session_id))
         return [built[name] for name in names if name in built]
+
+    def _sandbox_notice(self, message: str) -> None:
+        """Tell the user once per process what the shell sandbox cannot do here."""
+        if not self._sandbox_notice_given:
+            self._sandbox_notice_given = True
+            self.notify(message)
 
     def _web_tools(self, tree: AgentTree, names: Sequence[str], session_id: str) -> dict[str, Tool[Any]]:
         """The tools that reach the web, all through one safe client, with per-session caches."""

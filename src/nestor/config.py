@@ -40,6 +40,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    StrictBool,
     StrictFloat,
     StrictInt,
     ValidationError,
@@ -262,6 +263,24 @@ class WebConfig(_ConfigModel):
         return value
 
 
+class SandboxConfig(_ConfigModel):
+    """The ``[sandbox]`` table: the OS sandbox ``bash`` commands run in (bubblewrap, else Landlock).
+
+    Agents without ``write`` and ``edit`` always run their shell read-only and offline, whatever
+    this table says.
+
+    Attributes:
+        mode: ``workspace-write``: writes only to the project (its ``.git/hooks`` and
+            ``.git/config`` excepted) and the temp dirs; ``read-only``: nowhere but a private temp
+            dir; ``off``: no sandbox, only the permission rules apply.
+        network: Whether commands may use the network (never in ``read-only`` mode).
+
+    """
+
+    mode: Literal["read-only", "workspace-write", "off"] = "workspace-write"
+    network: StrictBool = True
+
+
 class _ConfigDocument(_ConfigModel):
     """Everything a config file may contain; the keys a user may write."""
 
@@ -273,6 +292,7 @@ class _ConfigDocument(_ConfigModel):
     local: LocalConfig = LocalConfig()
     agents: AgentsConfig = AgentsConfig()
     web: WebConfig = WebConfig()
+    sandbox: SandboxConfig = SandboxConfig()
 
     @field_validator("providers")
     @classmethod

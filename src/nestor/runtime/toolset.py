@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from nestor.config import SandboxConfig
 from nestor.tools.base import Tool
+from nestor.tools.sandbox.policy import SandboxPolicy
 
 CODER_TOOL_NAMES = ("view", "ls", "glob", "grep", "write", "edit", "bash", "fetch")
 """The main coder agent's own tools, in the order the model sees them (delegation comes on top)."""
@@ -16,6 +18,9 @@ COMPACT_CODER_TOOL_NAMES = ("view", "ls", "glob", "grep", "edit", "bash")
 Every tool definition costs prompt tokens on each request and each extra tool is one more for a
 small model to confuse; ``write`` (``edit`` covers changes) and ``fetch`` are left out.
 """
+
+WRITE_TOOL_NAMES = frozenset({"write", "edit"})
+"""Tools that change files; an agent with neither runs its shell read-only."""
 
 
 def _constructors() -> dict[str, Callable[[], Tool[Any]]]:
@@ -58,3 +63,14 @@ def coder_tools() -> list[Tool[Any]]:
 def compact_coder_tools() -> list[Tool[Any]]:
     """The coder's tools for a small model (see :data:`COMPACT_CODER_TOOL_NAMES`)."""
     return stateless_tools(COMPACT_CODER_TOOL_NAMES)
+
+
+def sandbox_policy(tool_names: Sequence[str], config: SandboxConfig) -> SandboxPolicy:
+    """The sandbox of an agent's ``bash``: read-only and offline without a write tool, else as configured.
+
+    A read-only agent stays read-only even with ``mode = "off"``: its lack of write tools would
+    otherwise be all that kept its shell from writing.
+    """
+    if WRITE_TOOL_NAMES.isdisjoint(tool_names):
+        return SandboxPolicy.read_only()
+    return SandboxPolicy(mode=config.mode, network=config.network)

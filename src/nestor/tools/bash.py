@@ -5,6 +5,10 @@ timeout or a cancellation the whole group (the shell and everything it started) 
 with SIGTERM and, after a short grace, with SIGKILL. stderr is merged into stdout so the output
 reads in the order it was written. Output is read incrementally and only its head and tail are kept,
 so a command printing gigabytes neither deadlocks nor fills memory.
+
+Given a :class:`~nestor.tools.sandbox.policy.SandboxPolicy`, the shell runs in the OS sandbox of
+:mod:`nestor.tools.sandbox` (bubblewrap, else Landlock); where neither works it runs as is and the
+user is told once.
 """
 
 from __future__ import annotations
@@ -13,15 +17,28 @@ import asyncio
 import codecs
 import contextlib
 import os
+import re
 import signal
+import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, Field
 
 from nestor.tools.base import PermissionRequest, Tool, ToolContext, ToolError, ToolResult, clamp_timeout
+from nestor.tools.sandbox.detect import Backend, detect
+from nestor.tools.sandbox.launch import Launch, SandboxError, sandboxed
+from nestor.tools.sandbox.policy import SandboxPolicy
 
+# What a command sees when the sandbox refuses it; only then is the sandbox named, so an ordinary
+# failing test run does not send a small model after a sandbox problem it never had.
+_WRITE_REFUSALS = re.compile(r"Read-only file system|Permission denied|Operation not permitted")
+_NETWORK_REFUSALS = re.compile(
+    r"Connection refused|Network is unreachable|Temporary failure in name resolution|"
+    r"Could not resolve host|Name or service not known"
+)
 OUTPUT_LIMIT_CHARS = 30_000
 """Output beyond this many characters is cut in the middle, keeping its head and tail."""
 
@@ -125,10 +142,31 @@ class BashTool(Tool[BashParams]):
     read_only: ClassVar[bool] = False
 
     def __init__(
-        self, *, output_limit: int = OUTPUT_LIMIT_CHARS, kill_grace_seconds: float = KILL_GRACE_SECONDS
+        self,
+        *,
+        output_limit: int = OUTPUT_LIMIT_CHARS,
+        kill_grace_seconds: float = KILL_GRACE_SECONDS,
+        sandbox: SandboxPolicy | None = None,
+        backend: Backend | Literal["auto"] = "auto",
+        notify: Callable[[str], None] | None = None,
     ) -> None:
+        """Make the tool.
+
+        Args:
+            output_limit: Characters of output kept (head and tail).
+            kill_grace_seconds: How long a stopped process group gets between SIGTERM and SIGKILL.
+            sandbox: The OS sandbox commands run in; None runs them unsandboxed.
+            backend: The sandbox backend; ``auto`` takes what :func:`~nestor.tools.sandbox.detect.detect`
+                finds on this machine.
+            notify: Told, once, when the sandbox is missing or cannot enforce all of the policy.
+
+        """
         self._output_limit = output_limit
         self._kill_grace_seconds = kill_grace_seconds
+        self._sandbox = sandbox
+        self._backend: Backend | Literal["auto"] = backend
+        self._notify = notify
+        self._notified = False
 
     def permission(self, params: BashParams, ctx: ToolContext) -> PermissionRequest | None:
         """Every command needs an ``execute`` permission; the runtime decides it."""
@@ -148,9 +186,43 @@ class BashTool(Tool[BashParams]):
             raise ToolError(f"The project root {ctx.project_root} is not a directory.")
 
         buffer = OutputBuffer(self._output_limit)
-        process = await _start_stopping_on_cancel(params.command, ctx.project_root)
-        outcome = await self._supervise(process, buffer, timeout)
+        launch = await self._launch(params.command, ctx.project_root)
+        try:
+            process = await _start_stopping_on_cancel(launch, ctx.project_root)
+            outcome = await self._supervise(process, buffer, timeout)
+        finally:
+            launch.cleanup()
+        if (
+            outcome.exit_code
+            and not outcome.timed_out
+            and launch.policy is not None
+            and _blames_the_sandbox(buffer.text(), launch.policy)
+        ):
+            notes.insert(0, launch.policy.refusal_note())
         return _result(params, buffer, outcome, timeout, notes)
+
+    async def _launch(self, command: str, project_root: Path) -> Launch:
+        """The argv running ``command``: sandboxed when a policy is set and a backend works."""
+        argv = ["bash", "-c", command]
+        if self._sandbox is None or not self._sandbox.enabled:
+            return Launch(argv)
+        if self._backend != "auto":
+            backend: Backend | None = self._backend
+            abi = 0
+            if backend == "landlock":
+                from nestor.tools.sandbox.landlock_exec import abi_version
+
+                abi = abi_version()
+        else:
+            found = await detect()
+            if self._notify is not None and not self._notified and (notice := found.notice()):
+                self._notified = True
+                self._notify(notice)
+            backend, abi = found.backend, found.landlock_abi
+        try:
+            return sandboxed(backend, self._sandbox, project_root, argv, landlock_abi=abi)
+        except SandboxError as error:
+            raise ToolError(f"The command was not run: its sandbox could not be set up ({error}).") from error
 
     async def _supervise(
         self, process: asyncio.subprocess.Process, buffer: OutputBuffer, timeout: int
@@ -202,30 +274,38 @@ class BashTool(Tool[BashParams]):
             await asyncio.sleep(_POLL_SECONDS / 10)
 
 
-async def _start(command: str, cwd: Path) -> asyncio.subprocess.Process:
+def _blames_the_sandbox(output: str, policy: SandboxPolicy) -> bool:
+    """Whether a failed command's output looks like the sandbox refused it."""
+    if _WRITE_REFUSALS.search(output):
+        return True
+    return not policy.allows_network and _NETWORK_REFUSALS.search(output) is not None
+
+
+async def _start(launch: Launch, cwd: Path) -> asyncio.subprocess.Process:
     try:
         return await asyncio.create_subprocess_exec(
-            "bash",
-            "-c",
-            command,
+            *launch.argv,
             cwd=cwd,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
-            env=os.environ | COMMAND_ENVIRONMENT,
+            env=os.environ | COMMAND_ENVIRONMENT | launch.env,
             start_new_session=True,
+            preexec_fn=launch.preexec,
         )
     except FileNotFoundError as error:
-        raise ToolError("bash is not installed or not on PATH.") from error
+        raise ToolError(f"{launch.argv[0]} is not installed or not on PATH.") from error
+    except subprocess.SubprocessError as error:  # preexec_fn failed: the sandbox could not be applied
+        raise ToolError(f"The command was not run: its sandbox could not be applied ({error}).") from error
 
 
-async def _start_stopping_on_cancel(command: str, cwd: Path) -> asyncio.subprocess.Process:
+async def _start_stopping_on_cancel(launch: Launch, cwd: Path) -> asyncio.subprocess.Process:
     """Start the shell; if cancelled meanwhile, kill its whole process group before re-raising.
 
     Cancelling ``create_subprocess_exec`` after the fork kills only the shell (asyncio's transport
     ``close()``), so jobs it already started would outlive the call.
     """
-    spawn = asyncio.ensure_future(_start(command, cwd))
+    spawn = asyncio.ensure_future(_start(launch, cwd))
     try:
         return await asyncio.shield(spawn)
     except asyncio.CancelledError:

@@ -1,0 +1,24 @@
+from __future__ import annotations
+
+import pytest
+
+from nestor.config import SandboxConfig
+from nestor.runtime.toolset import sandbox_policy
+from nestor.tools.sandbox.policy import SandboxPolicy
+
+
+@pytest.mark.parametrize("mode", ["read-only", "workspace-write", "off"])
+def test_an_agent_without_write_or_edit_gets_a_read_only_offline_shell(mode: str) -> None:
+    config = SandboxConfig.model_validate({"mode": mode, "network": True})
+
+    policy = sandbox_policy(("view", "grep", "bash", "fetch"), config)
+
+    assert policy == SandboxPolicy.read_only()
+    assert not policy.allows_network
+
+
+@pytest.mark.parametrize("writer", ["write", "edit"])
+def test_an_agent_that_writes_gets_the_configured_sandbox(writer: str) -> None:
+    assert sandbox_policy(("view", writer, "bash"), SandboxConfig()) == SandboxPolicy("workspace-write", True)
+    off = SandboxConfig(mode="off", network=False)
+    assert sandbox_policy((writer, "bash"), off) == SandboxPolicy("off", False)
