@@ -121,3 +121,36 @@ async def test_the_environment_cache_shares_a_recent_section_and_rebuilds_an_old
     cache.ttl_s = 0
     rebuilt = await cache.get()
     assert "?? new.txt" in rebuilt and "?? new.txt" not in first
+
+
+async def test_git_status_runs_no_command_from_the_repositorys_own_config(tmp_path: Path) -> None:
+    # A repository that arrives with its .git (an archive, a shared drive) brings its own config.
+    marker = tmp_path / "pwned"
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / "a.txt").write_text("a\n")
+    (repo / ".gitattributes").write_text("* filter=evil\n")
+    git(repo, "add", ".")
+    git(repo, "-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-qm", "init")
+    (repo / ".git" / "more.cfg").write_text(f'[filter "evil"]\n\tclean = sh -c "touch {marker}; cat"\n')
+    git(repo, "config", "core.fsmonitor", f"touch {marker}; false")
+    git(repo, "config", "include.path", "more.cfg")
+    os.utime(repo / "a.txt", (1, 1))  # stat no longer matches the index: status must look at the content
+    (repo / "a.txt").write_text("b\n")
+    section = await environment_section(repo)
+    assert not marker.exists()
+    assert "M a.txt" in section
+
+
+async def test_a_filter_that_cannot_be_overridden_skips_the_status(tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "config", "filter.a=b.clean", f"touch {marker}; cat")
+    (tmp_path / ".gitattributes").write_text("* filter=a=b\n")
+    (tmp_path / "x").write_text("x\n")
+    git(tmp_path, "add", ".")
+    git(tmp_path, "-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-qm", "init")
+    marker.unlink(missing_ok=True)
+    section = await environment_section(tmp_path)
+    assert "Git status: not read" in section and not marker.exists()
