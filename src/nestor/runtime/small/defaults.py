@@ -11,11 +11,10 @@ with the ``if x is None: x = ...`` that follows in the body, and the class attri
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Iterator
 from typing import TypeAlias
 
-from nestor.runtime.small.facts import is_test_path
+from nestor.runtime.small.facts import IDENTIFIER, is_test_path
 from nestor.runtime.small.functions import parsed
 from nestor.runtime.small.intent import Intent
 from nestor.runtime.small.reader import ProjectReader
@@ -25,7 +24,6 @@ MAX_LISTED = 4
 """Defaults listed at most."""
 MAX_BASE_DEPTH = 4
 """How far up the base classes an ``__init__`` is looked for."""
-_WORD = re.compile(r"[A-Za-z_]\w*")
 
 _Function: TypeAlias = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -36,7 +34,7 @@ def parameter_defaults(prompt: str, intent: Intent, symbols: SymbolIndex, reader
     One row per parameter: ``cached(key=keys.hashkey)``, or for a ``None`` default what the body
     puts in its place. Nothing when the question names no parameter of them.
     """
-    words = set(_WORD.findall(prompt))
+    words = set(IDENTIFIER.findall(prompt))
     rows: list[str] = []
     for term in intent.terms:
         # A qualifier counts: `URLSafeSerializer(secret)` is read as `secret` qualified by the class.

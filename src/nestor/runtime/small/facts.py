@@ -37,7 +37,8 @@ _ASKS_DEFAULT = re.compile(
 _CONSTANT = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$")
 _CONSTANT_IN_TEXT = re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b")
 _CODE_SPAN = re.compile(r"`([^`\n]+)`")
-_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+"""A Python identifier (ASCII), as the harness looks for names in questions and answers."""
 
 
 def is_test_path(path: str) -> bool:
@@ -97,7 +98,7 @@ def _where_row(name: str, found: list[Symbol]) -> str:
 
 def _code_names(text: str) -> list[str]:
     """The identifiers in the code spans (backticks) of ``text``, in order."""
-    return [name for span in _CODE_SPAN.findall(text) for name in _IDENTIFIER.findall(span)]
+    return [name for span in _CODE_SPAN.findall(text) for name in IDENTIFIER.findall(span)]
 
 
 def asks_for_a_default(prompt: str) -> bool:

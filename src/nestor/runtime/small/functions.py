@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import re
 import textwrap
 from dataclasses import dataclass
@@ -79,8 +80,13 @@ def without_function(source: str, span: FunctionSpan) -> str:
     return "".join(lines[:start]).rstrip("\n") + "\n" + "".join(lines[span.end :])
 
 
+@functools.lru_cache(maxsize=16)
 def parsed(source: str) -> ast.Module:
-    """``source`` parsed; an empty module when it is not valid Python."""
+    """``source`` parsed; an empty module when it is not valid Python.
+
+    One answer looks at the same few files many times (each class's ``__init__``, each default):
+    the trees are kept, and callers only read them.
+    """
     try:
         return ast.parse(source)
     except (SyntaxError, ValueError):
