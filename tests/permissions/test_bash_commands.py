@@ -154,9 +154,32 @@ def test_what_cannot_be_judged_is_asked_even_under_a_broad_allow(command: str) -
 @pytest.mark.parametrize(
     "command",
     [
+        "X=rm; $X -rf x",
+        "eval 'rm -rf x'",
+        "env -S'rm -rf x'",
+        "env -iS'rm -rf x'",
+        "shopt -s expand_aliases\nalias del=rm\ndel -rf x",
+        "su -c 'rm -rf x'",
+        "echo 'rm -rf x' | bash",
+        'run() { "$@"; }; run rm -rf x',
+    ],
+)
+def test_a_line_hiding_its_commands_is_asked_when_a_deny_rule_might_cover_it(command: str) -> None:
+    # Neither a bare allow, nor --yolo, nor a session grant lets such a line past the deny rule.
+    assert decide(command, allow=("bash",), deny=("bash(rm *)",)) == "ask"
+    policy = PermissionPolicy.from_config([], [], ["bash(rm *)"], project_root=ROOT, yolo=True)
+    policy.grant_for_session(bash(command))
+    assert policy.decide(bash(command)).kind == "ask"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
         "r\\\nm -f x",
         "coproc rm -f x; wait",
         "bash -o errexit -c 'rm -f x'",
+        "env -S'rm -f x'",
+        "shopt -s expand_aliases\nalias del=rm\ndel -f x",
     ],
 )
 def test_the_lines_judged_above_really_run_rm(command: str, tmp_path: Path) -> None:
