@@ -255,6 +255,23 @@ async def test_workspace_write_leaves_no_git_config_of_the_commands_making(
     assert _git("config", "--get", "core.fsmonitor", cwd=project) == ""
 
 
+async def test_workspace_write_keeps_nestors_own_dirs_read_only_inside_the_project(project: Path) -> None:
+    # A project holding nestor's data dir (a project at ~, or NESTOR_HOME in it): a command must
+    # not add a folder to trusted-folders.json, nor write the user's config.
+    await _skip_unless_available("bwrap")
+    data, config = project / "data", project / "config"
+    data.mkdir()
+    config.mkdir()
+    policy = SandboxPolicy(kept_read_only=(data, config))
+    command = 'echo \'{"folders": [{"path": "/"}]}\' > data/trusted-folders.json; echo x > config/config.toml'
+
+    result = await run(command, ToolContext(project_root=project), policy, "bwrap")
+
+    assert not (data / "trusted-folders.json").exists()
+    assert not (config / "config.toml").exists()
+    assert "Read-only file system" in result.content
+
+
 async def test_workspace_write_network_follows_the_policy(
     backend: Backend, ctx: ToolContext, loopback_port: int
 ) -> None:

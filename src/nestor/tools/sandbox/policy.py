@@ -26,12 +26,15 @@ class SandboxPolicy:
         network: Whether the command may open network connections (``read-only`` never may).
         temp_dirs: The writable temp dirs of ``workspace-write``; None means ``/tmp`` and
             ``$TMPDIR``.
+        kept_read_only: Directories that stay read-only even inside a writable path: nestor's
+            data dir (its trusted folders) and the user config dir, when the project holds them.
 
     """
 
     mode: SandboxMode = "workspace-write"
     network: bool = True
     temp_dirs: tuple[Path, ...] | None = None
+    kept_read_only: tuple[Path, ...] = ()
 
     @classmethod
     def read_only(cls) -> SandboxPolicy:
@@ -72,6 +75,7 @@ class SandboxPolicy:
         if git_dir.is_dir() and not git_dir.is_symlink():
             (git_dir / "hooks").mkdir(exist_ok=True)
         candidates = [project_root / relative for relative in PROTECTED_GIT_PATHS]
+        candidates += self.kept_read_only
         if git_dir.is_file():
             candidates.append(git_dir)
             if (linked := _linked_git_dir(git_dir)) is not None:
