@@ -113,6 +113,29 @@ def test_a_deny_rule_sees_through_paths_wrappers_and_compositions(command: str) 
     assert decide(command, allow=("bash",), deny=("bash(rm *)",)) == "deny"
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        "r''m -rf x",
+        "cat <<EOF\n$(rm -rf x)\nEOF",
+        "echo >(rm -rf x)",
+        "echo $(( $(rm -rf x) ))",
+        "case a in a) rm -rf x;& b) ls;; esac",
+        "ls\r\nrm -rf x",
+        "[[ $(rm -rf x) ]]",
+        "declare v=$(rm -rf x)",
+        "exec -a name rm -rf x",
+        "command -p rm -rf x",
+        "env --chdir=/ rm -rf x",
+        "sudo --preserve-env=PATH rm -rf x",
+        "xargs -0 -I{} rm -rf {}",
+        "bash -c -- 'rm -rf x'",
+    ],
+)
+def test_a_deny_rule_holds_through_other_spellings(command: str) -> None:
+    assert decide(command, allow=("bash",), deny=("bash(rm *)",)) == "deny"
+
+
 def test_a_deny_rule_on_a_wrapper_still_holds() -> None:
     assert decide("sudo apt update", allow=("bash(apt*)",), deny=("bash(sudo *)",)) == "deny"
 
