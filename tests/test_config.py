@@ -390,7 +390,22 @@ def test_a_fifo_or_a_device_as_nestor_toml_is_an_error_not_a_hang(project: Path,
     assert "not a regular file" in config_error(project, user_config).message
     (project / "nestor.toml").unlink()
     (project / "nestor.toml").symlink_to("/dev/zero")
-    assert "not a regular file" in config_error(project, user_config).message
+    assert "links outside the project" in config_error(project, user_config).message
+
+
+def test_a_nestor_toml_linking_outside_the_project_is_not_read(
+    project: Path, user_config: Path, tmp_path: Path
+) -> None:
+    # Its values would be quoted in the error (got 'sk-...'), and SECURITY.md promises the real path.
+    secret = tmp_path / "elsewhere" / "credentials.toml"
+    write(secret, '[limits]\nmax_iterations = "sk-secret-token"\n')
+    (project / "nestor.toml").symlink_to(secret)
+    error = config_error(project, user_config, trusted=False)
+    assert "links outside the project" in error.message and "sk-secret" not in str(error)
+    (project / "nestor.toml").unlink()
+    (project / "real.toml").write_text("[context]\nkeep_recent = 0.1\n")
+    (project / "nestor.toml").symlink_to("real.toml")
+    assert load(project, user_config, trusted=False).context.keep_recent == 0.1
 
 
 def test_a_huge_nestor_toml_is_refused(project: Path, user_config: Path) -> None:

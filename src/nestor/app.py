@@ -298,7 +298,12 @@ class App:
         built: dict[str, Tool[Any]] = {tool.name: tool for tool in stateless_tools(names)}
         if "bash" in names:
             built["bash"] = BashTool(
-                sandbox=sandbox_policy(names, self.settings.sandbox), notify=self._sandbox_notice
+                sandbox=sandbox_policy(
+                    names,
+                    self.settings.sandbox,
+                    kept_read_only=(self.settings.data_dir, default_user_config_path().parent),
+                ),
+                notify=self._sandbox_notice,
             )
         if "todo_write" in names:
             built["todo_write"] = TodoWriteTool(

@@ -428,7 +428,7 @@ def load_settings(
     if user_layer is not None:
         layers.append(user_layer)
     ignored: list[IgnoredSetting] = []
-    project_layer = _read_file(project_root / PROJECT_CONFIG_NAME)
+    project_layer = _read_file(project_root / PROJECT_CONFIG_NAME, inside=project_root)
     if project_layer is not None:
         data, ignored = _project_data(
             project_layer.data, user_layer.data if user_layer else {}, trusted=trusted
@@ -568,10 +568,14 @@ def _coerce_overrides(overrides: CliOverrides | Mapping[str, Any] | None) -> Cli
     return CliOverrides(**{key: value for key, value in overrides.items() if value is not None})
 
 
-def _read_file(path: Path) -> _Layer | None:
-    """Parse one TOML file, or return ``None`` when it does not exist."""
+def _read_file(path: Path, *, inside: Path | None = None) -> _Layer | None:
+    """Parse one TOML file, or return ``None`` when it does not exist.
+
+    A project's file must really lie in the project (``inside``): a link to another file of the
+    user's would have its values quoted in the error messages of a run.
+    """
     try:
-        read = read_bounded_text(path, limit_bytes=_MAX_CONFIG_BYTES, errors="strict")
+        read = read_bounded_text(path, limit_bytes=_MAX_CONFIG_BYTES, inside=inside, errors="strict")
     except FileNotFoundError:
         return None
     except UnicodeDecodeError:

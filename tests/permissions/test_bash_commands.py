@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -94,9 +95,44 @@ def test_an_allowed_prefix_still_allows_the_command_itself() -> None:
         "for f in a b; do rm -rf $f; done",
         "if true; then rm -rf x; fi",
         "sudo env A=1 nice /usr/bin/rm -rf x",
+        "r\\\nm -rf x",
+        "rm -r\\\nf x",
+        "coproc rm -rf x",
+        "coproc job { rm -rf x; }",
+        "bash -o errexit -c 'rm -rf x'",
+        "bash -O extglob -c 'rm -rf x'",
+        "sh -eo pipefail -c 'rm -rf x'",
+        "busybox rm -rf x",
+        "watch -n 1 rm -rf x",
+        "flock /tmp/lock rm -rf x",
+        "strace -o /dev/null rm -rf x",
+        "taskset 1 rm -rf x",
     ],
 )
 def test_a_deny_rule_sees_through_paths_wrappers_and_compositions(command: str) -> None:
+    assert decide(command, allow=("bash",), deny=("bash(rm *)",)) == "deny"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "r''m -rf x",
+        "cat <<EOF\n$(rm -rf x)\nEOF",
+        "echo >(rm -rf x)",
+        "echo $(( $(rm -rf x) ))",
+        "case a in a) rm -rf x;& b) ls;; esac",
+        "ls\r\nrm -rf x",
+        "[[ $(rm -rf x) ]]",
+        "declare v=$(rm -rf x)",
+        "exec -a name rm -rf x",
+        "command -p rm -rf x",
+        "env --chdir=/ rm -rf x",
+        "sudo --preserve-env=PATH rm -rf x",
+        "xargs -0 -I{} rm -rf {}",
+        "bash -c -- 'rm -rf x'",
+    ],
+)
+def test_a_deny_rule_holds_through_other_spellings(command: str) -> None:
     assert decide(command, allow=("bash",), deny=("bash(rm *)",)) == "deny"
 
 
@@ -136,6 +172,46 @@ def test_exact_rules_match_exactly() -> None:
 )
 def test_what_cannot_be_judged_is_asked_even_under_a_broad_allow(command: str) -> None:
     assert decide(command, allow=("bash(git*)", "bash(echo*)", "bash(curl*)", "bash(env*)")) == "ask"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "X=rm; $X -rf x",
+        "eval 'rm -rf x'",
+        "env -S'rm -rf x'",
+        "env -iS'rm -rf x'",
+        "shopt -s expand_aliases\nalias del=rm\ndel -rf x",
+        "su -c 'rm -rf x'",
+        "echo 'rm -rf x' | bash",
+        'run() { "$@"; }; run rm -rf x',
+    ],
+)
+def test_a_line_hiding_its_commands_is_asked_when_a_deny_rule_might_cover_it(command: str) -> None:
+    # Neither a bare allow, nor --yolo, nor a session grant lets such a line past the deny rule.
+    assert decide(command, allow=("bash",), deny=("bash(rm *)",)) == "ask"
+    policy = PermissionPolicy.from_config([], [], ["bash(rm *)"], project_root=ROOT, yolo=True)
+    policy.grant_for_session(bash(command))
+    assert policy.decide(bash(command)).kind == "ask"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "r\\\nm -f x",
+        "coproc rm -f x; wait",
+        "bash -o errexit -c 'rm -f x'",
+        "env -S'rm -f x'",
+        "shopt -s expand_aliases\nalias del=rm\ndel -f x",
+    ],
+)
+def test_the_lines_judged_above_really_run_rm(command: str, tmp_path: Path) -> None:
+    import subprocess
+
+    (tmp_path / "x").write_text("")
+    subprocess.run(["bash", "-c", command], cwd=tmp_path, check=False, capture_output=True, timeout=10)
+    assert not (tmp_path / "x").exists()
+    assert decide(command, allow=("bash",), deny=("bash(rm *)",)) != "allow"
 
 
 def test_a_bare_bash_rule_covers_every_line_even_an_unparseable_one() -> None:

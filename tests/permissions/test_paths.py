@@ -44,3 +44,22 @@ def test_a_symlinked_project_root_matches_its_real_path(tmp_path: Path) -> None:
     link.symlink_to(real)
     assert path_matches("src/**", str(real / "src" / "a.py"), str(link), bare_covers_outside=False)
     assert path_matches(f"{link}/src/*", str(real / "src" / "a.py"), str(link), bare_covers_outside=False)
+
+
+def test_patterns_leading_out_of_the_project_or_naming_a_directory_still_match(tmp_path: Path) -> None:
+    # A deny rule the user wrote for a sibling directory, or for build/, matched nothing.
+    project = tmp_path / "repo"
+    (project / "build").mkdir(parents=True)
+    (tmp_path / "shared").mkdir()
+    root = str(project)
+    policy = PermissionPolicy.from_config(
+        ["write"], [], ["edit(../shared/**)", "write(build/)", "edit(src//gen/*)"], project_root=root
+    )
+    assert policy.decide(write_request(tmp_path / "shared" / "x.py", outside=True)).kind == "deny"
+    assert (
+        policy.decide(write_request(project / "sub" / ".." / ".." / "shared" / "y", outside=True)).kind
+        == "deny"
+    )
+    assert policy.decide(write_request(project / "build" / "out.o", outside=False)).kind == "deny"
+    assert policy.decide(write_request(project / "src" / "gen" / "a.py", outside=False)).kind == "deny"
+    assert policy.decide(write_request(project / "src" / "a.py", outside=False)).kind == "allow"

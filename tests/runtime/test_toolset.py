@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from nestor.config import SandboxConfig
@@ -22,3 +24,9 @@ def test_an_agent_that_writes_gets_the_configured_sandbox(writer: str) -> None:
     assert sandbox_policy(("view", writer, "bash"), SandboxConfig()) == SandboxPolicy("workspace-write", True)
     off = SandboxConfig(mode="off", network=False)
     assert sandbox_policy((writer, "bash"), off) == SandboxPolicy("off", False)
+
+
+def test_nestors_own_dirs_stay_read_only_in_a_writing_agents_sandbox(tmp_path: Path) -> None:
+    policy = sandbox_policy(("write", "bash"), SandboxConfig(), kept_read_only=(tmp_path / "data",))
+    (tmp_path / "data").mkdir()
+    assert (tmp_path / "data").resolve() in policy.protected_paths(tmp_path)

@@ -13,7 +13,7 @@ import os
 import signal
 import sys
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -190,6 +190,85 @@ async def test_workspace_write_protects_git_hooks_and_config(ctx: ToolContext, p
     assert not (project / ".git" / "hooks" / "pre-commit").exists()
     assert (project / ".git" / "config").read_text() == "[core]\n"
     assert (project / ".git" / "HEAD").read_text() == "ok\n"
+    assert "Read-only file system" in result.content
+
+
+def _git(*args: str, cwd: Path) -> str:
+    import subprocess
+
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1"}
+    done = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True, check=False)
+    return done.stdout.strip()
+
+
+def _init_repo(project: Path) -> None:
+    import shutil
+
+    shutil.rmtree(project / ".git")
+    _git("init", "-q", ".", cwd=project)
+
+
+def _init_worktree(project: Path) -> None:
+    import shutil
+
+    main = project.parent / "main"
+    _git("init", "-q", str(main), cwd=project.parent)
+    _git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "x", cwd=main)
+    shutil.rmtree(project)
+    _git("worktree", "add", "-q", str(project), cwd=main)
+
+
+EVIL = "git init -q {evil} && git -C {evil} config core.fsmonitor 'touch pwned'"
+
+
+@pytest.mark.parametrize(
+    ("setup", "attack"),
+    [
+        (
+            _init_repo,
+            "mv .git .git-old && mkdir .git && cp -r .git-old/. .git/ && rm -rf .git/hooks .git/config",
+        ),
+        (
+            _init_repo,
+            "mv .git .git-old; rm -rf .git; "
+            + EVIL.format(evil="evil")
+            + " && echo 'gitdir: evil/.git' > .git",
+        ),
+        (_init_repo, EVIL.format(evil="../evil") + ' && echo "$PWD/../evil/.git" > .git/commondir'),
+        (_init_worktree, EVIL.format(evil="evil") + " && echo 'gitdir: evil/.git' > .git"),
+        (_init_worktree, "git config core.fsmonitor 'touch pwned'"),
+    ],
+    ids=["rename .git", ".git made a file", ".git/commondir", "worktree .git file", "worktree's config"],
+)
+async def test_workspace_write_leaves_no_git_config_of_the_commands_making(
+    project: Path, setup: Callable[[Path], None], attack: str
+) -> None:
+    # The user's next git command in the project must not read a config the command wrote.
+    await _skip_unless_available("bwrap")
+    setup(project)
+    await run(
+        f"{attack}; git config core.fsmonitor 'touch pwned'",
+        ToolContext(project_root=project),
+        SandboxPolicy(),
+        "bwrap",
+    )
+    assert _git("config", "--get", "core.fsmonitor", cwd=project) == ""
+
+
+async def test_workspace_write_keeps_nestors_own_dirs_read_only_inside_the_project(project: Path) -> None:
+    # A project holding nestor's data dir (a project at ~, or NESTOR_HOME in it): a command must
+    # not add a folder to trusted-folders.json, nor write the user's config.
+    await _skip_unless_available("bwrap")
+    data, config = project / "data", project / "config"
+    data.mkdir()
+    config.mkdir()
+    policy = SandboxPolicy(kept_read_only=(data, config))
+    command = 'echo \'{"folders": [{"path": "/"}]}\' > data/trusted-folders.json; echo x > config/config.toml'
+
+    result = await run(command, ToolContext(project_root=project), policy, "bwrap")
+
+    assert not (data / "trusted-folders.json").exists()
+    assert not (config / "config.toml").exists()
     assert "Read-only file system" in result.content
 
 

@@ -26,9 +26,12 @@ if TYPE_CHECKING:
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "ash", "mksh", "yash"})
 # Builtins that run a string they are given: nothing static can be said about what they run.
 _STRING_EVALUATORS = frozenset({"eval", "trap", "fc"})
+# Builtins after which a later word may run something else than it says: an alias (with
+# ``shopt -s expand_aliases``) makes ``x -rf y`` run ``rm -rf y``.
+_COMMAND_DEFINERS = frozenset({"alias", "enable"})
 # Wrappers that run their operand with more privilege: an allow rule must name them (sudo apt*),
 # so allowing "apt update" never allows "sudo apt update".
-_PRIVILEGED_WRAPPERS = frozenset({"sudo", "doas"})
+_PRIVILEGED_WRAPPERS = frozenset({"sudo", "doas", "pkexec", "su", "runuser"})
 _MAX_SHELL_NESTING = 8
 # A command "named" like a reserved word means the grammar misread the line (tree-sitter-bash
 # reads "! { rm x; }" as a command "{"): the line is not judged, and the rest of the words are.
@@ -58,6 +61,11 @@ _RESERVED_WORDS = frozenset(
     }
 )
 _LEADING_RESERVED = re.compile(r"^(?:\s*(?:[{}!]|then|do|done|fi|else|elif|esac)(?=\s|$))+")
+# "coproc NAME { ...; }" and "coproc cmd": what follows the keyword (and the name) is what runs.
+_COPROC = re.compile(r"^\s*coproc\s+(?:[A-Za-z_]\w*\s+(?=[{(]))?")
+# Options of a shell that take the next word as their value: "bash -o errexit -c 'rm x'".
+_SHELL_OPTIONS_WITH_VALUE = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
+_LINE_CONTINUATION = re.compile(rb"(?:\\\n)+")
 _GLOB_CHARACTERS = frozenset("*?[")
 
 
@@ -106,6 +114,24 @@ _WRAPPERS: dict[str, _Wrapper] = {
     "stdbuf": _Wrapper(flags_with_value=frozenset("ioe")),
     "ionice": _Wrapper(flags_with_value=frozenset("cnp")),
     "setsid": _Wrapper(),
+    "busybox": _Wrapper(),
+    "unbuffer": _Wrapper(),
+    "watch": _Wrapper(flags_with_value=frozenset("nqd"), long_with_value=frozenset({"--interval"})),
+    "flock": _Wrapper(
+        flags_with_value=frozenset("wE"),
+        long_with_value=frozenset({"--timeout", "--conflict-exit-code"}),
+        operands_before_command=1,
+        unresolvable_flags=frozenset({"-c", "--command"}),
+    ),
+    "taskset": _Wrapper(operands_before_command=1, unresolvable_flags=frozenset({"-p", "--pid"})),
+    "chrt": _Wrapper(flags_with_value=frozenset("T"), operands_before_command=1),
+    "strace": _Wrapper(flags_with_value=frozenset("abeEIoOpPsSuUX")),
+    "ltrace": _Wrapper(flags_with_value=frozenset("aAeEFlLnopsSuwx")),
+    "unshare": _Wrapper(flags_with_value=frozenset("SGRw")),
+    "pkexec": _Wrapper(long_with_value=frozenset({"--user"})),
+    "su": _Wrapper(unresolvable_flags=frozenset({"-c", "--command"})),
+    "runuser": _Wrapper(unresolvable_flags=frozenset({"-c", "--command"})),
+    "script": _Wrapper(unresolvable_flags=frozenset({"-c", "--command"})),
 }
 
 
@@ -249,12 +275,17 @@ def _command(node: Node, redirects: list[str], collector: _Collector) -> None:
     name_tokens = _text(name).split() if name is not None and name.type == "command_name" else []
     if name_tokens and name_tokens[0] in _RESERVED_WORDS:
         collector.unresolved.append(f"{name_tokens[0]} is read as a command name")
-        rest = _LEADING_RESERVED.sub("", _text(node), count=1)
-        if rest.strip():
+        text = _text(node)
+        rest = (_COPROC if name_tokens[0] == "coproc" else _LEADING_RESERVED).sub("", text, count=1)
+        # Nothing stripped ("if", "[[" read as names) would parse the same text forever.
+        if rest.strip() and rest != text:
             _collect_source(rest, collector)
         return
     words: list[_Word] = []
+    previous: Node | None = None
     for child in node.named_children:
+        joined = previous is not None and _continues(node, previous, child)
+        previous = child
         # Assignments and arguments may hold substitutions, which run commands of their own.
         _walk_children(child, collector)
         if child.type == "variable_assignment" and not words:
@@ -265,8 +296,21 @@ def _command(node: Node, redirects: list[str], collector: _Collector) -> None:
         if child.type == "comment":
             continue
         target = child.named_children[0] if child.type == "command_name" and child.named_children else child
-        words.append(_word(target))
+        word = _word(target)
+        if joined and words:
+            # bash removes a backslash-newline before it splits words: "r\\<newline>m" is "rm".
+            last = words[-1]
+            words[-1] = _Word(last.text + word.text, last.static and word.static)
+        else:
+            words.append(word)
     _add_command(words, redirects, collector)
+
+
+def _continues(command: Node, previous: Node, child: Node) -> bool:
+    """Whether ``child`` goes on the word before it: only line continuations lie between them."""
+    source = command.text or b""
+    gap = source[previous.end_byte - command.start_byte : child.start_byte - command.start_byte]
+    return bool(gap) and _LINE_CONTINUATION.fullmatch(gap) is not None
 
 
 def _add_command(words: list[_Word], redirects: list[str], collector: _Collector) -> None:
@@ -293,6 +337,8 @@ def _add_command(words: list[_Word], redirects: list[str], collector: _Collector
         collector.unresolved.append(f"the command name {final[0].text} is not known before it runs")
     elif name in _STRING_EVALUATORS:
         collector.unresolved.append(f"{name} runs a string")
+    elif name in _COMMAND_DEFINERS:
+        collector.unresolved.append(f"{name} defines commands")
     elif name in SHELLS:
         if _shell(final, collector):
             collector.commands.append(SimpleCommand(texts[-1], tuple(texts[:-1]), allow_text, False))
@@ -361,11 +407,11 @@ def _wrapped_command(wrapper: str, args: list[_Word]) -> tuple[list[_Word], str]
             index += 2 if option in spec.long_with_value and "=" not in text else 1
             continue
         if text.startswith("-") and len(text) > 1:
-            if text in spec.unresolvable_flags:
-                return [], f"{wrapper} {text} is not followed"
             index += 1
             # A value-taking flag takes the rest of its cluster, or the next word.
             for position, letter in enumerate(text[1:], start=1):
+                if "-" + letter in spec.unresolvable_flags:
+                    return [], f"{wrapper} -{letter} is not followed"
                 if letter in spec.flags_with_value:
                     if position == len(text) - 1:
                         index += 1
@@ -382,11 +428,20 @@ def _wrapped_command(wrapper: str, args: list[_Word]) -> tuple[list[_Word], str]
 def _shell(words: list[_Word], collector: _Collector) -> bool:
     """Parse the string of ``sh -c STRING``; True when the shell was replaced by what it runs."""
     args = words[1:]
+    is_value = False
     for index, word in enumerate(args):
         if not word.static:
             collector.unresolved.append(f"{words[0].text} is given {word.text}")
             return False
         text = word.text
+        if is_value:
+            is_value = False
+            continue
+        if text in _SHELL_OPTIONS_WITH_VALUE or (
+            text[:1] in "-+" and text[1:2] != "-" and text[-1:] in "oO" and len(text) > 2
+        ):
+            is_value = True
+            continue
         if text == "--" or not text.startswith(("-", "+")):
             if index == 0 or not any(_has_c_flag(a.text) for a in args[:index]):
                 return False  # a script file: the shell is an ordinary command

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from nestor.core.permission import PermissionRequest
-from nestor.permissions.policy import Decision, PermissionPolicy
+from nestor.permissions.policy import Decision, PermissionPolicy, unjudged_decision
 from nestor.permissions.rules import Rule, find_rule, parse_rule
 
 _STRICTNESS = {"allow": 0, "ask": 1, "deny": 2}
@@ -100,6 +100,8 @@ class ChildPolicy(PermissionPolicy):
             rule = find_rule(self.rules, action, request, self.project_root)
             if rule is not None:
                 return Decision(action, f"{self.label} rule {action} {rule}", rule)
+            if action == "ask" and (unjudged := unjudged_decision(self.rules, request)) is not None:
+                return unjudged
         return None
 
 

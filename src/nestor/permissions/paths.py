@@ -1,7 +1,8 @@
 """Matching file rules against paths.
 
 A pattern is relative to the project root unless it is absolute (``/etc/*``, or Claude Code's
-``//etc/*``) or starts with ``~/`` (the home directory); ``./`` in front is ignored. The path is
+``//etc/*``) or starts with ``~/`` (the home directory); ``./`` in front is ignored, ``../``
+leads out of the project, and a trailing ``/`` means everything in that directory. The path is
 resolved first (``os.path.realpath``), so a symlink in the project is judged by where it points:
 ``edit(*.txt)`` does not cover ``notes.txt -> ~/.bashrc``. ``*`` crosses ``/`` (``src/*`` covers
 the tree), and ``dir/**`` covers ``dir`` itself too.
@@ -10,6 +11,7 @@ the tree), and ``dir/**`` covers ``dir`` itself too.
 from __future__ import annotations
 
 import os
+import re
 from fnmatch import fnmatchcase
 
 _ANY = frozenset({"", "*", "**"})
@@ -39,6 +41,12 @@ def path_matches(pattern: str | None, target: str, project_root: str, *, bare_co
         written = os.path.expanduser(written)
     while written.startswith("./"):
         written = written[2:]
+    written = re.sub("/{2,}", "/", written)
+    if written.endswith("/"):
+        written += "**"  # "build/" is the directory: everything in it
+    if not os.path.isabs(written) and ".." in written.split("/"):
+        # "../shared/**" is relative to the project root too, and lies outside it.
+        written = os.path.join(root, written)
     if os.path.isabs(written):
         return _glob_matches(real, _resolve_fixed_prefix(written))
     return relative is not None and _glob_matches(relative, written)

@@ -9,12 +9,12 @@ user already made.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 from nestor.core.permission import PermissionRequest
-from nestor.permissions.rules import Rule, RuleAction, find_rule, parse_rule
+from nestor.permissions.rules import Rule, RuleAction, find_rule, parse_rule, unjudged_rule
 
 DecisionKind = Literal["allow", "ask", "deny"]
 
@@ -75,6 +75,8 @@ class PermissionPolicy:
             rule = find_rule(self.rules, action, request, self.project_root)
             if rule is not None:
                 return Decision(action, f"rule {action} {rule}", rule)
+            if action == "ask" and (unjudged := unjudged_decision(self.rules, request)) is not None:
+                return unjudged
         if (request.tool_name, request.grant_key) in self._grants or (request.tool_name, "*") in self._grants:
             return Decision("allow", "allowed for this session")
         if self.yolo:
@@ -95,6 +97,19 @@ class PermissionPolicy:
     def grant_for_session(self, request: PermissionRequest) -> None:
         """Allow calls like ``request`` (same tool and grant key) for the rest of the session."""
         self._grants.add((request.tool_name, request.grant_key))
+
+
+def unjudged_decision(rules: Sequence[Rule], request: PermissionRequest) -> Decision | None:
+    """Ask about a command line that cannot be judged when a deny or ask rule might cover it.
+
+    ``X=rm; $X -rf y`` or ``eval 'rm -rf y'`` hide the command a deny rule names: no allow rule,
+    session grant or ``--yolo`` may let such a line through while a rule says what must not run.
+    """
+    rule = unjudged_rule(rules, request)
+    if rule is None:
+        return None
+    reason = f"the command cannot be judged before it runs, and rule {rule.action} {rule} may cover it"
+    return Decision("ask", reason, rule)
 
 
 def _default_reason(request: PermissionRequest) -> str:

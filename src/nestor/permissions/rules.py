@@ -169,3 +169,21 @@ def find_rule(
             return None
         first = first or rule
     return first
+
+
+def unjudged_rule(rules: Sequence[Rule], request: PermissionRequest) -> Rule | None:
+    """A ``bash`` deny or ask rule with a pattern, when ``request``'s line cannot be judged statically.
+
+    The commands of such a line are not all known, so a deny rule cannot tell whether it covers
+    them; the line must then be asked, whatever allows it.
+    """
+    if request.tool_name not in _COMMAND_TOOLS:
+        return None
+    guards = [
+        rule
+        for rule in rules
+        if rule.action != "allow" and rule.governs(request.tool_name) and not is_bare(rule.pattern)
+    ]
+    if not guards or not parse_command_line(request.target).unresolved:
+        return None
+    return guards[0]

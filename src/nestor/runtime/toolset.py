@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from nestor.config import SandboxConfig
@@ -65,12 +66,16 @@ def compact_coder_tools() -> list[Tool[Any]]:
     return stateless_tools(COMPACT_CODER_TOOL_NAMES)
 
 
-def sandbox_policy(tool_names: Sequence[str], config: SandboxConfig) -> SandboxPolicy:
+def sandbox_policy(
+    tool_names: Sequence[str], config: SandboxConfig, *, kept_read_only: Sequence[Path] = ()
+) -> SandboxPolicy:
     """The sandbox of an agent's ``bash``: read-only and offline without a write tool, else as configured.
 
     A read-only agent stays read-only even with ``mode = "off"``: its lack of write tools would
-    otherwise be all that kept its shell from writing.
+    otherwise be all that kept its shell from writing. ``kept_read_only`` (nestor's data and
+    config dirs) stay read-only when the project or a temp dir holds them: a command must not
+    trust a folder or write the user's config.
     """
     if WRITE_TOOL_NAMES.isdisjoint(tool_names):
         return SandboxPolicy.read_only()
-    return SandboxPolicy(mode=config.mode, network=config.network)
+    return SandboxPolicy(mode=config.mode, network=config.network, kept_read_only=tuple(kept_read_only))

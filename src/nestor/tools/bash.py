@@ -192,6 +192,7 @@ class BashTool(Tool[BashParams]):
             outcome = await self._supervise(process, buffer, timeout)
         finally:
             launch.cleanup()
+        notes.extend(launch.remove_planted())
         if (
             outcome.exit_code
             and not outcome.timed_out

@@ -19,7 +19,8 @@ def bwrap_argv(
 
     The whole filesystem is mounted read-only, with a fresh ``/dev`` and ``/proc``. ``read-only``
     mode gets a private, empty ``/tmp`` (the project stays visible); ``workspace-write`` mode binds
-    the writable paths back read-write (parents first), then the protected paths read-only.
+    the writable paths back read-write (parents first), the pinned paths onto themselves, then the
+    protected paths read-only.
     """
     options = [bwrap, *BASE_OPTIONS]
     if policy.allows_network:
@@ -29,6 +30,8 @@ def bwrap_argv(
         # The project may lie under /tmp: bound again so that the fresh /tmp does not hide it.
         options += ["--tmpfs", "/tmp", "--ro-bind", str(project_root), str(project_root)]
     for path in sorted(policy.writable_paths(project_root), key=lambda path: len(path.parts)):
+        options += ["--bind", str(path), str(path)]
+    for path in policy.pinned_paths(project_root):
         options += ["--bind", str(path), str(path)]
     for path in policy.protected_paths(project_root):
         options += ["--ro-bind", str(path), str(path)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import shutil
@@ -42,6 +43,17 @@ class Launch:
     private_tmp: Path | None = None
     preexec: Callable[[], None] | None = None
     ruleset_fd: int | None = None
+    planted: tuple[Path, ...] = ()
+
+    def remove_planted(self) -> list[str]:
+        """Remove the files of :attr:`planted` the command created; one note for each."""
+        notes: list[str] = []
+        for path in self.planted:
+            if os.path.lexists(path):
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+                notes.append(f"(sandbox: removed {path}: it would point git at another repository's config)")
+        return notes
 
     def cleanup(self) -> None:
         """Close the ruleset and remove the private temp dir, if any."""
@@ -71,7 +83,8 @@ def sandboxed(
         return Launch(list(argv))
     if backend == "bwrap":
         env = {"TMPDIR": "/tmp"} if policy.mode == "read-only" else {}
-        return Launch(bwrap_argv(policy, project_root, argv), env, policy)
+        planted = policy.planted_paths(project_root)
+        return Launch(bwrap_argv(policy, project_root, argv), env, policy, planted=planted)
     return _landlock(policy, project_root, argv, landlock_abi)
 
 
@@ -105,4 +118,5 @@ def _landlock(policy: SandboxPolicy, project_root: Path, argv: list[str], abi: i
         private_tmp,
         preexec=functools.partial(restrict_self, ruleset),
         ruleset_fd=ruleset,
+        planted=policy.planted_paths(project_root),
     )
