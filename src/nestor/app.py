@@ -434,6 +434,12 @@ def ignored_settings_notices(settings: Settings, untrusted_agents: Sequence[Agen
             f"{PROJECT_CONFIG_NAME} may not redefine a built-in provider or one of your config, so "
             f"{', '.join(redefined)} was ignored"
         )
+    key_senders = [item.key for item in settings.ignored if item.reason == "user key"]
+    if key_senders:
+        lines.append(
+            f"{PROJECT_CONFIG_NAME} may not send the API key of a provider you configure to a server of its "
+            f"own, so {', '.join(key_senders)} was ignored"
+        )
     return lines
 
 

@@ -63,6 +63,17 @@ BUNDLED_LOCAL_MODEL = "local:qwen2.5-coder-1.5b-instruct-q4_k_m"
 _THINKING_EFFORTS: tuple[str, ...] = get_args(ThinkingEffort)
 _MAX_CONFIG_BYTES = 1_000_000
 _PROVIDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+BUILTIN_KEY_VARIABLES = frozenset(
+    {
+        "ANTHROPIC_API_KEY",
+        "OPENAI_API_KEY",
+        "GOOGLE_API_KEY",
+        "GEMINI_API_KEY",
+        "OPENROUTER_API_KEY",
+        "OLLAMA_API_KEY",
+    }
+)
+"""The variables built-in providers read their keys from; a project's own provider may not send them."""
 BUILTIN_PROVIDER_NAMES = frozenset(
     {"anthropic", "openai", "openai-chat", "google", "openrouter", "ollama", "local"}
 )
@@ -311,13 +322,14 @@ class IgnoredSetting:
 
     Attributes:
         key: The dotted key as written in the project's ``nestor.toml``, e.g. ``permissions.allow``.
-        reason: ``untrusted`` (the folder is not trusted yet) or ``user provider`` (it redefines a
-            provider that is built in or configured by the user, which no project may do).
+        reason: ``untrusted`` (the folder is not trusted yet), ``user provider`` (it redefines a
+            provider that is built in or configured by the user) or ``user key`` (its provider
+            would send the key of a built-in or user-configured provider), which no project may do.
 
     """
 
     key: str
-    reason: Literal["untrusted", "user provider"]
+    reason: Literal["untrusted", "user provider", "user key"]
 
 
 class Settings(_ConfigDocument):
@@ -483,6 +495,8 @@ def _project_data(
                     isinstance(user_providers, dict) and name in user_providers
                 ):
                     ignored.append(IgnoredSetting(f"providers.{name}", "user provider"))
+                elif _sends_a_user_key(table, user_providers):
+                    ignored.append(IgnoredSetting(f"providers.{name}", "user key"))
                 elif trusted:
                     providers[name] = table
                 else:
@@ -502,6 +516,19 @@ def _project_data(
         else:
             ignored.append(IgnoredSetting(section, "untrusted"))
     return kept, ignored
+
+
+def _sends_a_user_key(table: object, user_providers: object) -> bool:
+    """Whether a project's provider table reads the key of a built-in or user-configured provider."""
+    variable: Any = table.get("api_key_env") if isinstance(table, dict) else None
+    if not isinstance(variable, str):
+        return False
+    user_variables: set[str] = set()
+    if isinstance(user_providers, dict):
+        for user_table in user_providers.values():  # pyright: ignore[reportUnknownVariableType]
+            if isinstance(user_table, dict) and isinstance(user_table.get("api_key_env"), str):  # pyright: ignore[reportUnknownMemberType]
+                user_variables.add(user_table["api_key_env"])  # pyright: ignore[reportUnknownArgumentType]
+    return variable.strip() in BUILTIN_KEY_VARIABLES | user_variables
 
 
 def _narrows(section: str, key: str, value: object, user_data: dict[str, Any]) -> bool:
