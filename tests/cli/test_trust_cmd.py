@@ -120,3 +120,13 @@ def test_the_repl_asks_nothing_when_nothing_was_ignored(untrusted_project: Commo
 
     settings = settings_after_asking(untrusted_project, untrusted_project.load_settings(), never)
     assert settings.permissions.deny == ("bash",)
+
+
+def test_trusting_the_home_folder_warns_that_everything_inside_is_trusted(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    done = nestor(["trust", str(home)], cwd=tmp_path, env=clean_env(home))
+    assert done.returncode == 0
+    assert "every folder inside" in done.stderr
+    project = nestor(["trust", str(tmp_path)], cwd=tmp_path, env=clean_env(home))
+    assert "every folder inside" not in project.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -42,6 +43,12 @@ def run_trust(options: CommonOptions, path: Path | None, *, remove: bool, list_f
         raise NestorError(f"{folder} is not a folder", hint="pass the project's directory: nestor trust PATH")
     entry = folders.trust(folder)
     print(f"trusted: {entry.path} (its nestor.toml and agent files now apply in full)")
+    if entry.path in (Path.home().resolve(), Path("/")):
+        print(
+            f"note: every folder inside {entry.path} is trusted too, every repository you clone there "
+            f"included; nestor trust --remove {entry.path} undoes it",
+            file=sys.stderr,
+        )
 
 
 def settings_after_asking(options: CommonOptions, settings: Settings, ask: Callable[[str], str]) -> Settings:
