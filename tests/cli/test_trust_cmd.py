@@ -130,3 +130,16 @@ def test_trusting_the_home_folder_warns_that_everything_inside_is_trusted(tmp_pa
     assert "every folder inside" in done.stderr
     project = nestor(["trust", str(tmp_path)], cwd=tmp_path, env=clean_env(home))
     assert "every folder inside" not in project.stderr
+
+
+def test_a_broken_trust_file_is_named_and_trusts_nothing(
+    untrusted_project: CommonOptions, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from nestor.config import resolve_data_dir
+    from nestor.store.trust import TRUST_FILE_NAME
+
+    path = resolve_data_dir() / TRUST_FILE_NAME
+    path.parent.mkdir(parents=True)
+    path.write_text("{not json", encoding="utf-8")
+    assert not untrusted_project.load_settings().project_trusted
+    assert TRUST_FILE_NAME in capsys.readouterr().err

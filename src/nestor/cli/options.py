@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,9 +43,17 @@ class CommonOptions:
         if self.trust:
             return True
         from nestor.config import resolve_data_dir
+        from nestor.core.errors import StoreError
         from nestor.store.trust import TrustedFolders
 
-        return TrustedFolders(resolve_data_dir()).is_trusted(self.project_root)
+        folders = TrustedFolders(resolve_data_dir())
+        try:
+            folders.folders()
+        except StoreError as error:
+            # Untrusted is the safe side, but the user should know why their trust is gone.
+            print(f"nestor: {error.message}; {error.hint}", file=sys.stderr)
+            return False
+        return folders.is_trusted(self.project_root)
 
     def load_settings(self) -> Settings:
         """Load settings for the project, with these flags on top."""
