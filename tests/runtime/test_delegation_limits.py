@@ -213,6 +213,29 @@ async def test_a_child_repeating_one_call_is_reminded_then_stopped_with_a_report
     assert child_finished(harness, main.session_id).stop_reason == "loop"
 
 
+async def test_a_child_alternating_two_calls_is_reminded_then_stopped_with_a_report(tmp_path: Path) -> None:
+    project_files(tmp_path)
+    a, b = call("view", {"path": "f0.txt"}), call("view", {"path": "f1.txt"})
+    model = ScriptedModel(
+        RoutedScript(
+            {
+                "USER": [call("task", task("loop", "CHILD: loop")), reply("main done")],
+                "CHILD": [*[a, b] * 3, a, reply("partial: f0 and f1 say file 0 and file 1")],
+            }
+        )
+    )
+    harness = TreeHarness(tmp_path, models={})
+    main = harness.main(model)
+
+    await main.run("USER: go")
+
+    child_requests = requests_of(model, "CHILD")
+    assert len(child_requests) == 8  # six calls, the reminded one (one more on the cycle), the report
+    assert "in a cycle" in str(child_requests[6].messages)
+    assert_tool_less_last_turn(child_requests)
+    assert_partial_report(the_task_result(main), "loop", "file 0 and file 1")
+
+
 # -- context and cost -------------------------------------------------------------------------
 
 
