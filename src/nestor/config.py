@@ -176,7 +176,11 @@ class PermissionsConfig(_ConfigModel):
 
 
 class LimitsConfig(_ConfigModel):
-    """The ``[limits]`` table: budgets of one run of the main agent (0 means unlimited)."""
+    """The ``[limits]`` table: budgets of one run (0 means unlimited).
+
+    They bound the main agent and every sub-agent together (background ones included): once the
+    tree's total reaches one, each running agent stops at its next request and reports.
+    """
 
     max_iterations: Annotated[StrictInt, Field(ge=1)] = 1000
     max_tokens: Annotated[StrictInt, Field(ge=0)] = 0

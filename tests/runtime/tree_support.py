@@ -16,7 +16,7 @@ from nestor.config import AgentsConfig, ContextConfig
 from nestor.permissions import PermissionPolicy
 from nestor.providers.build import BuiltModel
 from nestor.runtime.delegation import AgentTree, TreeServices
-from nestor.runtime.hooks import Budgets, Hook
+from nestor.runtime.hooks import Budgets, Hook, TreeBudget
 from nestor.runtime.loop import AgentSetup, SessionAgent
 from nestor.runtime.permission_gate import PermissionAsker
 from nestor.runtime.small.harness import SmallModelHarness
@@ -170,6 +170,7 @@ class TreeHarness(Harness):
             asker=asker,
             project_root=self.root,
             budgets=budgets or Budgets(),
+            tree_budget=TreeBudget(budgets or Budgets()),
             hooks=[*hooks, *self.tree.tree_hooks(0)],
             sleep=self.fake_sleep,
             harness=harness,

@@ -485,6 +485,7 @@ class AgentTree:
             context=ContextPolicy.configured(built.context_window, context),
             summarizer=services.summarizer,
             hooks=hooks,
+            tree_budget=parent.setup.tree_budget,
             retry=parent.setup.retry,
             sleep=parent.setup.sleep,
             agent_type=spec.name,

@@ -120,11 +120,63 @@ class Budgets:
     max_time_s: float = 0.0
 
 
-class BudgetHook(Hook):
-    """Ends a run gracefully when its iteration or token budget is spent."""
+@dataclass(slots=True)
+class TreeBudget:
+    """The main agent's run budgets, spent by the main agent and every sub-agent together.
 
-    def __init__(self, budgets: Budgets) -> None:
+    One object is shared by every agent of a tree: each records its model requests here, and each
+    stops (with its report turn) once the tree's total reaches a limit. The main agent starts it
+    anew with each prompt; runs on background notices alone go on spending the same budget.
+
+    Attributes:
+        budgets: The limits (the main agent's ``--max-iterations``, ``--max-tokens``, ``--max-time``).
+        requests: Model requests of the tree since :meth:`start`.
+        total_tokens: Input plus output tokens of those requests.
+        deadline: ``time.monotonic()`` at which the tree's time is up; None without a time limit.
+
+    """
+
+    budgets: Budgets
+    requests: int = 0
+    total_tokens: int = 0
+    deadline: float | None = None
+
+    def start(self) -> None:
+        """Begin a new budget: nothing spent, the clock from now."""
+        self.requests = 0
+        self.total_tokens = 0
+        max_time_s = self.budgets.max_time_s
+        self.deadline = time.monotonic() + max_time_s if max_time_s else None
+
+    def record(self, usage: Usage) -> None:
+        """Count one model request of any agent of the tree."""
+        self.requests += 1
+        self.total_tokens += usage.total_tokens
+
+    def spent(self) -> Stop | None:
+        """The stop of an agent of this tree once a request or token limit is reached, else None."""
+        budgets = self.budgets
+        if budgets.max_iterations and self.requests >= budgets.max_iterations:
+            return Stop(
+                "max_iterations",
+                f"Stopped: the main agent and sub-agents made {self.requests} model requests together "
+                f"(max_iterations = {budgets.max_iterations}).",
+            )
+        if budgets.max_total_tokens and self.total_tokens >= budgets.max_total_tokens:
+            return Stop(
+                "token_budget",
+                f"Stopped: the main agent and sub-agents used {self.total_tokens} tokens together "
+                f"(max_tokens = {budgets.max_total_tokens}).",
+            )
+        return None
+
+
+class BudgetHook(Hook):
+    """Ends a run gracefully when its iteration or token budget, or its tree's, is spent."""
+
+    def __init__(self, budgets: Budgets, tree: TreeBudget | None = None) -> None:
         self.budgets = budgets
+        self.tree = tree
 
     async def before_request(self, state: RunState) -> HookAction:
         """Stop before a request that would exceed a budget."""
@@ -141,7 +193,7 @@ class BudgetHook(Hook):
                 f"Stopped after using {state.usage.total_tokens} tokens "
                 f"(max_tokens = {budgets.max_total_tokens}).",
             )
-        return None
+        return self.tree.spent() if self.tree is not None else None
 
 
 class LoopGuardHook(Hook):

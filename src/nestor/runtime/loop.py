@@ -67,7 +67,17 @@ from nestor.runtime.compaction import (
 )
 from nestor.runtime.context import ContextPolicy, context_tokens, fixed_tokens
 from nestor.runtime.history import repair as history_repair
-from nestor.runtime.hooks import BudgetHook, Budgets, Hook, LoopGuardHook, Remind, RunState, Stop, StopReason
+from nestor.runtime.hooks import (
+    BudgetHook,
+    Budgets,
+    Hook,
+    LoopGuardHook,
+    Remind,
+    RunState,
+    Stop,
+    StopReason,
+    TreeBudget,
+)
 from nestor.runtime.model_call import ModelCall, is_context_overflow, response_text
 from nestor.runtime.permission_gate import PermissionAsker, PermissionGate
 from nestor.runtime.small.harness import SmallModelHarness
@@ -124,6 +134,8 @@ class AgentSetup:
             where every prompt token costs time).
         hooks: Extra hooks, after the built-in budget hook.
         budgets: Iteration, token and time limits of a run.
+        tree_budget: The main agent's budgets, shared by every agent of its tree (the main agent
+            starts it with each prompt); None for an agent outside a tree.
         retry: Retry policy for model requests.
         sleep: Waits between retries (tests inject a fast one).
         agent_type: The agent spec's name, for events.
@@ -153,6 +165,7 @@ class AgentSetup:
     brief_tools: bool = False
     hooks: Sequence[Hook] = ()
     budgets: Budgets = field(default_factory=Budgets)
+    tree_budget: TreeBudget | None = None
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
     agent_type: str = "coder"
@@ -177,7 +190,7 @@ class SessionAgent:
         # After a compaction that could not get under the threshold, wait for this many messages
         # before trying again, instead of paying for a futile summary at every request.
         self._no_auto_compaction_before = 0
-        self._budget_hook = BudgetHook(setup.budgets)
+        self._budget_hook = BudgetHook(setup.budgets, setup.tree_budget)
         self._hooks: list[Hook] = [self._budget_hook, LoopGuardHook(), *setup.hooks]
         self._gate = PermissionGate(setup.policy, setup.asker, setup.bus, session_id)
         self._queue: list[str] = []
@@ -265,6 +278,8 @@ class SessionAgent:
             raise RuntimeError("SessionAgent.run called while a run is in progress; use enqueue()")
         self._task = asyncio.current_task()
         self._cancel_requested = False
+        if prompt is not None and self.setup.depth == 0 and self.setup.tree_budget is not None:
+            self.setup.tree_budget.start()
         try:
             result = await self._run(prompt)
             # Prompts queued after the last turn took the queue (while the run was finishing)
@@ -299,6 +314,10 @@ class SessionAgent:
         prompts = self._take_queue() + ([UserPromptPart(prompt)] if prompt is not None else [])
         self._append(ModelRequest(parts=prompts))
         deadline = (time.monotonic() + setup.budgets.max_time_s) if setup.budgets.max_time_s else None
+        tree_deadline = setup.tree_budget.deadline if setup.tree_budget is not None else None
+        tree_time_is_shorter = tree_deadline is not None and (deadline is None or tree_deadline < deadline)
+        if tree_time_is_shorter:
+            deadline = tree_deadline
         stop_reason: StopReason = "completed"
         stop_message: str | None = None
         error: BaseException | None = None
@@ -319,7 +338,12 @@ class SessionAgent:
                 stop_reason, error = "error", exc
             else:
                 stop_reason = "timeout"
-                stop_message = f"Stopped after {setup.budgets.max_time_s:g} s (max_time_s)."
+                stop_message = (
+                    f"Stopped: the main agent and sub-agents reached the time limit of "
+                    f"{setup.tree_budget.budgets.max_time_s:g} s (max_time_s)."
+                    if tree_time_is_shorter and setup.tree_budget is not None
+                    else f"Stopped after {setup.budgets.max_time_s:g} s (max_time_s)."
+                )
         except asyncio.CancelledError:
             self._absorb_cancel()
             stop_reason, stop_message = "cancelled", "Cancelled by the user."
@@ -447,6 +471,8 @@ class SessionAgent:
         usage = usage_from_response(response, priced=setup.priced)
         state.iteration += 1
         state.usage.add(usage)
+        if setup.tree_budget is not None:
+            setup.tree_budget.record(usage)
         self._append(response, usage=usage)
         setup.bus.publish(
             RequestFinished(
