@@ -322,3 +322,16 @@ def test_run_compacts_a_long_session_and_sessions_show_marks_it(repo: Path, tmp_
     assert "SUMMARY-E2E" in shown.stdout
     exported = nestor_json(["sessions", "show", outcome["session_id"], "--json"], cwd=repo, env=env)
     assert [m["compaction"] is not None for m in exported["messages"]] == [False] * 3 + [True, False]
+
+
+def test_an_empty_reply_is_asked_again_then_fails_with_exit_1(repo: Path, tmp_path: Path) -> None:
+    with ScriptedOpenAIServer([ServerReply(text=""), ServerReply(text="")]) as server:
+        done = nestor(
+            ["run", "--model", "openai-chat:gpt-4o", "say something"],
+            cwd=repo,
+            env=openai_env(tmp_path, server),
+        )
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert "error: the model openai-chat:gpt-4o returned an empty reply twice" in done.stderr
+    assert "Traceback" not in done.stderr

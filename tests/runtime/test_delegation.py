@@ -140,18 +140,22 @@ async def test_a_description_copied_from_the_schema_is_sent_back(tmp_path: Path)
     assert harness.sessions.children(main.session_id) == []
 
 
-async def test_an_empty_final_report_is_an_error_result(tmp_path: Path) -> None:
+async def test_a_child_that_answers_nothing_twice_is_an_error_result(tmp_path: Path) -> None:
     model = ScriptedModel(
         RoutedScript(
-            {"USER": [call("task", task("mute", "say nothing")), reply("noted")], "say nothing": [reply("")]}
+            {
+                "USER": [call("task", task("mute", "say nothing")), reply("noted")],
+                "say nothing": [reply(""), reply("")],
+            }
         )
     )
     harness = TreeHarness(tmp_path, models={})
     main = harness.main(model)
     await main.run("USER")
     [part] = task_results(main.history)
-    assert part.outcome == "failed"
-    assert "without a report" in str(part.content)
+    # Asked twice, the child errs: the parent sees why, as for any failed child.
+    assert "returned an empty reply twice" in str(part.content)
+    assert "returned an empty reply twice" in part.metadata["subagent"]["error"]
     assert part.metadata["subagent"]["success"] is False
     assert part.metadata["subagent"]["stop_reason"] == "error"
 

@@ -44,6 +44,7 @@ from nestor.core.events import (
     ErrorEvent,
     PromptQueued,
     RequestFinished,
+    Retrying,
     ToolFinished,
     ToolStarted,
 )
@@ -462,18 +463,45 @@ class SessionAgent:
             if await self._compact("overflow", state=state) is None:
                 raise
             response = await self._send(reminder)
+        if _is_empty(response):
+            # Neither text nor a tool call: not kept (an empty assistant turn is what some
+            # providers reject), but it was paid for. Asked once more, then the run fails.
+            self._count_unstored(state, response)
+            reason = "the model returned an empty reply"
+            self.setup.bus.publish(Retrying(agent_id=self.session_id, attempt=1, delay_s=0.0, reason=reason))
+            response = await self._send(reminder)
+            if _is_empty(response):
+                self._count_unstored(state, response)
+                raise ModelRequestError(
+                    f"the model {self.setup.model_name} returned an empty reply twice",
+                    hint="try again, or use another model with --model",
+                )
         self._record(state, response)
         return response
 
     def _record(self, state: RunState, response: ModelResponse) -> None:
         """Count a response in the run, store it (its usage joins the totals) and publish its usage."""
+        usage = self._count(state, response)
+        self._append(response, usage=usage)
+        self._publish_usage(state, usage)
+
+    def _count_unstored(self, state: RunState, response: ModelResponse) -> None:
+        """Count a response that is not kept in the history: budgets, totals and events as usual."""
+        usage = self._count(state, response)
+        self.setup.sessions.add_usage(self.session_id, usage)
+        self._publish_usage(state, usage)
+
+    def _count(self, state: RunState, response: ModelResponse) -> Usage:
         setup = self.setup
         usage = usage_from_response(response, priced=setup.priced)
         state.iteration += 1
         state.usage.add(usage)
         if setup.tree_budget is not None:
             setup.tree_budget.record(usage)
-        self._append(response, usage=usage)
+        return usage
+
+    def _publish_usage(self, state: RunState, usage: Usage) -> None:
+        setup = self.setup
         setup.bus.publish(
             RequestFinished(
                 agent_id=self.session_id,
@@ -874,6 +902,13 @@ class _HarnessHost:
             return None
         agent._record(self._state, response)  # pyright: ignore[reportPrivateUsage]
         return response_text(response) or ""
+
+
+def _is_empty(response: ModelResponse) -> bool:
+    """True when a response has neither visible text nor a tool call."""
+    return not response_text(response).strip() and not any(
+        isinstance(part, ToolCallPart) for part in response.parts
+    )
 
 
 def _prompt_text(parts: Sequence[ModelRequestPart]) -> str:
