@@ -244,6 +244,7 @@ class App:
             summarizer=summarizer,
             budgets=budgets,
             tree_budget=TreeBudget(budgets),
+            stream_idle_timeout_s=None if built.in_process else limits.stream_idle_timeout_s or None,
             hooks=[
                 LargeResultHook(scratch_dir, context.tool_result_max_tokens),
                 TimeoutReportHook(MAIN_AGENT_REPORT),
@@ -295,6 +296,7 @@ class App:
                 child_hooks=self._agent_hooks,
                 environment=environment.get,
                 summarizer=summarizer,
+                stream_idle_timeout_s=settings.limits.stream_idle_timeout_s or None,
             )
         )
         self.tree = tree

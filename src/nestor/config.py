@@ -185,6 +185,9 @@ class LimitsConfig(_ConfigModel):
     max_iterations: Annotated[StrictInt, Field(ge=1)] = 1000
     max_tokens: Annotated[StrictInt, Field(ge=0)] = 0
     max_time_s: Annotated[StrictFloat, Field(ge=0)] = 0.0
+    stream_idle_timeout_s: Annotated[StrictFloat | StrictInt, Field(ge=0)] = 120.0
+    """Give up a model's stream after this many seconds without data, retry once, then fail; 0 never
+    does. Not applied to the embedded model, whose first token can take minutes on a long prompt."""
 
 
 class ContextConfig(_ConfigModel):

@@ -121,6 +121,8 @@ class TreeServices:
         child_hooks: Extra hooks of each new agent.
         environment: The ``<environment>`` section of system prompts.
         summarizer: Writes compaction summaries for children (the large model).
+        stream_idle_timeout_s: Children's model streams silent this long are given up (never
+            the in-process model's); None waits as long as the provider's client.
 
     """
 
@@ -138,6 +140,7 @@ class TreeServices:
     child_hooks: ChildHooks
     environment: Callable[[], Awaitable[str]]
     summarizer: SummaryModel | None = None
+    stream_idle_timeout_s: float | None = None
 
 
 @dataclass
@@ -486,6 +489,7 @@ class AgentTree:
             summarizer=services.summarizer,
             hooks=hooks,
             tree_budget=parent.setup.tree_budget,
+            stream_idle_timeout_s=None if built.in_process else services.stream_idle_timeout_s,
             retry=parent.setup.retry,
             sleep=parent.setup.sleep,
             agent_type=spec.name,
@@ -550,6 +554,7 @@ class AgentTree:
                 context_window=window or 128_000,
                 priced=setup.priced,
                 compact=setup.brief_tools,
+                in_process=setup.model.system == "local",
             )
         try:
             return self.services.build_model(resolved)

@@ -138,6 +138,9 @@ class AgentSetup:
         tree_budget: The main agent's budgets, shared by every agent of its tree (the main agent
             starts it with each prompt); None for an agent outside a tree.
         retry: Retry policy for model requests.
+        stream_idle_timeout_s: Give up (then retry once) a model stream silent for this many
+            seconds; None waits as long as the provider's client (the in-process model, whose
+            first token can take minutes on a long prompt).
         sleep: Waits between retries (tests inject a fast one).
         agent_type: The agent spec's name, for events.
         parent_id: Parent agent id, for sub-agents.
@@ -168,6 +171,7 @@ class AgentSetup:
     budgets: Budgets = field(default_factory=Budgets)
     tree_budget: TreeBudget | None = None
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+    stream_idle_timeout_s: float | None = None
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
     agent_type: str = "coder"
     parent_id: str | None = None
@@ -420,7 +424,14 @@ class SessionAgent:
             allow_text_output=True,
             instruction_parts=self._request_parameters.instruction_parts,
         )
-        call = ModelCall(setup.model, setup.model_settings, parameters, setup.retry, setup.sleep)
+        call = ModelCall(
+            setup.model,
+            setup.model_settings,
+            parameters,
+            setup.retry,
+            setup.sleep,
+            setup.stream_idle_timeout_s,
+        )
         try:
             async with asyncio.timeout(FINAL_TURN_TIMEOUT_S):
                 response = await call.request(
@@ -521,7 +532,12 @@ class SessionAgent:
         setup = self.setup
         # Built per request: the setup's model and settings may be changed between requests.
         call = ModelCall(
-            setup.model, setup.model_settings, self._request_parameters, setup.retry, setup.sleep
+            setup.model,
+            setup.model_settings,
+            self._request_parameters,
+            setup.retry,
+            setup.sleep,
+            setup.stream_idle_timeout_s,
         )
         return await call.request(
             messages, agent_id=self.session_id, publish=setup.bus.publish, stream_text=True
@@ -869,7 +885,9 @@ class _HarnessHost:
         if attempt:
             settings["temperature"] = min(1.0, 0.4 + 0.2 * attempt)
             settings["seed"] = attempt
-        call = ModelCall(setup.model, settings, parameters, setup.retry, setup.sleep)
+        call = ModelCall(
+            setup.model, settings, parameters, setup.retry, setup.sleep, setup.stream_idle_timeout_s
+        )
         response = await call.request(
             [ModelRequest(parts=[UserPromptPart(prompt)])],
             agent_id=agent.session_id,
