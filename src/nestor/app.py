@@ -31,7 +31,12 @@ from nestor.runtime.hooks import Budgets, Hook, TreeBudget
 from nestor.runtime.large_results import LargeResultHook
 from nestor.runtime.loop import AgentSetup, SessionAgent
 from nestor.runtime.permission_gate import PermissionAsker
-from nestor.runtime.prompt import EnvironmentCache, build_system_prompt, builtin_agent_prompt
+from nestor.runtime.prompt import (
+    EnvironmentCache,
+    build_system_prompt,
+    builtin_agent_prompt,
+    read_instructions,
+)
 from nestor.runtime.small.harness import SmallModelHarness
 from nestor.runtime.small.reader import ProjectReader
 from nestor.runtime.subagent_hooks import DELEGATION_TOOL_NAMES, MAIN_AGENT_REPORT, TimeoutReportHook
@@ -296,6 +301,7 @@ class App:
                 child_hooks=self._agent_hooks,
                 environment=environment.get,
                 summarizer=summarizer,
+                instructions=lambda: read_instructions(project_root, default_user_config_path(env).parent),
                 stream_idle_timeout_s=settings.limits.stream_idle_timeout_s or None,
             )
         )

@@ -19,6 +19,7 @@ from nestor.runtime.delegation import AgentTree, TreeServices
 from nestor.runtime.hooks import Budgets, Hook, TreeBudget
 from nestor.runtime.loop import AgentSetup, SessionAgent
 from nestor.runtime.permission_gate import PermissionAsker
+from nestor.runtime.prompt import read_instructions
 from nestor.runtime.small.harness import SmallModelHarness
 from nestor.runtime.subagent_hooks import DELEGATION_TOOL_NAMES
 from nestor.runtime.task_tool import delegation_tools
@@ -119,6 +120,7 @@ class TreeHarness(Harness):
                 tool_factory=self._tools,
                 child_hooks=lambda tool_names, session_id: [],
                 environment=self._environment,
+                instructions=lambda: read_instructions(root, None),
             )
         )
 
