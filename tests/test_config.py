@@ -312,7 +312,8 @@ def test_unknown_key_names_the_dotted_key_and_the_known_ones(project: Path, user
     path = write(project / "nestor.toml", "[limits]\nmax_iteration = 3\n")
     error = config_error(project, user_config)
     assert error.message == f"{path}: unknown key 'limits.max_iteration'"
-    assert error.hint == "known keys in [limits]: max_iterations, max_time_s, max_tokens"
+    known = "max_iterations, max_time_s, max_tokens, stream_idle_timeout_s"
+    assert error.hint == f"known keys in [limits]: {known}"
 
 
 def test_unknown_top_level_table(project: Path, user_config: Path) -> None:

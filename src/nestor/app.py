@@ -27,14 +27,19 @@ from nestor.runtime.compaction import SummaryModel
 from nestor.runtime.context import ContextPolicy
 from nestor.runtime.coordinator import Coordinator
 from nestor.runtime.delegation import AgentTree, TreeServices
-from nestor.runtime.hooks import Budgets, Hook
+from nestor.runtime.hooks import Budgets, Hook, TreeBudget
 from nestor.runtime.large_results import LargeResultHook
 from nestor.runtime.loop import AgentSetup, SessionAgent
 from nestor.runtime.permission_gate import PermissionAsker
-from nestor.runtime.prompt import EnvironmentCache, build_system_prompt, builtin_agent_prompt
+from nestor.runtime.prompt import (
+    EnvironmentCache,
+    build_system_prompt,
+    builtin_agent_prompt,
+    read_instructions,
+)
 from nestor.runtime.small.harness import SmallModelHarness
 from nestor.runtime.small.reader import ProjectReader
-from nestor.runtime.subagent_hooks import DELEGATION_TOOL_NAMES
+from nestor.runtime.subagent_hooks import DELEGATION_TOOL_NAMES, MAIN_AGENT_REPORT, TimeoutReportHook
 from nestor.runtime.task_tool import delegation_tools
 from nestor.runtime.titles import TitleHook, TitleWriter
 from nestor.runtime.todos import CompletionCheckHook, persist_todos, todo_list_from_metadata
@@ -219,6 +224,12 @@ class App:
             else None
         )
         hooks.extend(tree.tree_hooks(0))
+        # The run flags bound the whole tree: every sub-agent spends the main agent's budget too.
+        budgets = Budgets(
+            max_iterations=limits.max_iterations,
+            max_total_tokens=limits.max_tokens,
+            max_time_s=limits.max_time_s,
+        )
         setup = AgentSetup(
             model=built.model,
             model_name=built.name,
@@ -236,12 +247,14 @@ class App:
             scratch_dir=scratch_dir,
             context=ContextPolicy.configured(built.context_window, context),
             summarizer=summarizer,
-            budgets=Budgets(
-                max_iterations=limits.max_iterations,
-                max_total_tokens=limits.max_tokens,
-                max_time_s=limits.max_time_s,
-            ),
-            hooks=[LargeResultHook(scratch_dir, context.tool_result_max_tokens), *hooks],
+            budgets=budgets,
+            tree_budget=TreeBudget(budgets),
+            stream_idle_timeout_s=None if built.in_process else limits.stream_idle_timeout_s or None,
+            hooks=[
+                LargeResultHook(scratch_dir, context.tool_result_max_tokens),
+                TimeoutReportHook(MAIN_AGENT_REPORT),
+                *hooks,
+            ],
             harness=harness,
         )
         agent = SessionAgent(session.id, setup)
@@ -288,6 +301,8 @@ class App:
                 child_hooks=self._agent_hooks,
                 environment=environment.get,
                 summarizer=summarizer,
+                instructions=lambda: read_instructions(project_root, default_user_config_path(env).parent),
+                stream_idle_timeout_s=settings.limits.stream_idle_timeout_s or None,
             )
         )
         self.tree = tree

@@ -176,11 +176,18 @@ class PermissionsConfig(_ConfigModel):
 
 
 class LimitsConfig(_ConfigModel):
-    """The ``[limits]`` table: budgets of one run of the main agent (0 means unlimited)."""
+    """The ``[limits]`` table: budgets of one run (0 means unlimited).
+
+    They bound the main agent and every sub-agent together (background ones included): once the
+    tree's total reaches one, each running agent stops at its next request and reports.
+    """
 
     max_iterations: Annotated[StrictInt, Field(ge=1)] = 1000
     max_tokens: Annotated[StrictInt, Field(ge=0)] = 0
     max_time_s: Annotated[StrictFloat, Field(ge=0)] = 0.0
+    stream_idle_timeout_s: Annotated[StrictFloat | StrictInt, Field(ge=0)] = 120.0
+    """Give up a model's stream after this many seconds without data, retry once, then fail; 0 never
+    does. Not applied to the embedded model, whose first token can take minutes on a long prompt."""
 
 
 class ContextConfig(_ConfigModel):

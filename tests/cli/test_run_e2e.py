@@ -322,3 +322,32 @@ def test_run_compacts_a_long_session_and_sessions_show_marks_it(repo: Path, tmp_
     assert "SUMMARY-E2E" in shown.stdout
     exported = nestor_json(["sessions", "show", outcome["session_id"], "--json"], cwd=repo, env=env)
     assert [m["compaction"] is not None for m in exported["messages"]] == [False] * 3 + [True, False]
+
+
+def test_an_empty_reply_is_asked_again_then_fails_with_exit_1(repo: Path, tmp_path: Path) -> None:
+    with ScriptedOpenAIServer([ServerReply(text=""), ServerReply(text="")]) as server:
+        done = nestor(
+            ["run", "--model", "openai-chat:gpt-4o", "say something"],
+            cwd=repo,
+            env=openai_env(tmp_path, server),
+        )
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert "error: the model openai-chat:gpt-4o returned an empty reply twice" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_stream_that_stalls_twice_fails_with_one_line_naming_the_setting(
+    repo: Path, tmp_path: Path
+) -> None:
+    stall = ServerReply(text="an answer that never ends", chunks=5, stall_after_chunks=2)
+    with ScriptedOpenAIServer([stall, stall]) as server:
+        env = openai_env(tmp_path, server)
+        config = Path(env["XDG_CONFIG_HOME"]) / "nestor" / "config.toml"
+        config.parent.mkdir(parents=True, exist_ok=True)
+        config.write_text("[limits]\nstream_idle_timeout_s = 0.5\n")
+        done = nestor(["run", "--model", "openai-chat:gpt-4o", "say something"], cwd=repo, env=env)
+        requests = len(server.requests)
+    assert done.returncode == 1 and requests == 2
+    assert "error: the stream from openai:gpt-4o sent no data for 0.5 s, twice" in done.stderr
+    assert "stream_idle_timeout_s" in done.stderr and "Traceback" not in done.stderr

@@ -174,3 +174,18 @@ def test_a_headless_run_waits_for_its_background_agent_and_answers_its_notice(
     assert types.index("agent_finished") < notice < len(types) - 1
     [child] = [e for e in events if e["type"] == "agent_finished" and e["parent_id"] == result["session_id"]]
     assert child["stop_reason"] == "completed"
+
+
+def test_a_sub_agent_gets_the_projects_agents_md(repo: Path, tmp_path: Path) -> None:
+    (repo / "AGENTS.md").write_text("House rule: every function has a docstring.\n")
+    routes: dict[str, list[ServerReply | Route]] = {
+        "USER": [
+            ServerReply(tool_calls=(task_call("check", "CHILD: check auth", subagent_type="explore"),)),
+            ServerReply(text="checked"),
+        ],
+        "CHILD": [ServerReply(text="auth is in src/auth.py:1")],
+    }
+    with ScriptedOpenAIServer(router(routes)) as server:
+        run_json(repo, openai_env(tmp_path, server), "USER: check auth")
+        [child] = [body for body in server.requests if first_user_text(body).startswith("CHILD")]
+    assert "House rule: every function has a docstring." in child["messages"][0]["content"]

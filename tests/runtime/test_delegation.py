@@ -140,18 +140,22 @@ async def test_a_description_copied_from_the_schema_is_sent_back(tmp_path: Path)
     assert harness.sessions.children(main.session_id) == []
 
 
-async def test_an_empty_final_report_is_an_error_result(tmp_path: Path) -> None:
+async def test_a_child_that_answers_nothing_twice_is_an_error_result(tmp_path: Path) -> None:
     model = ScriptedModel(
         RoutedScript(
-            {"USER": [call("task", task("mute", "say nothing")), reply("noted")], "say nothing": [reply("")]}
+            {
+                "USER": [call("task", task("mute", "say nothing")), reply("noted")],
+                "say nothing": [reply(""), reply("")],
+            }
         )
     )
     harness = TreeHarness(tmp_path, models={})
     main = harness.main(model)
     await main.run("USER")
     [part] = task_results(main.history)
-    assert part.outcome == "failed"
-    assert "without a report" in str(part.content)
+    # Asked twice, the child errs: the parent sees why, as for any failed child.
+    assert "returned an empty reply twice" in str(part.content)
+    assert "returned an empty reply twice" in part.metadata["subagent"]["error"]
     assert part.metadata["subagent"]["success"] is False
     assert part.metadata["subagent"]["stop_reason"] == "error"
 
@@ -381,3 +385,54 @@ async def test_web_tools_come_to_an_agent_file_only_under_a_parent_that_can_fetc
     await main.run("USER")
     child_request = next(r for r in model.requests if "look it up" in str(r.messages[0]))
     assert sorted(child_request.tool_names) == offered
+
+
+async def test_sub_agents_get_the_project_instructions_unless_their_spec_opts_out(tmp_path: Path) -> None:
+    (tmp_path / "AGENTS.md").write_text("Use tabs, never spaces.\n", encoding="utf-8")
+    (tmp_path / "CLAUDE.md").write_text("Run tests with make check.\n", encoding="utf-8")
+    model = ScriptedModel(
+        RoutedScript(
+            {
+                "USER": [
+                    call("task", task("a", "CHILD A: work"))
+                    + call("task", task("b", "CHILD B: work", subagent_type="loner")),
+                    reply("done"),
+                ],
+                "CHILD A": [reply("a done")],
+                "CHILD B": [reply("b done")],
+            }
+        )
+    )
+    harness = TreeHarness(tmp_path, models={})
+    harness.write_agent("loner", "---\ndescription: Works alone.\nproject_instructions: false\n---\nWork.\n")
+    main = harness.main(model)
+
+    await main.run("USER")
+
+    [child_a] = [r for r in model.requests if "CHILD A" in str(r.messages[0])]
+    [child_b] = [r for r in model.requests if "CHILD B" in str(r.messages[0])]
+    instructions = child_a.info.instructions or ""
+    assert "Use tabs, never spaces." in instructions and "Run tests with make check." in instructions
+    assert f'path="{tmp_path / "AGENTS.md"}"' in instructions
+    assert "Use tabs" not in (child_b.info.instructions or "")
+
+
+async def test_a_sub_agent_never_reads_an_instruction_file_linked_outside_the_project(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    secret = tmp_path / "secret.txt"
+    secret.write_text("SECRET TOKEN\n", encoding="utf-8")
+    (project / "AGENTS.md").symlink_to(secret)
+    model = ScriptedModel(
+        RoutedScript(
+            {"USER": [call("task", task("a", "CHILD: work")), reply("done")], "CHILD": [reply("ok")]}
+        )
+    )
+    harness = TreeHarness(project, models={})
+    main = harness.main(model)
+
+    await main.run("USER")
+
+    [child] = [r for r in model.requests if "CHILD" in str(r.messages[0])]
+    assert "SECRET TOKEN" not in (child.info.instructions or "")
+    assert "[not read:" in (child.info.instructions or "")

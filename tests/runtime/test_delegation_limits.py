@@ -12,6 +12,7 @@ from pydantic_ai.models.function import AgentInfo
 
 from nestor.config import AgentsConfig
 from nestor.core.events import AgentFinished
+from nestor.runtime.hooks import Budgets, Hook, RunState, StopReason
 from nestor.runtime.loop import SessionAgent
 from nestor.testing import RecordedRequest, ScriptedModel, Step, StepFunction, call, reply
 from tests.runtime.tree_support import RoutedScript, TreeHarness, first_prompt, usage
@@ -213,6 +214,29 @@ async def test_a_child_repeating_one_call_is_reminded_then_stopped_with_a_report
     assert child_finished(harness, main.session_id).stop_reason == "loop"
 
 
+async def test_a_child_alternating_two_calls_is_reminded_then_stopped_with_a_report(tmp_path: Path) -> None:
+    project_files(tmp_path)
+    a, b = call("view", {"path": "f0.txt"}), call("view", {"path": "f1.txt"})
+    model = ScriptedModel(
+        RoutedScript(
+            {
+                "USER": [call("task", task("loop", "CHILD: loop")), reply("main done")],
+                "CHILD": [*[a, b] * 3, a, reply("partial: f0 and f1 say file 0 and file 1")],
+            }
+        )
+    )
+    harness = TreeHarness(tmp_path, models={})
+    main = harness.main(model)
+
+    await main.run("USER: go")
+
+    child_requests = requests_of(model, "CHILD")
+    assert len(child_requests) == 8  # six calls, the reminded one (one more on the cycle), the report
+    assert "in a cycle" in str(child_requests[6].messages)
+    assert_tool_less_last_turn(child_requests)
+    assert_partial_report(the_task_result(main), "loop", "file 0 and file 1")
+
+
 # -- context and cost -------------------------------------------------------------------------
 
 
@@ -277,3 +301,112 @@ async def test_the_tree_cost_cap_stops_the_child_then_the_main_agent(tmp_path: P
     root = harness.sessions.get(main.session_id)
     assert root.usage.cost_usd == pytest.approx(0.001 + 0.01 + 0.0005)
     assert root.status == "token_budget"
+
+
+# -- the main agent's budgets bound the whole tree ----------------------------------------------
+
+
+class AskMainReport(Hook):
+    """The main agent's final-report hook, as the app gives it."""
+
+    async def final_turn(self, state: RunState, reason: StopReason, message: str) -> str | None:
+        return f"You have been stopped: {message}. Write your final report now."
+
+
+def main_reporter(text: str) -> StepFunction:
+    """The main agent: delegates once, then reports when it is offered no tools."""
+
+    def step(messages: list[ModelMessage], info: AgentInfo) -> Step:
+        if not info.function_tools:
+            return reply(text, usage=usage())
+        return call("task", task("work", "CHILD: work"), usage=usage())
+
+    return step
+
+
+def spending_viewer() -> StepFunction:
+    counter = itertools.count()
+
+    def step(messages: list[ModelMessage], info: AgentInfo) -> Step:
+        if not info.function_tools:
+            return reply("REPORT: I read some files before the tree's budget ran out", usage=usage())
+        return call("view", {"path": f"f{next(counter) % 20}.txt"}, usage=usage())
+
+    return step
+
+
+async def test_the_main_agents_iteration_budget_bounds_its_sub_agents(tmp_path: Path) -> None:
+    project_files(tmp_path)
+    model = ScriptedModel(
+        RoutedScript({"USER": [main_reporter("main report")] * 3, "CHILD": [spending_viewer()] * 70})
+    )
+    harness = TreeHarness(tmp_path, models={})
+    main = harness.main(model, budgets=Budgets(max_iterations=4), hooks=[AskMainReport()])
+
+    result = await main.run("USER: go")
+
+    # One main request and three of the child's spend the four; each then gets its report turn.
+    assert len(requests_of(model, "CHILD")) == 4
+    assert len(model.requests) == 6
+    assert_partial_report(the_task_result(main), "max_turns", "REPORT")
+    assert result.stop_reason == "max_iterations"
+    assert result.text.startswith("main report")
+    assert "main agent and sub-agents" in result.text
+    assert model.requests[-1].tool_names == []
+
+
+async def test_the_main_agents_token_budget_bounds_its_sub_agents(tmp_path: Path) -> None:
+    project_files(tmp_path)
+    model = ScriptedModel(
+        RoutedScript({"USER": [main_reporter("main report")] * 3, "CHILD": [spending_viewer()] * 70})
+    )
+    harness = TreeHarness(tmp_path, models={})
+    # Every request spends 110 tokens: the fifth passes 500.
+    main = harness.main(model, budgets=Budgets(max_total_tokens=500), hooks=[AskMainReport()])
+
+    result = await main.run("USER: go")
+
+    assert len(requests_of(model, "CHILD")) == 5
+    assert len(model.requests) == 7
+    assert_partial_report(the_task_result(main), "token_budget", "REPORT")
+    assert result.stop_reason == "token_budget" and result.text.startswith("main report")
+
+
+async def test_the_main_agents_time_budget_bounds_its_sub_agents(tmp_path: Path) -> None:
+    project_files(tmp_path)
+    model = ScriptedModel(
+        RoutedScript(
+            {
+                "USER": [main_reporter("main report")] * 2,
+                "CHILD": [call("view", {"path": "f0.txt"}), reply("never", delay=30)],
+            }
+        )
+    )
+    harness = TreeHarness(tmp_path, models={})
+    main = harness.main(model, budgets=Budgets(max_time_s=0.5), hooks=[AskMainReport()])
+
+    result = await main.run("USER: go")
+
+    assert result.stop_reason == "timeout" and result.text.startswith("main report")
+    [child] = harness.sessions.children(main.session_id)
+    assert child.status != "running"
+
+
+async def test_a_background_child_counts_in_the_tree_budget(tmp_path: Path) -> None:
+    project_files(tmp_path)
+
+    def main_step(messages: list[ModelMessage], info: AgentInfo) -> Step:
+        if not info.function_tools:
+            return reply("main report", usage=usage())
+        if "task_output" not in str(messages):
+            return call("task", task("work", "CHILD: work", run_in_background=True), usage=usage())
+        return call("task_output", {"agent_id": "x", "block": True}, usage=usage())
+
+    model = ScriptedModel(RoutedScript({"USER": [main_step] * 5, "CHILD": [spending_viewer()] * 70}))
+    harness = TreeHarness(tmp_path, models={})
+    main = harness.main(model, budgets=Budgets(max_iterations=5), hooks=[AskMainReport()])
+
+    await main.run("USER: go")
+    await harness.tree.background.wait_all()
+
+    assert len(requests_of(model, "CHILD")) < 8

@@ -43,3 +43,42 @@ async def test_varied_calls_never_trip_the_guard(harness: Harness) -> None:
     result = await harness.agent(model, [EchoTool()]).run("go")
     assert result.stop_reason == "completed"
     assert not any(reminders(request.messages) for request in model.requests)
+
+
+async def test_two_calls_alternating_are_reminded_then_stopped(harness: Harness) -> None:
+    a, b = call("echo", {"text": "a"}), call("echo", {"text": "b"})
+    model = ScriptedModel([a, b] * 30)
+    agent = harness.agent(model, [EchoTool()])
+
+    result = await agent.run("go")
+
+    assert result.stop_reason == "loop" and not result.is_error
+    assert "repeating the same 2 tool calls" in result.text
+    # A, B seen three times over (six calls): the seventh request carries the reminder, and one
+    # more call on the cycle stops the run.
+    assert [bool(reminders(request.messages)) for request in model.requests] == [False] * 6 + [True]
+    assert "echo, echo" in reminders(model.requests[6].messages)[0]
+
+
+async def test_a_cycle_of_three_and_of_four_calls_is_caught(harness: Harness) -> None:
+    for period in (3, 4):
+        steps = [call("echo", {"text": str(n)}) for n in range(period)]
+        model = ScriptedModel(steps * 10)
+        result = await harness.agent(model, [EchoTool()]).run("go")
+        assert result.stop_reason == "loop", period
+        assert len(model.requests) == 3 * period + 1
+
+
+async def test_an_agent_that_breaks_the_cycle_after_the_reminder_goes_on(harness: Harness) -> None:
+    a, b = call("echo", {"text": "a"}), call("echo", {"text": "b"})
+    model = ScriptedModel([a, b, a, b, a, b, call("echo", {"text": "c"}), reply("done")])
+    result = await harness.agent(model, [EchoTool()]).run("go")
+    assert result.stop_reason == "completed" and result.text == "done"
+
+
+async def test_parallel_calls_in_any_order_count_as_one_step_of_a_cycle(harness: Harness) -> None:
+    a, b, c = (call("echo", {"text": t}) for t in "abc")
+    model = ScriptedModel([a + b, c, b + a, c, a + b, c, reply("never")])
+    result = await harness.agent(model, [EchoTool()]).run("go")
+    assert result.stop_reason == "completed"  # the reminder came, and the model answered
+    assert reminders(model.requests[6].messages)

@@ -13,6 +13,7 @@ from nestor.core.permission import PermissionRequest
 from nestor.permissions import PermissionPolicy
 from nestor.runtime.hooks import Budgets, Hook, Remind, RunState
 from nestor.runtime.permission_gate import PermissionAnswer
+from nestor.testing import ScriptedModel, reply
 from nestor.tools.grep import GrepTool
 from nestor.tools.view import ViewTool
 from tests.runtime.support import (
@@ -395,3 +396,25 @@ async def test_read_rules_hold_inside_the_project_through_the_loop(harness: Harn
     assert viewed.outcome == "denied" and "rule view(.env)" in str(viewed.content)
     assert grepped.outcome == "success" and "app.py" in str(grepped.content)
     assert "hunter2" not in str(grepped.content)
+
+
+async def test_an_empty_reply_is_asked_again_once(harness: Harness) -> None:
+    model = ScriptedModel([reply(""), reply("There it is.")])
+    agent = harness.agent(model)
+    result = await agent.run("go")
+    assert result.stop_reason == "completed" and result.text == "There it is."
+    # The empty reply is not in the history: the same request goes again.
+    assert len(model.requests) == 2 and model.requests[1].messages == model.requests[0].messages
+    retries = [e.reason for e in harness.events if isinstance(e, Retrying)]
+    assert retries == ["the model returned an empty reply"]
+    assert result.num_turns == 2  # both requests count in the budgets
+
+
+async def test_two_empty_replies_end_the_run_with_an_error(harness: Harness) -> None:
+    agent = harness.agent(ScriptedModel([reply(""), reply(""), reply("never asked")]))
+    result = await agent.run("go")
+    assert result.is_error and result.stop_reason == "error"
+    assert result.text == "the model test:scripted-model returned an empty reply twice"
+    assert result.hint is not None and "--model" in result.hint
+    assert harness.sessions.get(agent.session_id).status == "error"
+    assert not any(isinstance(m, ModelResponse) for m in agent.history)

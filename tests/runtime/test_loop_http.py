@@ -75,3 +75,36 @@ async def test_errors_that_cannot_succeed_are_reported_without_retrying(
     assert result.is_error and "Incorrect API key provided" in result.text and "401" in result.text
     assert harness.sleeps == []
     assert result.hint is not None and "API key" in result.hint
+
+
+async def test_a_stream_that_stalls_is_given_up_after_the_idle_timeout_and_retried(
+    harness: Harness, client: httpx2.AsyncClient
+) -> None:
+    script = [
+        ServerReply(text="the start of an answer that stalls", chunks=6, stall_after_chunks=2),
+        ServerReply(text="complete answer", chunks=3),
+    ]
+    with ScriptedOpenAIServer(script) as server:
+        agent = harness.agent(model_for(server, client))
+        agent.setup.model_settings = {"max_retries": 0}
+        agent.setup.stream_idle_timeout_s = 0.3
+        result = await agent.run("hello")
+        assert len(server.requests) == 2
+    assert result.text == "complete answer" and not result.is_error
+    [retry] = [event for event in harness.events if isinstance(event, Retrying)]
+    assert "no data for 0.3 s" in retry.reason
+
+
+async def test_a_stream_that_stalls_twice_ends_the_run_with_one_clear_line(
+    harness: Harness, client: httpx2.AsyncClient
+) -> None:
+    stall = ServerReply(text="never finished", chunks=4, stall_after_chunks=1)
+    with ScriptedOpenAIServer([stall, stall, ServerReply(text="not asked")]) as server:
+        agent = harness.agent(model_for(server, client))
+        agent.setup.model_settings = {"max_retries": 0}
+        agent.setup.stream_idle_timeout_s = 0.3
+        result = await agent.run("hello")
+        assert len(server.requests) == 2
+    assert result.is_error and result.stop_reason == "error"
+    assert result.text == "the stream from openai:gpt-4o sent no data for 0.3 s, twice"
+    assert result.hint is not None and "stream_idle_timeout_s" in result.hint

@@ -16,9 +16,10 @@ from nestor.config import AgentsConfig, ContextConfig
 from nestor.permissions import PermissionPolicy
 from nestor.providers.build import BuiltModel
 from nestor.runtime.delegation import AgentTree, TreeServices
-from nestor.runtime.hooks import Budgets, Hook
+from nestor.runtime.hooks import Budgets, Hook, TreeBudget
 from nestor.runtime.loop import AgentSetup, SessionAgent
 from nestor.runtime.permission_gate import PermissionAsker
+from nestor.runtime.prompt import read_instructions
 from nestor.runtime.small.harness import SmallModelHarness
 from nestor.runtime.subagent_hooks import DELEGATION_TOOL_NAMES
 from nestor.runtime.task_tool import delegation_tools
@@ -119,6 +120,7 @@ class TreeHarness(Harness):
                 tool_factory=self._tools,
                 child_hooks=lambda tool_names, session_id: [],
                 environment=self._environment,
+                instructions=lambda: read_instructions(root, None),
             )
         )
 
@@ -170,6 +172,7 @@ class TreeHarness(Harness):
             asker=asker,
             project_root=self.root,
             budgets=budgets or Budgets(),
+            tree_budget=TreeBudget(budgets or Budgets()),
             hooks=[*hooks, *self.tree.tree_hooks(0)],
             sleep=self.fake_sleep,
             harness=harness,

@@ -72,6 +72,7 @@ NESTOR_KEYS = (
     "persist",
     "background",
     "inherit_context",
+    "project_instructions",
     "permission",
 )
 """Every key of nestor's agent format."""
@@ -133,6 +134,7 @@ def read_nestor(fields: Fields) -> ReadResult:
         persist=bool(fields.boolean("persist")),
         background=bool(fields.boolean("background")),
         inherit_context=bool(fields.boolean("inherit_context")),
+        project_instructions=fields.boolean("project_instructions") is not False,
         permission=_nestor_permission(fields),
     )
 

@@ -52,6 +52,8 @@ class AgentSpec:
         persist: Keep the agent alive and idle after a task, for the next task of this spec.
         background: Run its tasks in the background unless the call says otherwise.
         inherit_context: Start from the parent's conversation instead of the task prompt alone.
+        project_instructions: Give the agent the instruction files the main agent gets (the
+            project's ``AGENTS.md``, ``CLAUDE.md``, ``NESTOR.md`` and the user's ``AGENTS.md``).
         permission: Rules applied on top of the parent's (a child never gets more than its parent).
         source: Where it came from: built-in, the user's directories or the project's.
         ecosystem: The file format: ``nestor``, ``claude``, ``opencode``, ``gemini``, ``emdash``,
@@ -78,6 +80,7 @@ class AgentSpec:
     persist: bool = False
     background: bool = False
     inherit_context: bool = False
+    project_instructions: bool = True
     permission: tuple[PermissionRuleSpec, ...] = ()
     source: AgentSource = "builtin"
     ecosystem: str = "nestor"

@@ -63,6 +63,7 @@ def _front_matter(spec: AgentSpec) -> dict[str, Any]:
         ("persist", spec.persist, False),
         ("background", spec.background, False),
         ("inherit_context", spec.inherit_context, False),
+        ("project_instructions", spec.project_instructions, True),
         ("permission", _permission(spec), {}),
     ]
     for key, value, default in optional:

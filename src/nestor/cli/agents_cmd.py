@@ -230,6 +230,7 @@ def spec_to_dict(spec: AgentSpec) -> dict[str, Any]:
         "persist": spec.persist,
         "background": spec.background,
         "inherit_context": spec.inherit_context,
+        "project_instructions": spec.project_instructions,
         "permission": [{"action": rule.action, "rule": rule.rule} for rule in spec.permission],
         "prompt": spec.prompt,
     }

@@ -106,15 +106,25 @@ def run(
     directory: DirOption = None,
     continue_latest: ContinueOption = False,
     resume: ResumeOption = None,
-    max_iterations: Annotated[int | None, typer.Option(help="Most model requests in this run.")] = None,
-    max_tokens: Annotated[int | None, typer.Option(help="Most tokens (input + output) in this run.")] = None,
-    max_time: Annotated[float | None, typer.Option(help="Most seconds of wall time for this run.")] = None,
+    max_iterations: Annotated[
+        int | None,
+        typer.Option(help="Most model requests in this run, main agent and sub-agents together."),
+    ] = None,
+    max_tokens: Annotated[
+        int | None,
+        typer.Option(help="Most tokens (input + output) in this run, main agent and sub-agents together."),
+    ] = None,
+    max_time: Annotated[
+        float | None,
+        typer.Option(help="Most seconds of wall time for this run, sub-agents included."),
+    ] = None,
 ) -> None:
     """Run one prompt to completion without asking anything, and print the answer.
 
     Tool calls that would ask for permission are denied (the model is told why) unless a rule in
-    nestor.toml allows them or --yolo is given. Exit codes: 0 done, 1 error, 3 stopped by a budget
-    or the time limit, 130 cancelled.
+    nestor.toml allows them or --yolo is given. The budgets bound the whole run, sub-agents
+    (background ones too) included; a stopped agent gets one last turn without tools to report.
+    Exit codes: 0 done, 1 error, 3 stopped by a budget or the time limit, 130 cancelled.
     """
     from nestor.cli.headless import run_headless
 

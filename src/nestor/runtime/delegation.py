@@ -121,6 +121,10 @@ class TreeServices:
         child_hooks: Extra hooks of each new agent.
         environment: The ``<environment>`` section of system prompts.
         summarizer: Writes compaction summaries for children (the large model).
+        instructions: The instruction files' text (read anew for each task, inside the project's
+            bounds: see :func:`~nestor.runtime.prompt.read_instructions`); None gives none.
+        stream_idle_timeout_s: Children's model streams silent this long are given up (never
+            the in-process model's); None waits as long as the provider's client.
 
     """
 
@@ -138,6 +142,8 @@ class TreeServices:
     child_hooks: ChildHooks
     environment: Callable[[], Awaitable[str]]
     summarizer: SummaryModel | None = None
+    instructions: Callable[[], str] | None = None
+    stream_idle_timeout_s: float | None = None
 
 
 @dataclass
@@ -309,12 +315,13 @@ class AgentTree:
         built = self._model(request.model or spec.model, parent)
         if request.workspace is not None:
             tool_names = [name for name in spec.tools or () if name not in _NEVER_IN_WORKSPACE]
-            environment = ""  # the project is not where this agent works
+            environment = instructions = ""  # the project is not where this agent works
         else:
             tool_names = self._tool_names(spec, parent, depth)
             environment = await self.services.environment()
+            instructions = self._instructions(spec)
         system_prompt = compose_subagent_prompt(
-            spec, thoroughness=request.thoroughness, environment=environment
+            spec, thoroughness=request.thoroughness, environment=environment, instructions=instructions
         )
         persist = spec.persist and request.workspace is None
         key = _pool_key(parent.session_id, spec, tool_names, built.name) if persist else None
@@ -391,7 +398,10 @@ class AgentTree:
         built = self._model(request.model or spec.model, parent)
         tool_names = self._tool_names(spec, parent, depth)
         system_prompt = compose_subagent_prompt(
-            spec, thoroughness=request.thoroughness, environment=await self.services.environment()
+            spec,
+            thoroughness=request.thoroughness,
+            environment=await self.services.environment(),
+            instructions=self._instructions(spec),
         )
         if session.parent_id != parent.session_id:
             self.services.sessions.reparent(session.id, parent.session_id)
@@ -485,6 +495,8 @@ class AgentTree:
             context=ContextPolicy.configured(built.context_window, context),
             summarizer=services.summarizer,
             hooks=hooks,
+            tree_budget=parent.setup.tree_budget,
+            stream_idle_timeout_s=None if built.in_process else services.stream_idle_timeout_s,
             retry=parent.setup.retry,
             sleep=parent.setup.sleep,
             agent_type=spec.name,
@@ -509,6 +521,11 @@ class AgentTree:
             )
         )
         agent.setup.description = request.description or agent.setup.description
+
+    def _instructions(self, spec: AgentSpec) -> str:
+        """The instruction files for an agent of ``spec`` ('' when it opted out, or there are none)."""
+        read = self.services.instructions
+        return read() if read is not None and spec.project_instructions else ""
 
     def _spec(self, name: str) -> AgentSpec:
         try:
@@ -549,6 +566,7 @@ class AgentTree:
                 context_window=window or 128_000,
                 priced=setup.priced,
                 compact=setup.brief_tools,
+                in_process=setup.model.system == "local",
             )
         try:
             return self.services.build_model(resolved)

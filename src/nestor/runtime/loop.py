@@ -44,6 +44,7 @@ from nestor.core.events import (
     ErrorEvent,
     PromptQueued,
     RequestFinished,
+    Retrying,
     ToolFinished,
     ToolStarted,
 )
@@ -67,7 +68,17 @@ from nestor.runtime.compaction import (
 )
 from nestor.runtime.context import ContextPolicy, context_tokens, fixed_tokens
 from nestor.runtime.history import repair as history_repair
-from nestor.runtime.hooks import BudgetHook, Budgets, Hook, LoopGuardHook, Remind, RunState, Stop, StopReason
+from nestor.runtime.hooks import (
+    BudgetHook,
+    Budgets,
+    Hook,
+    LoopGuardHook,
+    Remind,
+    RunState,
+    Stop,
+    StopReason,
+    TreeBudget,
+)
 from nestor.runtime.model_call import ModelCall, is_context_overflow, response_text
 from nestor.runtime.permission_gate import PermissionAsker, PermissionGate
 from nestor.runtime.small.harness import SmallModelHarness
@@ -124,7 +135,12 @@ class AgentSetup:
             where every prompt token costs time).
         hooks: Extra hooks, after the built-in budget hook.
         budgets: Iteration, token and time limits of a run.
+        tree_budget: The main agent's budgets, shared by every agent of its tree (the main agent
+            starts it with each prompt); None for an agent outside a tree.
         retry: Retry policy for model requests.
+        stream_idle_timeout_s: Give up (then retry once) a model stream silent for this many
+            seconds; None waits as long as the provider's client (the in-process model, whose
+            first token can take minutes on a long prompt).
         sleep: Waits between retries (tests inject a fast one).
         agent_type: The agent spec's name, for events.
         parent_id: Parent agent id, for sub-agents.
@@ -153,7 +169,9 @@ class AgentSetup:
     brief_tools: bool = False
     hooks: Sequence[Hook] = ()
     budgets: Budgets = field(default_factory=Budgets)
+    tree_budget: TreeBudget | None = None
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+    stream_idle_timeout_s: float | None = None
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
     agent_type: str = "coder"
     parent_id: str | None = None
@@ -177,7 +195,7 @@ class SessionAgent:
         # After a compaction that could not get under the threshold, wait for this many messages
         # before trying again, instead of paying for a futile summary at every request.
         self._no_auto_compaction_before = 0
-        self._budget_hook = BudgetHook(setup.budgets)
+        self._budget_hook = BudgetHook(setup.budgets, setup.tree_budget)
         self._hooks: list[Hook] = [self._budget_hook, LoopGuardHook(), *setup.hooks]
         self._gate = PermissionGate(setup.policy, setup.asker, setup.bus, session_id)
         self._queue: list[str] = []
@@ -265,6 +283,8 @@ class SessionAgent:
             raise RuntimeError("SessionAgent.run called while a run is in progress; use enqueue()")
         self._task = asyncio.current_task()
         self._cancel_requested = False
+        if prompt is not None and self.setup.depth == 0 and self.setup.tree_budget is not None:
+            self.setup.tree_budget.start()
         try:
             result = await self._run(prompt)
             # Prompts queued after the last turn took the queue (while the run was finishing)
@@ -299,6 +319,10 @@ class SessionAgent:
         prompts = self._take_queue() + ([UserPromptPart(prompt)] if prompt is not None else [])
         self._append(ModelRequest(parts=prompts))
         deadline = (time.monotonic() + setup.budgets.max_time_s) if setup.budgets.max_time_s else None
+        tree_deadline = setup.tree_budget.deadline if setup.tree_budget is not None else None
+        tree_time_is_shorter = tree_deadline is not None and (deadline is None or tree_deadline < deadline)
+        if tree_time_is_shorter:
+            deadline = tree_deadline
         stop_reason: StopReason = "completed"
         stop_message: str | None = None
         error: BaseException | None = None
@@ -319,7 +343,12 @@ class SessionAgent:
                 stop_reason, error = "error", exc
             else:
                 stop_reason = "timeout"
-                stop_message = f"Stopped after {setup.budgets.max_time_s:g} s (max_time_s)."
+                stop_message = (
+                    f"Stopped: the main agent and sub-agents reached the time limit of "
+                    f"{setup.tree_budget.budgets.max_time_s:g} s (max_time_s)."
+                    if tree_time_is_shorter and setup.tree_budget is not None
+                    else f"Stopped after {setup.budgets.max_time_s:g} s (max_time_s)."
+                )
         except asyncio.CancelledError:
             self._absorb_cancel()
             stop_reason, stop_message = "cancelled", "Cancelled by the user."
@@ -395,7 +424,14 @@ class SessionAgent:
             allow_text_output=True,
             instruction_parts=self._request_parameters.instruction_parts,
         )
-        call = ModelCall(setup.model, setup.model_settings, parameters, setup.retry, setup.sleep)
+        call = ModelCall(
+            setup.model,
+            setup.model_settings,
+            parameters,
+            setup.retry,
+            setup.sleep,
+            setup.stream_idle_timeout_s,
+        )
         try:
             async with asyncio.timeout(FINAL_TURN_TIMEOUT_S):
                 response = await call.request(
@@ -438,16 +474,45 @@ class SessionAgent:
             if await self._compact("overflow", state=state) is None:
                 raise
             response = await self._send(reminder)
+        if _is_empty(response):
+            # Neither text nor a tool call: not kept (an empty assistant turn is what some
+            # providers reject), but it was paid for. Asked once more, then the run fails.
+            self._count_unstored(state, response)
+            reason = "the model returned an empty reply"
+            self.setup.bus.publish(Retrying(agent_id=self.session_id, attempt=1, delay_s=0.0, reason=reason))
+            response = await self._send(reminder)
+            if _is_empty(response):
+                self._count_unstored(state, response)
+                raise ModelRequestError(
+                    f"the model {self.setup.model_name} returned an empty reply twice",
+                    hint="try again, or use another model with --model",
+                )
         self._record(state, response)
         return response
 
     def _record(self, state: RunState, response: ModelResponse) -> None:
         """Count a response in the run, store it (its usage joins the totals) and publish its usage."""
+        usage = self._count(state, response)
+        self._append(response, usage=usage)
+        self._publish_usage(state, usage)
+
+    def _count_unstored(self, state: RunState, response: ModelResponse) -> None:
+        """Count a response that is not kept in the history: budgets, totals and events as usual."""
+        usage = self._count(state, response)
+        self.setup.sessions.add_usage(self.session_id, usage)
+        self._publish_usage(state, usage)
+
+    def _count(self, state: RunState, response: ModelResponse) -> Usage:
         setup = self.setup
         usage = usage_from_response(response, priced=setup.priced)
         state.iteration += 1
         state.usage.add(usage)
-        self._append(response, usage=usage)
+        if setup.tree_budget is not None:
+            setup.tree_budget.record(usage)
+        return usage
+
+    def _publish_usage(self, state: RunState, usage: Usage) -> None:
+        setup = self.setup
         setup.bus.publish(
             RequestFinished(
                 agent_id=self.session_id,
@@ -467,7 +532,12 @@ class SessionAgent:
         setup = self.setup
         # Built per request: the setup's model and settings may be changed between requests.
         call = ModelCall(
-            setup.model, setup.model_settings, self._request_parameters, setup.retry, setup.sleep
+            setup.model,
+            setup.model_settings,
+            self._request_parameters,
+            setup.retry,
+            setup.sleep,
+            setup.stream_idle_timeout_s,
         )
         return await call.request(
             messages, agent_id=self.session_id, publish=setup.bus.publish, stream_text=True
@@ -815,7 +885,9 @@ class _HarnessHost:
         if attempt:
             settings["temperature"] = min(1.0, 0.4 + 0.2 * attempt)
             settings["seed"] = attempt
-        call = ModelCall(setup.model, settings, parameters, setup.retry, setup.sleep)
+        call = ModelCall(
+            setup.model, settings, parameters, setup.retry, setup.sleep, setup.stream_idle_timeout_s
+        )
         response = await call.request(
             [ModelRequest(parts=[UserPromptPart(prompt)])],
             agent_id=agent.session_id,
@@ -848,6 +920,13 @@ class _HarnessHost:
             return None
         agent._record(self._state, response)  # pyright: ignore[reportPrivateUsage]
         return response_text(response) or ""
+
+
+def _is_empty(response: ModelResponse) -> bool:
+    """True when a response has neither visible text nor a tool call."""
+    return not response_text(response).strip() and not any(
+        isinstance(part, ToolCallPart) for part in response.parts
+    )
 
 
 def _prompt_text(parts: Sequence[ModelRequestPart]) -> str:

@@ -3,10 +3,13 @@
 Failures that may pass (rate limits, overload, dropped streams) are retried after the policy's
 wait, announced with a :class:`~nestor.core.events.Retrying` event; the rest, and the last attempt,
 become a :class:`~nestor.core.errors.ModelRequestError` whose ``__cause__`` is the provider's error.
+A stream that sends nothing for ``idle_timeout_s`` (the HTTP clients' own timeouts allow far longer)
+is given up and retried once; a second stall is an error naming the setting.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -45,6 +48,8 @@ class ModelCall:
         parameters: Tools, instructions and output mode.
         retry: How failures are retried.
         sleep: Waits between attempts (tests inject a fast one).
+        idle_timeout_s: Give up a stream that sent nothing (not even its first event) for this
+            many seconds; None waits as long as the provider's client does.
 
     """
 
@@ -53,6 +58,7 @@ class ModelCall:
     parameters: ModelRequestParameters
     retry: RetryPolicy
     sleep: Callable[[float], Awaitable[None]]
+    idle_timeout_s: float | None = None
 
     async def request(
         self,
@@ -75,10 +81,21 @@ class ModelCall:
 
         """
         attempt = 0
+        stalls = 0
         while True:
             attempt += 1
             try:
                 return await self._stream_once(messages, agent_id, publish if stream_text else None)
+            except StreamStalledError as exc:
+                stalls += 1
+                if stalls >= _STALLED_ATTEMPTS:
+                    raise ModelRequestError(
+                        f"{exc}, twice",
+                        hint="the provider stopped sending; try again later, or raise [limits] "
+                        "stream_idle_timeout_s in nestor.toml if the model is just slow to answer",
+                        retryable=True,
+                    ) from exc
+                publish(Retrying(agent_id=agent_id, attempt=attempt, delay_s=0.0, reason=str(exc)))
             except Exception as exc:
                 if not is_retryable(exc) or attempt >= self.retry.max_attempts:
                     raise ModelRequestError(
@@ -95,10 +112,33 @@ class ModelCall:
     async def _stream_once(
         self, messages: list[ModelMessage], agent_id: str, publish: Callable[[Event], None] | None
     ) -> ModelResponse:
+        idle = self.idle_timeout_s
+        quiet = asyncio.timeout_at(asyncio.get_running_loop().time() + idle if idle else None)
+        try:
+            async with quiet:
+                return await self._stream_events(messages, agent_id, publish, quiet, idle)
+        except TimeoutError as exc:
+            if idle and quiet.expired():
+                raise StreamStalledError(
+                    f"the stream from {self.model.system}:{self.model.model_name} sent no data for {idle:g} s"
+                ) from exc
+            raise
+
+    async def _stream_events(
+        self,
+        messages: list[ModelMessage],
+        agent_id: str,
+        publish: Callable[[Event], None] | None,
+        quiet: asyncio.Timeout,
+        idle: float | None,
+    ) -> ModelResponse:
+        loop = asyncio.get_running_loop()
         async with model_request_stream(
             self.model, messages, model_settings=self.settings, model_request_parameters=self.parameters
         ) as stream:
             async for event in stream:
+                if idle:
+                    quiet.reschedule(loop.time() + idle)
                 if publish is None:
                     continue
                 if isinstance(event, PartDeltaEvent):
@@ -114,6 +154,14 @@ class ModelCall:
                     elif isinstance(part, ThinkingPart) and part.content:
                         publish(ThinkingDelta(agent_id=agent_id, text=part.content))
             return stream.get()
+
+
+_STALLED_ATTEMPTS = 2
+"""A stalled stream is tried once more: a second stall is unlikely to be chance."""
+
+
+class StreamStalledError(Exception):
+    """A model's stream sent nothing for the idle timeout."""
 
 
 def response_text(response: ModelResponse) -> str:

@@ -2,7 +2,8 @@
 
 Which agent gets which (after seed 002)::
 
-    main agent   DelegationGuardHook, TreeCostHook (completion check and loop guard elsewhere)
+    main agent   DelegationGuardHook, TreeCostHook, TimeoutReportHook(MAIN_AGENT_REPORT)
+                 (completion check and loop guard elsewhere)
     sub-agent    SubAgentSafetyHook, SearchBudgetHook, TimeoutReportHook, TreeCostHook
                  (+ DelegationGuardHook when max_depth lets it delegate)
 """
@@ -110,16 +111,34 @@ class SearchBudgetHook(Hook):
         self.used = 0
 
 
+SUBAGENT_REPORT = (
+    "<system-reminder>You have been stopped: {message} You cannot call tools any more. Write your "
+    "final report now: what you found (with file paths and line numbers), what you did, and what "
+    "remains undone or uncertain.</system-reminder>"
+)
+MAIN_AGENT_REPORT = (
+    "<system-reminder>You have been stopped: {message} You cannot call tools any more. Write your "
+    "final answer to the user now: what you did and found (with file paths), what changed, and "
+    "what remains undone or unverified.</system-reminder>"
+)
+
+
 class TimeoutReportHook(Hook):
-    """Asks a stopped sub-agent for one last tool-less report, so its parent gets a useful partial result."""
+    """Asks a stopped agent for one last tool-less report: its parent (or the user) gets a partial result.
+
+    Args:
+        prompt: The report turn's prompt; ``{message}`` is replaced by why the agent was stopped.
+            :data:`SUBAGENT_REPORT` (the default) addresses a parent agent, :data:`MAIN_AGENT_REPORT`
+            the user.
+
+    """
+
+    def __init__(self, prompt: str = SUBAGENT_REPORT) -> None:
+        self.prompt = prompt
 
     async def final_turn(self, state: RunState, reason: StopReason, message: str) -> str | None:
         """The prompt of the report turn."""
-        return (
-            f"<system-reminder>You have been stopped: {message or reason} You cannot call tools any "
-            "more. Write your final report now: what you found (with file paths and line numbers), "
-            "what you did, and what remains undone or uncertain.</system-reminder>"
-        )
+        return self.prompt.format(message=message or reason)
 
 
 class TreeCostHook(Hook):
@@ -149,6 +168,8 @@ class TreeCostHook(Hook):
 __all__ = [
     "DELEGATION_TOOLS",
     "DELEGATION_TOOL_NAMES",
+    "MAIN_AGENT_REPORT",
+    "SUBAGENT_REPORT",
     "USER_FACING_TOOLS",
     "DelegationGuardHook",
     "SearchBudgetHook",

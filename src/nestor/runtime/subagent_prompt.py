@@ -1,4 +1,4 @@
-"""A sub-agent's system prompt: nestor's preamble, the spec's prompt, its rules and skills, thoroughness.
+"""A sub-agent's system prompt: preamble, the spec's prompt, rules, skills, thoroughness, instructions.
 
 The task prompt itself is the sub-agent's first user message, not part of its system prompt, so a
 pooled agent keeps one system prompt per spec and a resumed one gets the new task as a new turn.
@@ -32,7 +32,7 @@ _MAX_ATTACHED_BYTES = 20_000
 
 
 def compose_subagent_prompt(
-    spec: AgentSpec, *, thoroughness: Thoroughness | None, environment: str = ""
+    spec: AgentSpec, *, thoroughness: Thoroughness | None, environment: str = "", instructions: str = ""
 ) -> str:
     """The system prompt of a sub-agent running ``spec``.
 
@@ -40,6 +40,8 @@ def compose_subagent_prompt(
         spec: The agent's definition.
         thoroughness: The task's search depth (falls back to the spec's, then none).
         environment: The ``<environment>`` section (directory, platform, date, git).
+        instructions: The project's and the user's instruction files, as the main agent gets
+            them; left out when the spec says ``project_instructions: false``.
 
     """
     sections = [SUBAGENT_PREAMBLE, spec.prompt.strip()]
@@ -54,6 +56,8 @@ def compose_subagent_prompt(
         sections.append(THOROUGHNESS_GUIDANCE[level])
     if environment:
         sections.append(environment)
+    if instructions and spec.project_instructions:
+        sections.append(instructions)
     return "\n\n".join(section for section in sections if section)
 
 

@@ -110,12 +110,14 @@ class EventStream:
     Attributes:
         events: The encoded events, in order.
         drop_at: Drop the connection before sending the event at this index.
+        stall_at: Before sending the event at this index, wait until the server stops.
         chunk_delay: Seconds to wait between events.
 
     """
 
     events: list[bytes]
     drop_at: int | None = None
+    stall_at: int | None = None
     chunk_delay: float = 0.0
 
 
@@ -380,6 +382,10 @@ class _Handler(BaseHTTPRequestHandler):
         for position, event in enumerate(stream.events):
             if position == stream.drop_at:
                 self._drop_connection()
+                return
+            if position == stream.stall_at:
+                self.wfile.flush()
+                self.httpd.stopping.wait()
                 return
             if position and stream.chunk_delay and self.httpd.stopping.wait(stream.chunk_delay):
                 return

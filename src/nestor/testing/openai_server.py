@@ -3,7 +3,8 @@
 Each ``POST .../chat/completions`` gets the next scripted step: a :class:`ServerReply` (text and tool
 calls, streamed as server-sent events split over several chunks, or as one JSON body) or an
 :class:`HTTPErrorReply` (a status with body and headers). A reply can also break its connection
-part-way (``drop_after_chunks``). Every request body is recorded in :attr:`ScriptedOpenAIServer.requests`.
+part-way (``drop_after_chunks``), or stall there, sending nothing more until the server stops
+(``stall_after_chunks``). Every request body is recorded in :attr:`ScriptedOpenAIServer.requests`.
 
 In-process, as a context manager::
 
@@ -102,6 +103,8 @@ class ServerReply:
         chunk_delay: Seconds to wait between stream chunks.
         drop_after_chunks: Close the connection abruptly after this many stream chunks (for a
             non-streamed request: after half the body), simulating a dropped connection.
+        stall_after_chunks: Send nothing more after this many stream chunks, keeping the
+            connection open until the server stops (a provider that hangs mid-stream).
 
     """
 
@@ -114,6 +117,7 @@ class ServerReply:
     delay: float = 0.0
     chunk_delay: float = 0.0
     drop_after_chunks: int | None = None
+    stall_after_chunks: int | None = None
 
 
 ServerStep: TypeAlias = ServerReply | HTTPErrorReply
@@ -139,6 +143,7 @@ def step_to_json(step: ServerStep) -> dict[str, Any]:
             "delay",
             "chunk_delay",
             "drop_after_chunks",
+            "stall_after_chunks",
         )
         if getattr(step, name) != getattr(defaults, name)
     }
@@ -260,7 +265,10 @@ class ScriptedOpenAIServer(ScriptedServer[ServerReply]):
         include_usage = bool((request.get("stream_options") or {}).get("include_usage"))
         events = [f"data: {json.dumps(chunk)}\n\n".encode() for chunk in completion.chunks(include_usage)]
         return EventStream(
-            [*events, b"data: [DONE]\n\n"], drop_at=step.drop_after_chunks, chunk_delay=step.chunk_delay
+            [*events, b"data: [DONE]\n\n"],
+            drop_at=step.drop_after_chunks,
+            stall_at=step.stall_after_chunks,
+            chunk_delay=step.chunk_delay,
         )
 
     def _error_body(self, status: int, message: str, error_type: str) -> dict[str, Any]:
