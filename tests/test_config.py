@@ -120,6 +120,11 @@ def test_limit_flags_override_files(project: Path, user_config: Path) -> None:
     assert (settings.limits.max_tokens, settings.limits.max_time_s) == (7, 8.5)
 
 
+def test_a_bad_limit_flag_is_named_as_typed(project: Path, user_config: Path) -> None:
+    error = config_error(project, user_config, max_time_s=-1.0)
+    assert "--max-time:" in error.message and "--max-time-s" not in error.message
+
+
 def test_blank_environment_variable_is_ignored(project: Path, user_config: Path) -> None:
     write(project / "nestor.toml", '[models]\nlarge = "project:m"\n')
     assert load(project, user_config, {"NESTOR_MODEL": "  "}).model_for("large").model == "project:m"

@@ -396,6 +396,7 @@ _CLI_PATHS: dict[str, tuple[str, ...]] = {
     "max_tokens": ("limits", "max_tokens"),
     "max_time_s": ("limits", "max_time_s"),
 }
+_CLI_FLAGS = {"max_time_s": "--max-time"}  # the flags not spelled as their field
 _ENV_PATHS: dict[str, tuple[str, ...]] = {
     "NESTOR_MODEL": ("models", "large"),
     "NESTOR_SMALL_MODEL": ("models", "small"),
@@ -452,7 +453,8 @@ def load_settings(
     for field in fields(CliOverrides):
         value = getattr(cli, field.name)
         if value is not None and field.name in _CLI_PATHS:
-            layers.append(_Layer("--" + field.name.replace("_", "-"), _nest(_CLI_PATHS[field.name], value)))
+            flag = _CLI_FLAGS.get(field.name, "--" + field.name.replace("_", "-"))
+            layers.append(_Layer(flag, _nest(_CLI_PATHS[field.name], value)))
 
     if project_layer is not None and ignored:
         # Mistakes are reported in keys that do not apply yet too: the file is checked as written.

@@ -7,7 +7,6 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
-import click
 import typer
 
 from nestor.cli import agents_cmd, sessions_cmd
@@ -106,9 +105,15 @@ def run(
     directory: DirOption = None,
     continue_latest: ContinueOption = False,
     resume: ResumeOption = None,
-    max_iterations: Annotated[int | None, typer.Option(help="Most model requests in this run.")] = None,
-    max_tokens: Annotated[int | None, typer.Option(help="Most tokens (input + output) in this run.")] = None,
-    max_time: Annotated[float | None, typer.Option(help="Most seconds of wall time for this run.")] = None,
+    max_iterations: Annotated[
+        int | None, typer.Option(min=1, help="Most model requests in this run.")
+    ] = None,
+    max_tokens: Annotated[
+        int | None, typer.Option(min=0, help="Most tokens (input + output) in this run; 0: no limit.")
+    ] = None,
+    max_time: Annotated[
+        float | None, typer.Option(min=0, help="Most seconds of wall time for this run; 0: no limit.")
+    ] = None,
 ) -> None:
     """Run one prompt to completion without asking anything, and print the answer.
 
@@ -187,15 +192,27 @@ def _read_stdin_prompt() -> str:
 
 
 def run_app(args: list[str]) -> int:
-    """Run the Typer app on ``args`` and return its exit code (errors propagate to the caller)."""
+    """Run the Typer app on ``args`` and return its exit code (errors propagate to the caller).
+
+    Raises:
+        UsageError: ``args`` name no such command or flag, lack an argument, or a value does not parse.
+
+    """
+    from typer._click.exceptions import NoArgsIsHelpError  # Typer vendors Click and exports no name for it
+
     try:
         result = app(args=args, prog_name="nestor", standalone_mode=False)
-    except click.exceptions.Exit as done:
+    except typer.Exit as done:
         return done.exit_code
-    except click.exceptions.Abort:
+    except typer.Abort:
         print("\naborted", file=sys.stderr)
         return 130
-    except click.exceptions.ClickException as usage_error:
-        usage_error.show()
-        return usage_error.exit_code
+    except NoArgsIsHelpError as bare_group:  # `nestor sessions`: its help, and a usage error's code
+        bare_group.show()
+        return bare_group.exit_code
+    except typer.TyperException as mistake:
+        # Typer vendors Click: its parse errors are TyperExceptions, not click.ClickException.
+        from nestor.cli.usage import usage_error
+
+        raise usage_error(mistake) from mistake
     return result if isinstance(result, int) else 0
