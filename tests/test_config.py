@@ -419,6 +419,37 @@ def test_a_huge_nestor_toml_is_refused(project: Path, user_config: Path) -> None
     assert "larger than" in config_error(project, user_config).message
 
 
+def test_a_huge_user_config_is_refused(project: Path, user_config: Path) -> None:
+    write(user_config, "# padding\n" * 200_000)
+    error = config_error(project, user_config)
+    assert str(user_config) in error.message and "larger than" in error.message
+
+
+DEEP_VALUES = {
+    "arrays": "a = " + "[" * 100_000 + "]" * 100_000,
+    "inline tables": "a = " + "{b = " * 100_000 + "1" + "}" * 100_000,
+    "arrays tomllib parses": "a = " + "[" * 40 + "]" * 40,
+    "tables tomllib parses": "[" + ".".join(["t"] * 40) + "]\nx = 1",
+}
+
+
+@pytest.mark.parametrize("which", ["user", "project"])
+@pytest.mark.parametrize("value", DEEP_VALUES.values(), ids=DEEP_VALUES.keys())
+def test_a_deeply_nested_config_is_refused(which: str, value: str, project: Path, user_config: Path) -> None:
+    path = user_config if which == "user" else project / "nestor.toml"
+    write(path, "[permissions]\n" + value + "\n")
+    error = config_error(project, user_config)
+    assert error.message.startswith(f"{path}: ") and "levels deep" in error.message
+
+
+@pytest.mark.parametrize("which", ["user", "project"])
+def test_an_integer_too_long_to_convert_is_an_error(which: str, project: Path, user_config: Path) -> None:
+    path = user_config if which == "user" else project / "nestor.toml"
+    write(path, "[limits]\nmax_tokens = " + "9" * 5000 + "\n")
+    error = config_error(project, user_config)
+    assert error.message.startswith(f"{path}: invalid TOML") and "digits" in error.message
+
+
 def test_importing_config_does_not_import_pydantic_ai() -> None:
     code = "import sys, nestor.config; print(sorted(m for m in sys.modules if m.startswith('pydantic_ai')))"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
