@@ -177,7 +177,12 @@ def _build_local(
     on_progress: Callable[[str], None] | None,
 ) -> BuiltModel:
     """A GGUF model in process (``local:``); its window is what llama.cpp is given."""
-    from nestor.providers.local.loader import build_local_model
+    try:
+        from nestor.providers.local.loader import build_local_model
+    except ModuleNotFoundError as missing:  # jinja2 (the chat template) or another package of [local]
+        from nestor.providers.local.engine import missing_dependency
+
+        raise missing_dependency(missing) from None
 
     local = build_local_model(
         model_name,
