@@ -6,7 +6,7 @@ Sources, lowest to highest precedence::
     < user config      $XDG_CONFIG_HOME/nestor/config.toml (else ~/.config/nestor/config.toml)
     < project config   <project>/nestor.toml (only its narrowing keys until the folder is trusted)
     < environment      NESTOR_MODEL, NESTOR_SMALL_MODEL (NESTOR_HOME picks the data dir)
-    < CLI flags        --model, --small-model, --yolo, --max-iterations, --max-tokens, --max-time-s
+    < CLI flags        --model, --small-model, --yolo, --max-iterations, --max-tokens, --max-time
 
 Tables merge deeply: a project ``[limits]`` table changes only the keys it names. A model role
 given as a string (``large = "openai:gpt-5"``, ``NESTOR_MODEL``, ``--model``) names the model

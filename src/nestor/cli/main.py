@@ -41,7 +41,11 @@ SmallModelOption = Annotated[
     typer.Option("--small-model", help="Model of the small role (titles, research), as provider:model."),
 ]
 YoloOption = Annotated[
-    bool, typer.Option("--yolo", help="Allow every tool call without asking (deny rules still apply).")
+    bool,
+    typer.Option(
+        "--yolo",
+        help="Allow every tool call without asking, except what deny rules forbid and ask rules ask.",
+    ),
 ]
 TrustOption = Annotated[
     bool,
@@ -118,8 +122,9 @@ def run(
     """Run one prompt to completion without asking anything, and print the answer.
 
     Tool calls that would ask for permission are denied (the model is told why) unless a rule in
-    nestor.toml allows them or --yolo is given. Exit codes: 0 done, 1 error, 3 stopped by a budget
-    or the time limit, 130 cancelled.
+    nestor.toml allows them or --yolo is given; --yolo does not override deny or ask rules.
+    Exit codes: 0 done, 1 error, 2 usage error, 3 stopped by a budget or the time limit,
+    130 cancelled.
     """
     from nestor.cli.headless import run_headless
 
