@@ -105,3 +105,14 @@ def test_group_without_a_command_prints_its_help(tmp_path: Path) -> None:
     done = nestor(["sessions"], cwd=project, env=clean_env(tmp_path / "home"))
     assert done.returncode == EXIT_USAGE
     assert "Commands:" in done.stderr and "error: unexpected" not in done.stderr
+
+
+@pytest.mark.parametrize("args", [["-C", "/nonexistent", "models"], ["run", "--dir", "/nonexistent", "hi"]])
+def test_a_missing_project_directory(args: list[str], tmp_path: Path) -> None:
+    assert "'/nonexistent' does not exist" in usage_error(args, tmp_path)
+
+
+def test_a_file_as_the_project_directory(tmp_path: Path) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    assert f"'{afile}' is a file" in usage_error(["-C", str(afile), "models"], tmp_path)

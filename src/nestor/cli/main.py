@@ -57,7 +57,14 @@ TrustOption = Annotated[
 ]
 DebugOption = Annotated[bool, typer.Option("--debug", help="Show tracebacks of unexpected errors.")]
 DirOption = Annotated[
-    Path | None, typer.Option("--dir", "-C", help="Project directory (default: the current directory).")
+    Path | None,
+    typer.Option(
+        "--dir",
+        "-C",
+        exists=True,
+        file_okay=False,
+        help="Project directory (default: the current directory).",
+    ),
 ]
 ContinueOption = Annotated[
     bool, typer.Option("--continue", "-c", help="Continue this project's latest session.")
