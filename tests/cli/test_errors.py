@@ -69,6 +69,20 @@ def test_config_syntax_error_names_the_line(project: Path, tmp_path: Path) -> No
     assert_one_clear_error(done.stderr, "nestor.toml", "line 2")
 
 
+def test_deeply_nested_config_and_agent_file_name_the_file(project: Path, tmp_path: Path) -> None:
+    (project / "nestor.toml").write_text("a = " + "[" * 100_000 + "]" * 100_000 + "\n")
+    done = nestor(["models"], cwd=project, env=clean_env(tmp_path / "home"))
+    assert done.returncode == 1
+    assert_one_clear_error(done.stderr, str(project / "nestor.toml"), "levels deep")
+    (project / "nestor.toml").unlink()
+    agent = project / ".nestor" / "agents" / "deep.md"
+    agent.parent.mkdir(parents=True)
+    agent.write_text("---\nname: deep\ndescription: " + "{a: " * 50_000 + "}" * 50_000 + "\n---\nbody\n")
+    done = nestor(["agents", "validate"], cwd=project, env=clean_env(tmp_path / "home"))
+    assert done.returncode == 1 and "Traceback" not in done.stderr and "unexpected" not in done.stderr
+    assert ".nestor/agents/deep.md:2: the front matter nests" in done.stdout
+
+
 def test_bad_permission_rule(project: Path, tmp_path: Path) -> None:
     (project / "nestor.toml").write_text(
         '[models]\nlarge = "ollama:qwen"\n[permissions]\ndeny = ["bash(git"]\n'

@@ -132,6 +132,29 @@ def test_headless_run_denies_what_would_ask_and_the_model_is_told(repo: Path, tm
     assert "Permission denied" in denied and "--yolo" in denied
 
 
+def test_under_yolo_an_ask_rule_still_holds_in_a_headless_run(repo: Path, tmp_path: Path) -> None:
+    (repo / "nestor.toml").write_text('[permissions]\nask = ["bash(touch *)"]\n')
+    script = [
+        ServerReply(
+            tool_calls=(
+                ServerToolCall("bash", {"command": "touch asked"}),
+                ServerToolCall("bash", {"command": "mkdir made"}),
+            )
+        ),
+        ServerReply(text="done"),
+    ]
+    with ScriptedOpenAIServer(script) as server:
+        done = nestor(
+            ["run", "--yolo", "--trust", "--model", "openai-chat:gpt-4o", "go"],
+            cwd=repo,
+            env=openai_env(tmp_path, server),
+        )
+        results = [m["content"] for m in server.requests[1]["messages"] if m["role"] == "tool"]
+    assert done.returncode == 0, done.stderr
+    assert not (repo / "asked").exists() and (repo / "made").is_dir()  # --yolo allowed the other one
+    assert "rule ask bash(touch *)" in results[0] and "--yolo does not override ask rules" in results[0]
+
+
 def test_allow_rule_in_project_config_lets_a_headless_run_act(repo: Path, tmp_path: Path) -> None:
     (repo / "nestor.toml").write_text('[permissions]\nallow = ["bash(touch *)"]\n')
     script = [

@@ -232,6 +232,8 @@ def test_model_settings_map_the_role_config(tmp_path: Path) -> None:
         "anthropic_cache_instructions": True,
         "anthropic_cache_tool_definitions": True,
         "anthropic_cache_messages": True,
+        # "medium" is 10000 tokens of thinking, more than max_tokens: lowered to leave room for the answer
+        "anthropic_thinking": {"type": "enabled", "budget_tokens": 8192 - 4096},
     }
     assert built.model.settings == built.settings
 

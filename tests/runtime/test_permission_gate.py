@@ -64,3 +64,24 @@ async def test_allowed_by_rule_passes_silently() -> None:
     subject, events = gate(None, PermissionPolicy.from_config(["bash(git *)"], [], [], project_root="/repo"))
     assert await subject.allows(PUSH, "c1")
     assert events == []
+
+
+ASK_PUSH = ([], ["bash(git push*)"], [])
+
+
+async def test_an_ask_rule_still_asks_under_yolo() -> None:
+    policy = PermissionPolicy.from_config(*ASK_PUSH, project_root="/repo", yolo=True)
+    subject, events = gate(["once"], policy)
+    verdict = await subject.settle(PUSH, "call_1")
+    assert verdict.allowed and verdict.decision.kind == "ask"
+    assert [e.decision for e in events if isinstance(e, PermissionAsked)] == [None, "allow"]
+
+
+async def test_headless_under_yolo_an_ask_rule_denies_and_says_yolo_does_not_override_it() -> None:
+    policy = PermissionPolicy.from_config(*ASK_PUSH, project_root="/repo", yolo=True)
+    subject, _ = gate(None, policy)
+    verdict = await subject.settle(PUSH, "call_1")
+    assert not verdict.allowed
+    refusal = subject.refusal(PUSH, verdict.decision)
+    assert "rule ask bash(git push*)" in refusal and "--yolo does not override ask rules" in refusal
+    assert "rerun with --yolo" not in refusal and "Do not retry" in refusal

@@ -18,6 +18,12 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from nestor.core.errors import AgentFileError
 
 _DELIMITER = "---"
+_MAX_DEPTH = 32
+_MAX_NODES = 100_000
+"""The most values front matter may hold, counting each use of an alias (``*name``) in full: a few
+lines of aliases of aliases (a "billion laughs") would otherwise expand to billions of values."""
+_TOO_DEEP = f"nests lists or mappings more than {_MAX_DEPTH} levels deep"
+_TOO_MANY = f"holds more than {_MAX_NODES:,} values once its aliases expand"
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +89,11 @@ def _parse_yaml(yaml_text: str, path: Path, *, first_line: int, body: str) -> Fr
     loader = yaml.SafeLoader(yaml_text)
     try:
         node = loader.get_single_node()
+        if node is not None:
+            _check_size(node, path, first_line)
         data: object = loader.construct_document(node) if node is not None else None
+    except RecursionError:
+        raise _too_large(path, first_line, _TOO_DEEP) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = first_line + (mark.line if mark is not None else 0)
@@ -116,6 +126,33 @@ def _parse_yaml(yaml_text: str, path: Path, *, first_line: int, body: str) -> Fr
         body=body,
         key_lines=key_lines,
         item_lines=item_lines,
+    )
+
+
+def _check_size(root: Node, path: Path, first_line: int) -> None:
+    """Refuse front matter that nests too deeply or expands (through aliases) to too many values."""
+    pending: list[tuple[Node, int]] = [(root, 1)]
+    count = 0
+    while pending:
+        node, depth = pending.pop()
+        count += 1
+        if count > _MAX_NODES:
+            raise _too_large(path, first_line, _TOO_MANY)
+        if depth > _MAX_DEPTH:
+            raise _too_large(path, first_line, _TOO_DEEP)
+        if isinstance(node, SequenceNode):
+            pending.extend((item, depth + 1) for item in node.value)
+        elif isinstance(node, MappingNode):
+            for key, value in node.value:
+                pending.extend(((key, depth + 1), (value, depth + 1)))
+
+
+def _too_large(path: Path, first_line: int, what: str) -> AgentFileError:
+    return AgentFileError(
+        f"{path}:{first_line}: the front matter {what}",
+        hint="an agent's front matter is a few plain 'key: value' lines: fix or remove the file",
+        path=str(path),
+        line=first_line,
     )
 
 

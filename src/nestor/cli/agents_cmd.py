@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -141,12 +142,23 @@ def create_agent(
     ] = None,
     model: Annotated[
         str | None,
-        typer.Option(help="Its model (large, small, provider:model); empty inherits the parent's."),
+        typer.Option(
+            help="The new agent's own model (large, small, provider:model); empty inherits the parent's. "
+            "Not the model that drafts it (--draft-model)."
+        ),
     ] = None,
     prompt: Annotated[str | None, typer.Option(help="Its system prompt (asked when omitted).")] = None,
     from_description: Annotated[
         str | None,
-        typer.Option("--from-description", help="Let the large model draft the whole agent from this text."),
+        typer.Option("--from-description", help="Let a model draft the whole agent from this text."),
+    ] = None,
+    draft_model: Annotated[
+        str | None,
+        typer.Option(
+            "--draft-model",
+            help="The model that drafts it with --from-description, as provider:model "
+            "(default: the configured large model).",
+        ),
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing agent file.")] = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Write a drafted agent without asking.")] = False,
@@ -162,7 +174,8 @@ def create_agent(
     if from_description is None:
         text = _compose(_ask_fields(given), prompt if prompt is not None else _ask("System prompt"))
     else:
-        text = _with_overrides(_draft(_options(ctx), from_description, name), given, prompt)
+        drafter = _options(ctx) if draft_model is None else replace(_options(ctx), model=draft_model)
+        text = _with_overrides(_draft(drafter, from_description, name), given, prompt)
     spec = _read_new_agent(registry, text, name)
     _check_target(registry, spec.name, force=force)
     _write_agent(registry, spec, confirm=from_description is not None and not yes)
@@ -395,11 +408,20 @@ def _draft(options: CommonOptions, description: str, name: str | None) -> str:
 
     from nestor.agents.tool_names import NESTOR_TOOLS
     from nestor.app import App
+    from nestor.core.errors import ConfigError
     from nestor.runtime.agent_drafts import draft_agent_spec
 
     application = App.open(options.load_settings(), notify=lambda message: print(message, file=sys.stderr))
     try:
-        built = application.build_model(application.model_config("large", os.environ), os.environ)
+        try:
+            model_config = application.model_config("large", os.environ)
+        except ConfigError:
+            raise ConfigError(
+                "no model configured to draft the agent",
+                hint="pass --draft-model provider:model (--model sets the new agent's own model), set "
+                'NESTOR_MODEL, or add `[models] large = "provider:model"` to nestor.toml',
+            ) from None
+        built = application.build_model(model_config, os.environ)
         print(f"drafting the agent with {built.name}...", file=sys.stderr)
         return asyncio.run(draft_agent_spec(built, description, tool_names=NESTOR_TOOLS, name=name))
     finally:

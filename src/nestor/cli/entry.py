@@ -2,8 +2,9 @@
 
 Importing the command-line app pulls in Typer and Rich, and running a prompt pulls in pydantic-ai:
 ``--version`` answers before any of that is imported. Every :class:`NestorError` ends as
-``error: <cause>`` and ``hint: <what to do>`` on stderr with exit code 1; a traceback is shown only
-with ``--debug``.
+``error: <cause>`` and ``hint: <what to do>`` on stderr with exit code 1 (2 for a usage mistake:
+no such command or flag, a missing argument, a value that does not parse); a traceback is shown
+only with ``--debug``.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ def report_error(exc: BaseException, *, debug: bool) -> int:
         print(f"error: {exc.message}", file=sys.stderr)
         if exc.hint:
             print(f"hint: {exc.hint}", file=sys.stderr)
+        return exc.exit_code
     else:
         print(f"error: unexpected {type(exc).__name__}: {exc}", file=sys.stderr)
         if not debug:

@@ -7,7 +7,6 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
-import click
 import typer
 
 from nestor.cli import agents_cmd, sessions_cmd
@@ -42,7 +41,11 @@ SmallModelOption = Annotated[
     typer.Option("--small-model", help="Model of the small role (titles, research), as provider:model."),
 ]
 YoloOption = Annotated[
-    bool, typer.Option("--yolo", help="Allow every tool call without asking (deny rules still apply).")
+    bool,
+    typer.Option(
+        "--yolo",
+        help="Allow every tool call without asking, except what deny rules forbid and ask rules ask.",
+    ),
 ]
 TrustOption = Annotated[
     bool,
@@ -54,7 +57,14 @@ TrustOption = Annotated[
 ]
 DebugOption = Annotated[bool, typer.Option("--debug", help="Show tracebacks of unexpected errors.")]
 DirOption = Annotated[
-    Path | None, typer.Option("--dir", "-C", help="Project directory (default: the current directory).")
+    Path | None,
+    typer.Option(
+        "--dir",
+        "-C",
+        exists=True,
+        file_okay=False,
+        help="Project directory (default: the current directory).",
+    ),
 ]
 ContinueOption = Annotated[
     bool, typer.Option("--continue", "-c", help="Continue this project's latest session.")
@@ -108,23 +118,26 @@ def run(
     resume: ResumeOption = None,
     max_iterations: Annotated[
         int | None,
-        typer.Option(help="Most model requests in this run, main agent and sub-agents together."),
+        typer.Option(min=1, help="Most model requests in this run, main agent and sub-agents together."),
     ] = None,
     max_tokens: Annotated[
         int | None,
-        typer.Option(help="Most tokens (input + output) in this run, main agent and sub-agents together."),
+        typer.Option(
+            min=0, help="Most tokens (input + output) in this run, sub-agents included; 0: no limit."
+        ),
     ] = None,
     max_time: Annotated[
         float | None,
-        typer.Option(help="Most seconds of wall time for this run, sub-agents included."),
+        typer.Option(min=0, help="Most seconds of wall time for this run, sub-agents included; 0: no limit."),
     ] = None,
 ) -> None:
     """Run one prompt to completion without asking anything, and print the answer.
 
     Tool calls that would ask for permission are denied (the model is told why) unless a rule in
-    nestor.toml allows them or --yolo is given. The budgets bound the whole run, sub-agents
-    (background ones too) included; a stopped agent gets one last turn without tools to report.
-    Exit codes: 0 done, 1 error, 3 stopped by a budget or the time limit, 130 cancelled.
+    nestor.toml allows them or --yolo is given; --yolo does not override deny or ask rules. The
+    budgets bound the whole run, sub-agents (background ones too) included; a stopped agent gets
+    one last turn without tools to report. Exit codes: 0 done, 1 error, 2 usage error, 3 stopped
+    by a budget or the time limit, 130 cancelled.
     """
     from nestor.cli.headless import run_headless
 
@@ -197,15 +210,27 @@ def _read_stdin_prompt() -> str:
 
 
 def run_app(args: list[str]) -> int:
-    """Run the Typer app on ``args`` and return its exit code (errors propagate to the caller)."""
+    """Run the Typer app on ``args`` and return its exit code (errors propagate to the caller).
+
+    Raises:
+        UsageError: ``args`` name no such command or flag, lack an argument, or a value does not parse.
+
+    """
+    from typer._click.exceptions import NoArgsIsHelpError  # Typer vendors Click and exports no name for it
+
     try:
         result = app(args=args, prog_name="nestor", standalone_mode=False)
-    except click.exceptions.Exit as done:
+    except typer.Exit as done:
         return done.exit_code
-    except click.exceptions.Abort:
+    except typer.Abort:
         print("\naborted", file=sys.stderr)
         return 130
-    except click.exceptions.ClickException as usage_error:
-        usage_error.show()
-        return usage_error.exit_code
+    except NoArgsIsHelpError as bare_group:  # `nestor sessions`: its help, and a usage error's code
+        bare_group.show()
+        return bare_group.exit_code
+    except typer.TyperException as mistake:
+        # Typer vendors Click: its parse errors are TyperExceptions, not click.ClickException.
+        from nestor.cli.usage import usage_error
+
+        raise usage_error(mistake) from mistake
     return result if isinstance(result, int) else 0

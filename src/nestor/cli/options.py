@@ -30,7 +30,8 @@ class CommonOptions:
     def merge(cls, parent: CommonOptions | None, **given: Any) -> CommonOptions:
         """Options of a subcommand: its own flags where given, else the root command's."""
         base = parent or cls()
-        changes = {key: value for key, value in given.items() if value not in (None, False)}
+        # `is`, not `in (None, False)`: 0 == False, and --max-tokens 0 (no limit) is a value.
+        changes = {key: value for key, value in given.items() if value is not None and value is not False}
         return replace(base, **changes)
 
     @property

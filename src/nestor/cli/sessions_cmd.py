@@ -43,7 +43,7 @@ def list_sessions(
     ctx: typer.Context,
     as_json: JsonOption = False,
     all_projects: Annotated[bool, typer.Option("--all", "-a", help="Sessions of every project.")] = False,
-    limit: Annotated[int, typer.Option(help="At most this many sessions.")] = 50,
+    limit: Annotated[int, typer.Option(min=1, help="At most this many sessions.")] = 50,
 ) -> None:
     """List this project's sessions, newest first."""
     application, options = _open(ctx)

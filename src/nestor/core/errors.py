@@ -4,6 +4,7 @@ Every error a user can cause carries a one-line cause and a hint saying what to 
 prints ``error: <cause>`` and ``hint: <hint>`` and never a traceback (unless ``--debug``)::
 
     NestorError                      base: message + hint
+    ├── UsageError                   the command line itself is malformed (exit code 2)
     ├── ConfigError                  a config file or flag is invalid (file, key)
     │   └── AgentFileError           an agent definition file is invalid (file, line, key)
     ├── UnknownAgentError            a task names an agent type nobody defined
@@ -24,6 +25,9 @@ from __future__ import annotations
 class NestorError(Exception):
     """Base of every error nestor reports to a user: a one-line cause plus what to do."""
 
+    exit_code: int = 1
+    """The exit code of the ``nestor`` command that ends with this error."""
+
     def __init__(self, message: str, *, hint: str | None = None) -> None:
         super().__init__(message)
         self.message = message
@@ -31,6 +35,12 @@ class NestorError(Exception):
 
     def __str__(self) -> str:
         return self.message
+
+
+class UsageError(NestorError):
+    """The command line names no such command or flag, lacks an argument, or a value does not parse."""
+
+    exit_code = 2  # as argparse and Click exit on usage errors
 
 
 class ConfigError(NestorError):

@@ -3,8 +3,9 @@
 Order of precedence: a matching ``deny`` rule, then a matching ``ask`` rule, then a matching
 ``allow`` rule, then a grant the user gave earlier in this session, then ``--yolo``, then the
 defaults (reads inside the project are allowed; reads outside it, writes, commands and network
-access ask). Deny rules hold even with ``--yolo``: a rule written down is a decision the
-user already made.
+access ask). Deny and ask rules hold even with ``--yolo``: a rule written down is a decision
+the user already made (an ask rule asks in the REPL; a headless run, where nobody can answer,
+denies the call and tells the model that ``--yolo`` does not override ask rules).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ class PermissionPolicy:
     Attributes:
         rules: Parsed rules from configuration, in the order written.
         project_root: Used to match project-relative path patterns.
-        yolo: Allow everything that no deny rule forbids.
+        yolo: Allow everything that no deny or ask rule covers.
 
     """
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, TypeAlias
 
 from nestor.config import ModelConfig, NamedProviderConfig, Settings
-from nestor.core.errors import ProviderError
+from nestor.core.errors import ConfigError, ProviderError
 from nestor.providers.catalog import (
     BUILTIN_PROVIDERS,
     api_key,
@@ -46,6 +46,8 @@ LOCAL_DEFAULT_CONTEXT_WINDOW = 32_768
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 ANTHROPIC_DEFAULT_BASE_URL = "https://api.anthropic.com"
 _UNPRICED_PROVIDERS = frozenset({"ollama"})
+_MIN_THINKING_BUDGET = 1024  # Anthropic's smallest budget_tokens
+_ANSWER_ROOM = 4096  # what a lowered thinking budget leaves for the answer, at most half of max_tokens
 # The OpenAI and Anthropic SDKs insist on some key; a keyless local server ignores this one.
 _PLACEHOLDER_KEY = "api-key-not-set"
 
@@ -134,7 +136,7 @@ def build_model(
             _build_local(model_name, model_config, settings, model_settings, on_progress), model_config
         )
     if (named.type if named is not None else provider) == "anthropic":
-        model_settings = _with_prompt_caching(model_settings)
+        model_settings = _with_thinking_budget(_with_prompt_caching(model_settings), model_config.model)
 
     from pydantic_ai.exceptions import UserError
 
@@ -177,7 +179,12 @@ def _build_local(
     on_progress: Callable[[str], None] | None,
 ) -> BuiltModel:
     """A GGUF model in process (``local:``); its window is what llama.cpp is given."""
-    from nestor.providers.local.loader import build_local_model
+    try:
+        from nestor.providers.local.loader import build_local_model
+    except ModuleNotFoundError as missing:  # jinja2 (the chat template) or another package of [local]
+        from nestor.providers.local.engine import missing_dependency
+
+        raise missing_dependency(missing) from None
 
     local = build_local_model(
         model_name,
@@ -230,6 +237,40 @@ def _with_prompt_caching(model_settings: ModelSettings) -> ModelSettings:
         "anthropic_cache_messages": True,
     }
     return cached
+
+
+def _with_thinking_budget(model_settings: ModelSettings, model: str) -> ModelSettings:
+    """Return ``model_settings`` with Anthropic's thinking budget below the configured ``max_tokens``.
+
+    Models that think within ``budget_tokens`` (those before adaptive thinking) need
+    1024 <= budget_tokens < max_tokens, and pydantic-ai maps ``thinking`` to a fixed budget (16384
+    for "high") whatever ``max_tokens`` says. A budget that does not fit is lowered to leave the
+    answer room (up to 4096 tokens, at most half of ``max_tokens``), and never below 1024.
+
+    Raises:
+        ConfigError: ``max_tokens`` is 1024 or less, which leaves no room for any thinking.
+
+    """
+    thinking = model_settings.get("thinking")
+    max_tokens = model_settings.get("max_tokens")
+    if not thinking or max_tokens is None:
+        return model_settings
+    from pydantic_ai.profiles.anthropic import ANTHROPIC_THINKING_BUDGET_MAP, anthropic_model_profile
+
+    profile = anthropic_model_profile(model.partition(":")[2]) or {}
+    if profile.get("anthropic_supports_adaptive_thinking", False):
+        return model_settings
+    budget = ANTHROPIC_THINKING_BUDGET_MAP[thinking]
+    if budget < max_tokens:
+        return model_settings
+    if max_tokens <= _MIN_THINKING_BUDGET:
+        raise ConfigError(
+            f"{model}: thinking needs max_tokens above {_MIN_THINKING_BUDGET} (Anthropic's smallest "
+            f"thinking budget), but max_tokens = {max_tokens}",
+            hint="raise max_tokens, or set thinking = false for this model",
+        )
+    budget = max(_MIN_THINKING_BUDGET, max_tokens - min(_ANSWER_ROOM, max_tokens // 2))
+    return {**model_settings, "anthropic_thinking": {"type": "enabled", "budget_tokens": budget}}  # pyright: ignore[reportReturnType]
 
 
 def resolve_context_window(configured: int | None, model: Model, model_name: str, *, local: bool) -> int:

@@ -25,6 +25,8 @@ from pydantic_ai.exceptions import (
     ModelUnavailableError,
 )
 
+from nestor.core.errors import NestorError
+
 _RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
 _STATUS_PHRASES = {
     400: "bad request",
@@ -100,4 +102,6 @@ def describe_error(error: BaseException) -> str:
         )
     if isinstance(error, ModelAPIError):
         return f"{type(error).__name__} from {error.model_name}: {error.message}"[:300]
+    if isinstance(error, NestorError):  # nestor's own (a local engine that cannot load) says it all
+        return error.message
     return f"{type(error).__name__}: {error}"[:300]

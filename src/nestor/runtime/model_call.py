@@ -33,7 +33,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.models import Model, ModelRequestParameters
 from pydantic_ai.settings import ModelSettings
 
-from nestor.core.errors import ModelRequestError
+from nestor.core.errors import ModelRequestError, NestorError
 from nestor.core.events import Event, Retrying, TextDelta, ThinkingDelta
 from nestor.providers.retry import RetryPolicy, describe_error, is_retryable
 
@@ -177,6 +177,8 @@ def is_context_overflow(error: BaseException) -> bool:
 
 def hint_for(error: BaseException) -> str | None:
     """What the user can do about a failed model request, if anything."""
+    if isinstance(error, NestorError):  # e.g. a local engine that cannot load says how to install it
+        return error.hint
     if isinstance(error, ModelContextWindowExceededError):
         return "the conversation no longer fits the model's context: run /compact, or start a new session"
     if isinstance(error, ModelAuthenticationError):

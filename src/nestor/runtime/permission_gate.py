@@ -64,6 +64,13 @@ class PermissionGate:
         """What the model is told when ``request`` was refused: why, and not to retry it."""
         if decision.kind == "deny" and decision.rule is not None:
             return f"Permission denied by rule {decision.rule}: {request.description}. Do not retry it."
+        if self.asker is None and decision.rule is not None:
+            return (
+                f"Permission denied: {request.description} ({decision.reason}). A rule says to ask, and "
+                "this is a non-interactive run, so nobody can approve it; --yolo does not override ask "
+                "rules. The user can run it in the interactive REPL or change the rule in nestor.toml. "
+                "Do not retry this call."
+            )
         if self.asker is None:
             return (
                 f"Permission denied: {request.description} ({decision.reason}). This is a non-interactive "

@@ -193,7 +193,10 @@ TYPES: dict[str, type | tuple[type, ...]] = {
 
 
 def valid(schema: Any, value: Any, root: dict[str, Any]) -> bool:
-    """A validator for the JSON-schema subset these tests produce (jsonschema is not a dependency)."""
+    """A validator for the JSON-schema subset these tests produce, small enough to read next to them.
+
+    The whole schema is also checked with jsonschema (a dev dependency) below.
+    """
     if "$ref" in schema:
         return valid(resolve(root, schema["$ref"]), value, root)
     if "anyOf" in schema and not any(valid(branch, value, root) for branch in schema["anyOf"]):

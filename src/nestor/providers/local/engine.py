@@ -40,6 +40,16 @@ if TYPE_CHECKING:
 INSTALL_HINT = "install the embedded engine with: pip install 'nestor[local]'"
 
 
+def missing_dependency(missing: ImportError) -> ProviderError:
+    """The error for a package of the ``[local]`` extra (llama-cpp-python, jinja2, ...) that is missing."""
+    name = (missing.name or "").split(".")[0]
+    if name in ("", "llama_cpp"):
+        return ProviderError("the local model engine (llama-cpp-python) is not installed", hint=INSTALL_HINT)
+    return ProviderError(
+        f"the local model needs the Python package {name!r}, which is not installed", hint=INSTALL_HINT
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Generated:
     """The end of one generation.
@@ -400,10 +410,8 @@ class LlamaEngine:
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         try:
             from llama_cpp import Llama
-        except ImportError:
-            raise ProviderError(
-                "the local model engine (llama-cpp-python) is not installed", hint=INSTALL_HINT
-            ) from None
+        except ImportError as missing:  # llama-cpp-python, or a package it needs (numpy, ...)
+            raise missing_dependency(missing) from None
         try:
             self._llama = Llama(
                 model_path=str(self.model_path),
