@@ -348,6 +348,32 @@ async def test_repl_main_reports_an_unknown_session(
     assert capsys.readouterr().err.startswith("error: ")
 
 
+async def test_repl_main_refuses_a_session_another_nestor_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import subprocess
+
+    from nestor.store import SessionStore, open_database
+    from nestor.store.lease import ProcessIdentity
+
+    settings = write_project(tmp_path, model="scripted:model", base_url="http://127.0.0.1:9/v1")
+    other = subprocess.Popen(["sleep", "60"])  # noqa: ASYNC220 - a live process to hold the session
+    try:
+        with open_database(settings.database_path) as db:
+            session = SessionStore(db).create(str(settings.project_root))
+            SessionStore(db, holder=ProcessIdentity.of(other.pid)).acquire(session.id)
+        code = await repl_main(
+            settings, resume=session.id, terminal=Terminal(plain_console(io.StringIO())), env={}
+        )
+    finally:
+        other.kill()
+        other.wait()
+    assert code == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == f"error: session {session.id} is in use by another nestor (pid {other.pid})"
+    assert err[1].startswith("hint: ")
+
+
 def test_run_repl_needs_a_terminal(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # pytest's stdin is not a terminal, like `nestor < file`.
     assert run_repl(CommonOptions(directory=tmp_path), resume=None, continue_latest=False) == 1
