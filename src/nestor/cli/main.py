@@ -114,7 +114,8 @@ def run(
 
     Tool calls that would ask for permission are denied (the model is told why) unless a rule in
     nestor.toml allows them or --yolo is given. Exit codes: 0 done, 1 error, 3 stopped by a budget
-    or the time limit, 130 cancelled.
+    or the time limit, 130 cancelled by Ctrl-C (129 by a closed terminal, 143 by kill: 128 + the
+    signal's number; the turn is stored and running commands are killed).
     """
     from nestor.cli.headless import run_headless
 
