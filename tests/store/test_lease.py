@@ -83,8 +83,8 @@ def test_a_reused_pid_does_not_keep_the_lease(db: Database) -> None:
 
 def test_a_holder_on_another_host_is_live_while_its_heartbeat_is_fresh() -> None:
     remote = ProcessIdentity(pid=1, host=socket.gethostname() + "-elsewhere", start="5")
-    assert holder_is_live(remote, 1000.0, now=1000.0 + STALE_AFTER_S - 1)
-    assert not holder_is_live(remote, 1000.0, now=1000.0 + STALE_AFTER_S + 1)
+    assert holder_is_live(remote, 1000.0, clock=lambda: 1000.0 + STALE_AFTER_S - 1)
+    assert not holder_is_live(remote, 1000.0, clock=lambda: 1000.0 + STALE_AFTER_S + 1)
 
 
 def test_heartbeat_refreshes_and_release_frees_only_the_own_lease(

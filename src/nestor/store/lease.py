@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,10 +63,10 @@ def process_start(pid: int) -> str:
     return fields[19] if len(fields) > 19 else ""
 
 
-def holder_is_live(holder: ProcessIdentity, heartbeat: float, *, now: float) -> bool:
-    """Whether the process recorded as holding a session still runs."""
+def holder_is_live(holder: ProcessIdentity, heartbeat: float, *, clock: Callable[[], float]) -> bool:
+    """Whether the process recorded as holding a session still runs (``clock`` read only if needed)."""
     if holder.host != socket.gethostname():
-        return now - heartbeat < STALE_AFTER_S
+        return clock() - heartbeat < STALE_AFTER_S
     try:
         os.kill(holder.pid, 0)
     except ProcessLookupError:
@@ -74,4 +75,4 @@ def holder_is_live(holder: ProcessIdentity, heartbeat: float, *, now: float) -> 
         pass  # another user's process with that pid: it exists
     if holder.start:
         return process_start(holder.pid) == holder.start
-    return now - heartbeat < STALE_AFTER_S
+    return clock() - heartbeat < STALE_AFTER_S

@@ -310,12 +310,14 @@ class SessionStore:
 
         """
         if status == "running":
-            holder = self._holder
-            self._update(
-                session_id,
-                "status = ?, lease_pid = ?, lease_host = ?, lease_start = ?, lease_heartbeat = ?",
-                (status, holder.pid, holder.host, holder.start, self._clock()),
+            holder, now = self._holder, self._clock()
+            cursor = self._db.execute(
+                "UPDATE sessions SET status = ?, lease_pid = ?, lease_host = ?, lease_start = ?,"
+                " lease_heartbeat = ?, updated_at = ? WHERE id = ?",
+                (status, holder.pid, holder.host, holder.start, now, now, session_id),
             )
+            if cursor.rowcount == 0:
+                raise _not_found(session_id)
         else:
             self._update(session_id, "status = ?", (status,))
 
@@ -337,7 +339,8 @@ class SessionStore:
             if row is None:
                 raise _not_found(session_id)
             current = _holder_of(row)
-            if current is not None and current != holder and holder_is_live(current, row[3] or 0.0, now=now):
+            live = current is not None and holder_is_live(current, row[3] or 0.0, clock=lambda: now)
+            if current is not None and current != holder and live:
                 where = "" if current.host == holder.host else f" on {current.host}"
                 raise SessionInUseError(
                     f"session {session_id} is in use by another nestor (pid {current.pid}{where})",
@@ -469,7 +472,7 @@ class SessionStore:
         if session.status == "running":
             holder = _holder_of((row["lease_pid"], row["lease_host"], row["lease_start"]))
             heartbeat = row["lease_heartbeat"] or 0.0
-            if holder is None or not holder_is_live(holder, heartbeat, now=self._clock()):
+            if holder is None or not holder_is_live(holder, heartbeat, clock=self._clock):
                 session.status = "interrupted"
         return session
 
