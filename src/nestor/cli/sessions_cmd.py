@@ -302,7 +302,7 @@ def render_transcript(session: Session, records: list[MessageRecord]) -> str:
         f"- project: {session.project_path}",
         f"- agent: {session.agent_name}, model: {session.model}, status: {session.status}",
         f"- tokens: {format_tokens(usage.input_tokens)} in, {format_tokens(usage.output_tokens)} out, "
-        f"{usage.requests} requests; cost: {format_cost(usage.cost_usd)}",
+        f"{counted(usage.requests, 'request')}, {format_cost(usage.cost_usd)}",
         f"- created {_when(session.created_at)}, updated {_when(session.updated_at)}",
         "",
     ]
