@@ -15,6 +15,7 @@ import local_model
 import loop_overhead
 import pool_memory
 import sandbox
+import session_load
 import startup
 
 
@@ -37,6 +38,8 @@ def main() -> None:
     html_conversion.main()
     print()
     sandbox.main()
+    print()
+    session_load.main()
 
 
 if __name__ == "__main__":

@@ -295,3 +295,31 @@ def test_the_notice_names_every_ignored_setting_and_untrusted_agent_model(tmp_pa
     )
     assert "providers.openai" in redefined and "\n" not in untrusted + redefined
     assert ignored_settings_notices(Settings(project_root=tmp_path, data_dir=tmp_path), []) == []
+
+
+async def test_the_main_session_is_held_until_another_replaces_it_or_the_app_closes(
+    tmp_path: Path, opened: Callable[[Settings], App]
+) -> None:
+    import subprocess
+
+    from nestor.core.errors import SessionInUseError
+    from nestor.store import SessionStore, open_database
+    from nestor.store.lease import ProcessIdentity
+
+    app = opened(write_project(tmp_path, "http://127.0.0.1:9/v1", small=None))
+    first = await app.start_main_agent(env={})
+    other = subprocess.Popen(["sleep", "60"])  # noqa: ASYNC220 - another process wanting the sessions
+    try:
+        elsewhere = SessionStore(app.database, holder=ProcessIdentity.of(other.pid))
+        with pytest.raises(SessionInUseError):
+            elsewhere.acquire(first.session_id)
+        second = await app.start_main_agent(env={})  # the REPL's /clear
+        elsewhere.acquire(first.session_id)  # the session left behind is free again
+        with pytest.raises(SessionInUseError):
+            elsewhere.acquire(second.session_id)
+        app.close()
+        with open_database(app.settings.database_path) as database:
+            SessionStore(database, holder=ProcessIdentity.of(other.pid)).acquire(second.session_id)
+    finally:
+        other.kill()
+        other.wait()

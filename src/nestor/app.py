@@ -7,6 +7,8 @@ into a :class:`~nestor.runtime.loop.SessionAgent` registered with the coordinato
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import shutil
 from collections.abc import Callable, Mapping, Sequence
@@ -18,7 +20,7 @@ from nestor.agents.registry import AgentRegistry, project_registry
 from nestor.agents.spec import AgentSpec
 from nestor.bus import EventBus
 from nestor.config import PROJECT_CONFIG_NAME, ModelConfig, ModelRole, Settings, default_user_config_path
-from nestor.core.errors import SessionNotFoundError
+from nestor.core.errors import NestorError, SessionNotFoundError
 from nestor.permissions import PermissionPolicy
 from nestor.providers.build import BuiltModel, build_model
 from nestor.providers.defaults import model_for_role
@@ -94,6 +96,8 @@ class App:
     _web_client: SafeHttpClient | None = None
     _web_caches: dict[str, WebCache] = field(default_factory=dict)  # pyright: ignore[reportUnknownVariableType]
     _search_caches: dict[str, SearchCache] = field(default_factory=dict)  # pyright: ignore[reportUnknownVariableType]
+    _held: list[str] = field(default_factory=list[str])
+    _heartbeat: asyncio.Task[None] | None = None
     _local_notice_given: bool = False
     _ignored_notice_given: bool = False
     _sandbox_notice_given: bool = False
@@ -141,8 +145,36 @@ class App:
         return built
 
     def close(self) -> None:
-        """Close the database."""
+        """Release the sessions this process holds and close the database."""
+        if self._heartbeat is not None:
+            self._heartbeat.cancel()
+        for session_id in self._held:
+            self.sessions.release(session_id)
+        self._held.clear()
         self.database.close()
+
+    def hold(self, session_id: str) -> None:
+        """Hold the main agent's session until :meth:`close` (or until another main session is held).
+
+        Raises:
+            SessionInUseError: Another nestor process runs the session.
+
+        """
+        self.sessions.acquire(session_id)
+        for previous in self._held:  # the REPL's /clear: the session left behind is free again
+            if previous != session_id:
+                self.sessions.release(previous)
+        self._held[:] = [session_id]
+        if self._heartbeat is None:
+            self._heartbeat = asyncio.get_running_loop().create_task(self._beat(), name="session-heartbeat")
+
+    async def _beat(self) -> None:
+        from nestor.store.lease import HEARTBEAT_EVERY_S
+
+        while True:
+            await asyncio.sleep(HEARTBEAT_EVERY_S)
+            with contextlib.suppress(NestorError):  # a busy database: the next beat will do
+                self.sessions.heartbeat()
 
     def find_session(self, *, resume: str | None, continue_latest: bool) -> Session | None:
         """Return the session to resume (by id, or this project's latest), or None for a new one."""
@@ -175,6 +207,8 @@ class App:
                 settings, self.agent_registry(environment).untrusted_models()
             ):
                 self.notify(line)
+        if session is not None:
+            self.hold(session.id)  # before anything slow: a session in use is refused at once
         built = self.build_model(self.model_config("large", environment), environment)
         project_root = Path(settings.project_root)
         hooks: list[Hook] = []
@@ -182,6 +216,7 @@ class App:
             session = self.sessions.create(
                 str(project_root), agent_name="coder", model=built.name, title=title
             )
+            self.hold(session.id)
             hooks.extend(self._title_hooks(environment))
         system_prompt = await build_system_prompt(
             builtin_agent_prompt("coder-compact" if built.compact else "coder"),

@@ -217,7 +217,7 @@ def child_finished(**changes: object) -> AgentFinished:
     return finished(**fields)
 
 
-def test_sub_agents_print_a_start_and_a_done_line_but_not_their_tools_or_text(
+def test_sub_agents_print_a_done_line_but_not_their_start_tools_or_text(
     renderer: EventRenderer, buffer: io.StringIO
 ) -> None:
     renderer.handle(AgentStarted(agent_id=MAIN))
@@ -255,10 +255,9 @@ def test_sub_agents_print_a_start_and_a_done_line_but_not_their_tools_or_text(
     renderer.handle(
         ToolFinished(agent_id=MAIN, tool_call_id="t1", tool_name="task", preview="in src/auth.py")
     )
+    # A running sub-agent is a line of the toolbar (see the status tests), not of the scrollback.
     assert lines_of(buffer) == [
         "● task find auth code",
-        "  [explore] find auth code …",
-        "    [general] check …",
         "    [general] check - stopped: timeout (0 tools, 2.0s, 1.0k tok, cost unknown)",
         "  [explore] find auth code - done (3 tools, 5.1s, 12.4k tok, $0.0040)",
         # Other lines came between the task's start and its end, so the end names its tool.
@@ -298,13 +297,13 @@ def test_a_failed_sub_agent_shows_its_error_and_hint_with_its_done_line(
 ) -> None:
     renderer.handle(child_started(agent_type="web", description="search the docs"))
     renderer.handle(ErrorEvent(agent_id=CHILD, message="no API key for openai", hint="set OPENAI_API_KEY"))
-    assert lines_of(buffer) == ["  [web] search the docs …"]  # the error waits for the done line
+    assert lines_of(buffer) == []  # the error waits for the done line
     renderer.handle(
         child_finished(
             agent_type="web", description="search the docs", stop_reason="error", is_error=True, result="x"
         )
     )
-    assert lines_of(buffer)[1:] == [
+    assert lines_of(buffer) == [
         "  [web] search the docs - failed: no API key for openai (0 tools, 5.1s, 12.4k tok, $0.0040)",
         "    hint: set OPENAI_API_KEY",
     ]
@@ -316,7 +315,7 @@ def test_a_cancelled_sub_agent_and_one_whose_start_was_missed(
     renderer.handle(child_started())
     renderer.handle(child_finished(stop_reason="cancelled"))
     renderer.handle(child_finished(agent_id=GRANDCHILD, description="late", depth=2))
-    assert lines_of(buffer)[1:] == [
+    assert lines_of(buffer) == [
         "  [explore] find auth code - cancelled (0 tools, 5.1s, 12.4k tok, $0.0040)",
         "    [explore] late - done (5.1s, 12.4k tok, $0.0040)",
     ]
@@ -338,7 +337,7 @@ def test_other_events_of_a_sub_agent_are_tagged_and_indented(
             reason="read-only",
         )
     )
-    assert lines_of(buffer)[1:] == [
+    assert lines_of(buffer) == [
         "  [explore hild42] ↻ retrying in 2.0s (attempt 1): HTTP 429",
         "  [explore hild42] ⊘ denied bash: rm x (read-only)",
     ]
@@ -365,7 +364,7 @@ def test_background_notices_and_the_main_agents_todos(renderer: EventRenderer, b
     ]
 
 
-async def test_a_real_delegated_run_shows_sub_agents_by_their_start_and_done_lines(tmp_path: Path) -> None:
+async def test_a_real_delegated_run_shows_sub_agents_by_their_done_lines(tmp_path: Path) -> None:
     buffer = io.StringIO()
     renderer = EventRenderer(plain_console(buffer))
 
@@ -376,7 +375,7 @@ async def test_a_real_delegated_run_shows_sub_agents_by_their_start_and_done_lin
 
     await delegated_run(tmp_path, [handle])
     lines = lines_of(buffer)
-    assert "  [explore] find auth code …" in lines and "  [general] check the tests …" in lines
+    assert not any(line.endswith(" …") for line in lines)  # running sub-agents are the toolbar's
     done = sorted(line.split(" (")[0] for line in lines if " - done (" in line)
     assert done == ["  [explore] find auth code - done", "  [general] check the tests - done"]
     assert any(line.startswith("  [explore] find auth code - done (2 tools, ") for line in lines)

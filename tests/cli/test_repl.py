@@ -29,7 +29,7 @@ from nestor.cli.repl import (
 )
 from nestor.config import Settings, load_settings
 from nestor.core.events import AgentFinished, AgentStarted, PromptQueued
-from nestor.testing.openai_server import ScriptedOpenAIServer, ServerReply
+from nestor.testing.openai_server import ScriptedOpenAIServer, ServerReply, ServerToolCall
 from nestor.testing.scripted_model import call, reply
 from tests.cli.repl_support import (
     Gate,
@@ -324,6 +324,31 @@ async def test_repl_main_end_to_end(tmp_path: Path) -> None:
     )
 
 
+async def test_repl_main_prints_each_line_of_a_real_sub_agent_once(tmp_path: Path) -> None:
+    task = {"description": "find the readme", "prompt": "where is it?", "subagent_type": "general"}
+    script = [
+        ServerReply(tool_calls=(ServerToolCall("task", task),)),
+        ServerReply(tool_calls=(ServerToolCall("ls", {"path": "."}),)),
+        ServerReply(text="It is README.md."),
+        ServerReply(text="The readme is README.md."),
+    ]
+    buffer = io.StringIO()
+    with ScriptedOpenAIServer(script) as server:
+        settings = write_project(tmp_path, model="scripted:model", base_url=server.base_url)
+        with create_pipe_input() as pipe:
+            terminal = Terminal(plain_console(buffer), input=pipe, output=DummyOutput())
+            repl = asyncio.create_task(repl_main(settings, terminal=terminal, env={}))
+            pipe.send_text("find the readme" + ENTER)
+            await eventually(lambda: any(line.startswith("2 turns · ") for line in lines_of(buffer)))
+            pipe.send_text("/exit" + ENTER)
+            async with asyncio.timeout(10):
+                assert await repl == 0
+    lines = [line for line in lines_of(buffer) if line]
+    assert len(lines) == len(set(lines)), lines
+    [sub_agent] = [line for line in lines if line.startswith("  [general] find the readme")]
+    assert sub_agent.startswith("  [general] find the readme - done (1 tool, ")
+
+
 async def test_repl_main_reports_a_model_that_cannot_be_built(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -346,6 +371,32 @@ async def test_repl_main_reports_an_unknown_session(
     )
     assert code == 1
     assert capsys.readouterr().err.startswith("error: ")
+
+
+async def test_repl_main_refuses_a_session_another_nestor_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import subprocess
+
+    from nestor.store import SessionStore, open_database
+    from nestor.store.lease import ProcessIdentity
+
+    settings = write_project(tmp_path, model="scripted:model", base_url="http://127.0.0.1:9/v1")
+    other = subprocess.Popen(["sleep", "60"])  # noqa: ASYNC220 - a live process to hold the session
+    try:
+        with open_database(settings.database_path) as db:
+            session = SessionStore(db).create(str(settings.project_root))
+            SessionStore(db, holder=ProcessIdentity.of(other.pid)).acquire(session.id)
+        code = await repl_main(
+            settings, resume=session.id, terminal=Terminal(plain_console(io.StringIO())), env={}
+        )
+    finally:
+        other.kill()
+        other.wait()
+    assert code == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == f"error: session {session.id} is in use by another nestor (pid {other.pid})"
+    assert err[1].startswith("hint: ")
 
 
 def test_run_repl_needs_a_terminal(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -377,3 +428,27 @@ async def test_the_toolbar_has_a_line_of_counters_per_running_sub_agent(make_har
             AgentFinished.model_validate({**child, "stop_reason": "completed", "result": ""})
         )
         assert len(toolbar()) == 1
+
+
+async def test_a_running_sub_agent_is_shown_once_in_the_toolbar_then_once_when_done(
+    make_harness: MakeHarness,
+) -> None:
+    harness = make_harness()
+    await harness.controller.open(None)
+    main_id = harness.controller.agent.session_id
+    with create_pipe_input() as pipe:
+        prompt = LinePrompt(harness.controller, harness.question, input=pipe, output=DummyOutput())
+
+        def toolbar() -> list[str]:
+            return fragment_list_to_text(to_formatted_text(prompt.session.bottom_toolbar)).splitlines()
+
+        child = {"agent_id": "ses_child", "parent_id": main_id, "depth": 1, "agent_type": "explore"}
+        harness.base.bus.publish(AgentStarted.model_validate({**child, "description": "find auth code"}))
+        on_screen = [*harness.lines(), *toolbar()]
+        assert [line for line in on_screen if "[explore] find auth code" in line] == [toolbar()[1]]
+        harness.base.bus.publish(
+            AgentFinished.model_validate({**child, "stop_reason": "completed", "result": ""})
+        )
+        on_screen = [*harness.lines(), *toolbar()]
+        [done] = [line for line in on_screen if "[explore] find auth code" in line]
+        assert done.startswith("  [explore] find auth code - done (")

@@ -63,6 +63,15 @@ def test_show_renders_a_transcript(filled: tuple[Path, dict[str, str], str]) -> 
     assert done.returncode == 0, done.stderr
     for fragment in ("# Fix the login bug", "why does login fail?", "call `grep`", "auth.py:3: def login"):
         assert fragment in done.stdout
+    assert "- tokens: 100 in, 20 out, 1 request, $0.0010\n" in done.stdout
+
+
+def test_show_says_once_that_the_cost_is_unknown(filled: tuple[Path, dict[str, str], str]) -> None:
+    project, env, session_id = filled
+    listed = nestor_json(["sessions", "list", "--all", "--json"], cwd=project, env=env)
+    [other] = [row for row in listed if row["id"] != session_id]
+    done = nestor(["sessions", "show", other["id"]], cwd=project, env=env)
+    assert "- tokens: 0 in, 0 out, 0 requests, cost unknown\n" in done.stdout
 
 
 def test_export_json_and_markdown_to_a_file(filled: tuple[Path, dict[str, str], str], tmp_path: Path) -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
 from pydantic_ai.messages import (
     ModelMessage,
     ModelMessagesTypeAdapter,
@@ -13,16 +16,19 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
+from nestor.core.errors import StoreError
 from nestor.runtime.compaction import (
     CompactionMark,
     compaction_mark,
     find_cut,
+    load_visible_history,
     measured_from,
     render_transcript,
     summarizer_prompt,
     summary_message,
     visible_history,
 )
+from nestor.store import Database, MessageStore, SessionStore, open_database
 
 
 def prompt(text: str) -> ModelRequest:
@@ -108,6 +114,38 @@ def test_a_second_compaction_skips_the_first_summary_when_counting_kept_messages
     stored = [*history[:5], first, *history[5:], second, answer("after")]
     # Kept by the second: the three messages before it that are not summaries.
     assert visible_history(stored) == [second, history[4], history[5], history[6], stored[-1]]
+
+
+def _stored(tmp_path: Path, messages: list[ModelMessage]) -> tuple[Database, MessageStore, str]:
+    db = open_database(tmp_path / "nestor.db")
+    store = MessageStore(db)
+    session_id = SessionStore(db).create(str(tmp_path)).id
+    for message in messages:
+        store.append(session_id, message)
+    return db, store, session_id
+
+
+def test_loading_a_stored_session_decodes_only_what_the_model_sees(tmp_path: Path) -> None:
+    history = conversation()
+    first = summary_message("one", mark(2))
+    second = summary_message("two", mark(3))
+    stored = [*history[:5], first, *history[5:], second, answer("after")]
+    db, store, session_id = _stored(tmp_path, stored)
+    with db:
+        assert load_visible_history(store, session_id) == visible_history(stored)
+        # A damaged message before the kept ones is never read: only the visible part is decoded.
+        db.execute("UPDATE messages SET data = 'not json' WHERE session_id = ? AND seq = 1", (session_id,))
+        with pytest.raises(StoreError):
+            store.list(session_id)
+        assert load_visible_history(store, session_id) == visible_history(stored)
+
+
+def test_loading_a_session_without_summaries_reads_it_all(tmp_path: Path) -> None:
+    history = conversation()
+    db, store, session_id = _stored(tmp_path, history)
+    with db:
+        assert load_visible_history(store, session_id) == history
+        assert load_visible_history(store, "ses_unknown") == []
 
 
 def test_usage_is_measured_only_after_the_kept_messages() -> None:

@@ -237,3 +237,20 @@ def test_two_connections_to_one_file_see_each_others_commits(tmp_path: Path) -> 
         _insert_session(first, "ses_shared")
         row = second.fetch_one("SELECT id FROM sessions")
         assert row is not None and row["id"] == "ses_shared"
+
+
+def test_the_lease_migration_keeps_every_session_and_message_of_a_version_1_database(tmp_path: Path) -> None:
+    from nestor.store.db import MIGRATIONS
+
+    path = tmp_path / "nestor.db"
+    with open_database(path, migrations=MIGRATIONS[:1]) as db:
+        _insert_session(db, "ses_1")
+        db.execute(
+            "INSERT INTO messages (session_id, seq, kind, data, created_at)"
+            " VALUES ('ses_1', 0, 'request', '[]', 1)"
+        )
+    with open_database(path) as db:
+        assert _pragma(db, "user_version") == SCHEMA_VERSION
+        row = db.fetch_one("SELECT id, status, lease_pid FROM sessions")
+        assert row is not None and tuple(row) == ("ses_1", "idle", None)
+        assert db.fetch_one("SELECT count(*) FROM messages")[0] == 1  # type: ignore[index]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import signal
 import sys
@@ -22,6 +23,8 @@ EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_STOPPED = 3
 EXIT_CANCELLED = 130
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+"""Each stops a run as Ctrl-C does: Ctrl-C itself, ``kill``, and a terminal that closed."""
 TITLE_WAIT_S = 10.0
 """Longest wait, after the answer, for the new session's title before the process exits."""
 
@@ -52,14 +55,22 @@ async def _run(
         agent = await app.start_main_agent(session=session, asker=None, title=title_from_prompt(prompt))
         app.bus.subscribe(_event_printer(output_format, sys.stdout, sys.stderr))
 
-        def interrupt() -> None:
+        received: list[int] = []
+        terminal = terminal_outputs()
+
+        def interrupt(signum: int) -> None:
+            received.append(signum)
+            if signum == signal.SIGHUP:
+                detach_from_terminal(terminal)
             app.coordinator.cancel(agent.session_id)
+            if app.tree is not None:
+                app.tree.background.cancel_all()
             if app.titles is not None:
                 app.titles.cancel()
 
         loop = asyncio.get_running_loop()
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(signum, interrupt)
+        for signum in STOP_SIGNALS:
+            loop.add_signal_handler(signum, interrupt, signum)
         children_before = _children_usage(app, agent.session_id)
         try:
             result = await app.coordinator.run(agent.session_id, prompt)
@@ -73,13 +84,42 @@ async def _run(
             # After the answer is out: the session's title is worth a short wait, not a delay.
             await _wait_for_titles(app.titles)
         finally:
-            for signum in (signal.SIGINT, signal.SIGTERM):
+            for signum in STOP_SIGNALS:
                 loop.remove_signal_handler(signum)
-        return _exit_code(result.stop_reason, result.is_error)
+        code = _exit_code(result.stop_reason, result.is_error)
+        # Stopped by a signal: the shell's convention, 128 + its number (130 Ctrl-C, 129, 143).
+        return 128 + received[0] if received and code == EXIT_CANCELLED else code
     finally:
         if app.titles is not None:
             app.titles.cancel()
         app.close()
+
+
+def terminal_outputs() -> tuple[int, ...]:
+    """The file descriptors of stdout and stderr that are a terminal, to detach after a hang-up.
+
+    Asked at start: once the terminal hangs up, it no longer answers as one.
+    """
+    import os
+
+    return tuple(fd for fd in (1, 2) if os.isatty(fd))
+
+
+def detach_from_terminal(fds: tuple[int, ...]) -> None:
+    """Point ``fds`` (stdout, stderr that were a terminal) at /dev/null, after SIGHUP.
+
+    Writing to a terminal that hung up fails (EIO): what nestor still prints while it stops would
+    turn into errors. Streams redirected to a file or a pipe are not in ``fds`` and keep working.
+    """
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        for fd in fds:
+            with contextlib.suppress(OSError):
+                os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
 
 
 def _children_usage(app: App, session_id: str) -> Usage:

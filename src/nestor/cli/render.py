@@ -7,9 +7,10 @@ Markdown block (paragraphs, lists, a fenced code block, ended by a blank line ou
 rendered as Markdown once it is complete, and the rest when the response ends or a tool starts.
 :meth:`EventRenderer.status` says what is happening meanwhile, for the prompt's toolbar.
 
-Sub-agents get a line when they start and one when they end (see :mod:`nestor.cli.agent_lines`);
-what they do in between (their tool calls, their text) is not printed: the toolbar counts their
-tool calls live, and their text is a report for the agent that started them, not for the user.
+A running sub-agent is a line of the toolbar, with its tool calls counted live; when it ends, its
+done line is printed (see :mod:`nestor.cli.agent_lines`). A start line in the scrollback would only
+repeat the toolbar's. What sub-agents do in between (their tool calls, their text) is not printed:
+their text is a report for the agent that started them, not for the user.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from nestor.cli.agent_lines import (
     background_line,
     done_line,
     error_lines,
-    start_line,
     todo_lines,
 )
 from nestor.cli.formatting import (
@@ -127,7 +127,8 @@ class EventRenderer:
     Args:
         console: Where to print.
         main_agent_id: The agent whose text is shown and whose runs get a summary line; every
-            other agent is a sub-agent, shown by a start and a done line and tagged elsewhere.
+            other agent is a sub-agent, shown in the toolbar while it runs, then by a done line,
+            and tagged elsewhere.
 
     """
 
@@ -244,8 +245,7 @@ class EventRenderer:
             self._run_started_at = event.timestamp
             self._activity = "waiting for the model"
             return
-        self.flush_text()
-        self._print(start_line(self._agents.started(event)), style="magenta")
+        self._agents.started(event)  # the toolbar shows it from now on (see agent_status)
 
     def _on_tool_started(self, event: ToolStarted) -> None:
         if not self._is_main(event.agent_id):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 import sys
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ from prompt_toolkit.styles import Style
 from rich.console import Console
 
 from nestor.cli.entry import report_error
+from nestor.cli.headless import detach_from_terminal, terminal_outputs
 from nestor.cli.options import CommonOptions
 from nestor.cli.render import EventRenderer
 from nestor.cli.repl_controller import PermissionPrompter, ReplController
@@ -166,6 +168,7 @@ class LinePrompt:
         self._controller = controller
         self._question = question
         self.exit_armed = False
+        self._stopped = False
         self.session: PromptSession[str] = PromptSession(
             message=self._message,
             key_bindings=self._key_bindings(),
@@ -189,7 +192,15 @@ class LinePrompt:
 
     async def read_line(self) -> str:
         """Read one line (or several, with Alt-Enter); raises EOFError when the user exits."""
+        if self._stopped:
+            raise EOFError
         return await self.session.prompt_async()
+
+    def stop(self) -> None:
+        """End the REPL as Ctrl-D does: the line being read, and any later one, raise EOFError."""
+        self._stopped = True
+        if self.session.app.is_running:
+            self.session.app.exit(exception=EOFError())
 
     def _disarm_exit(self, _buffer: object) -> None:
         self.exit_armed = False
@@ -272,6 +283,8 @@ async def interact(controller: ReplController, prompt: LinePrompt) -> int:
                 line = await prompt.read_line()
             except EOFError:
                 break
+            except OSError:  # the terminal is gone (hung up): stop as if the user exited
+                break
             if not await controller.handle_line(line):
                 break
     finally:
@@ -325,7 +338,8 @@ async def repl_main(
         env: Environment for provider credentials; ``os.environ`` when None.
 
     Returns:
-        0 when the user exits, 1 when the model or the session cannot be opened.
+        0 when the user exits, 1 when the model or the session cannot be opened, 128 + the
+        signal's number when SIGHUP (the terminal closed) or SIGTERM stopped it.
 
     """
     from nestor.app import App
@@ -359,10 +373,29 @@ async def repl_main(
             input=terminal.input if terminal else None,
             output=terminal.output if terminal else None,
         )
+        received: list[int] = []
+        outputs = terminal_outputs() if terminal is None else ()
+
+        def stop(signum: int) -> None:
+            received.append(signum)
+            if signum == signal.SIGHUP:
+                detach_from_terminal(outputs)
+            controller.cancel()
+            prompt.stop()
+
+        loop = asyncio.get_running_loop()
+        # Only on the real terminal: tests drive the REPL inside pytest's own process.
+        stop_signals = (signal.SIGTERM, signal.SIGHUP) if terminal is None else ()
+        for signum in stop_signals:
+            loop.add_signal_handler(signum, stop, signum)
         try:
             with patch_stdout(raw=True) if terminal is None else contextlib.nullcontext():
-                return await interact(controller, prompt)
+                code = await interact(controller, prompt)
+            # Ended by a signal: the shell's convention, 128 + its number (129 hang-up, 143 kill).
+            return 128 + received[0] if received else code
         finally:
+            for signum in stop_signals:
+                loop.remove_signal_handler(signum)
             unsubscribe()
     finally:
         if app.titles is not None:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -11,31 +14,48 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 if TYPE_CHECKING:
+    from nestor.cli.options import CommonOptions
     from nestor.cli.tree_view import AgentNode
-    from nestor.store.messages import MessageRecord
-    from nestor.store.sessions import Session
+    from nestor.store.messages import MessageRecord, MessageStore, StoredRow
+    from nestor.store.sessions import Session, SessionStore
 
 app = typer.Typer(help="List, show, export and delete stored sessions.", no_args_is_help=True)
+
+
+@dataclass(frozen=True)
+class Stores:
+    """The session database's two stores."""
+
+    sessions: SessionStore
+    messages: MessageStore
+
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
-def _open(ctx: typer.Context):
-    from nestor.app import App
+def _options(ctx: typer.Context) -> CommonOptions:
     from nestor.cli.options import CommonOptions
 
-    options = ctx.obj if isinstance(ctx.obj, CommonOptions) else CommonOptions()
-    return App.open(options.load_settings()), options
+    return ctx.obj if isinstance(ctx.obj, CommonOptions) else CommonOptions()
+
+
+@contextmanager
+def _stores(ctx: typer.Context) -> Iterator[Stores]:
+    """The session database's stores, without the rest of the app (the model layer costs start-up time)."""
+    from nestor.store import MessageStore, SessionStore, open_database
+
+    database = open_database(_options(ctx).load_settings().database_path)
+    try:
+        yield Stores(SessionStore(database), MessageStore(database))
+    finally:
+        database.close()
 
 
 def _load(ctx: typer.Context, session_id: str) -> tuple[Session, list[MessageRecord]]:
     """Read one session (by id or unique prefix) and its messages."""
-    application, _ = _open(ctx)
-    try:
-        session = application.sessions.get(session_id)
-        return session, application.messages.list_records(session.id)
-    finally:
-        application.close()
+    with _stores(ctx) as stores:
+        session = stores.sessions.get(session_id)
+        return session, stores.messages.list_records(session.id)
 
 
 @app.command("list")
@@ -46,12 +66,9 @@ def list_sessions(
     limit: Annotated[int, typer.Option(min=1, help="At most this many sessions.")] = 50,
 ) -> None:
     """List this project's sessions, newest first."""
-    application, options = _open(ctx)
-    try:
-        project = None if all_projects else str(options.project_root)
-        sessions = application.sessions.list(project, limit=limit)
-    finally:
-        application.close()
+    with _stores(ctx) as stores:
+        project = None if all_projects else str(_options(ctx).project_root)
+        sessions = stores.sessions.list(project, limit=limit)
     if as_json:
         print(json.dumps([session_to_dict(s) for s in sessions], indent=2))
         return
@@ -108,33 +125,34 @@ def show_session(
 
             print("\n".join(tree_lines(root)))
         return
+    if as_json:
+        print(export_json(*_load_rows(ctx, session_id)))
+        return
     from nestor.cli.tree_view import count_descendants
 
-    application, _ = _open(ctx)
-    try:
-        session = application.sessions.get(session_id)
-        records = application.messages.list_records(session.id)
-        descendants = count_descendants(application.sessions, session.id)
-    finally:
-        application.close()
-    if as_json:
-        print(json.dumps(session_export(session, records), indent=2))
-        return
+    with _stores(ctx) as stores:
+        session = stores.sessions.get(session_id)
+        records = stores.messages.list_records(session.id)
+        descendants = count_descendants(stores.sessions, session.id)
     print(render_transcript(session, records))
     note = _relatives_note(session, descendants)
     if note:
         print(note)
 
 
+def _load_rows(ctx: typer.Context, session_id: str) -> tuple[Session, list[StoredRow]]:
+    """Read one session (by id or unique prefix) and its messages as stored, without decoding them."""
+    with _stores(ctx) as stores:
+        session = stores.sessions.get(session_id)
+        return session, stores.messages.export_rows(session.id)
+
+
 def _load_tree(ctx: typer.Context, session_id: str) -> AgentNode:
     """Read a session (by id or unique prefix) and all its descendants."""
     from nestor.cli.tree_view import load_tree
 
-    application, _ = _open(ctx)
-    try:
-        return load_tree(application.sessions, application.messages, application.sessions.get(session_id))
-    finally:
-        application.close()
+    with _stores(ctx) as stores:
+        return load_tree(stores.sessions, stores.messages, stores.sessions.get(session_id))
 
 
 def _relatives_note(session: Session, descendants: int) -> str:
@@ -159,12 +177,12 @@ def export_session(
     ] = False,
 ) -> None:
     """Export a session with every message, as JSON (default) or Markdown."""
-    session, records = _load(ctx, session_id)
-    text = (
-        render_transcript(session, records)
-        if markdown
-        else json.dumps(session_export(session, records), indent=2)
-    )
+    if markdown:
+        session, records = _load(ctx, session_id)
+        text = render_transcript(session, records)
+    else:
+        session, rows = _load_rows(ctx, session_id)
+        text = export_json(session, rows)
     if output is None:
         print(text)
     else:
@@ -179,9 +197,10 @@ def delete_session(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
 ) -> None:
     """Delete a session, its messages and its sub-agent sessions."""
+    from nestor.app import App
     from nestor.core.errors import NestorError
 
-    application, _ = _open(ctx)
+    application = App.open(_options(ctx).load_settings())
     try:
         session = application.sessions.get(session_id)
         if not yes:
@@ -230,27 +249,33 @@ def tree_to_dict(node: AgentNode) -> dict[str, Any]:
     }
 
 
-def session_export(session: Session, records: list[MessageRecord]) -> dict[str, Any]:
-    """A session with its messages, each as pydantic-ai's JSON plus nestor's usage."""
-    from pydantic_ai.messages import ModelMessagesTypeAdapter
+def export_json(session: Session, rows: list[StoredRow]) -> str:
+    """A session with its messages as JSON text: each message is pydantic-ai's JSON plus nestor's usage.
 
-    from nestor.runtime.compaction import compaction_mark
+    The messages are printed as stored, one per line (neither decoded nor re-encoded: a long
+    session's export takes a fraction of the time); the session's fields are indented.
+    """
+    from nestor.core.usage import Usage
+    from nestor.runtime.compaction_mark import mark_from_data
 
-    messages: list[dict[str, Any]] = []
-    for record in records:
-        data = ModelMessagesTypeAdapter.dump_python([record.message], mode="json")[0]
-        mark = compaction_mark(record.message)
-        messages.append(
-            {
-                "seq": record.seq,
-                "kind": record.kind,
-                "created_at": record.created_at,
-                "usage": record.usage.to_dict() if record.usage else None,
-                "compaction": None if mark is None else mark.to_metadata()["nestor"]["compaction"],
-                "message": data,
-            }
-        )
-    return {"session": session_to_dict(session), "messages": messages}
+    lines: list[str] = []
+    for seq, kind, data, usage, created_at in rows:
+        message: Any = json.loads(data)[0]
+        metadata = message.get("metadata") if kind == "request" else None
+        nestor = metadata.get("nestor") if isinstance(metadata, dict) else None
+        mark = mark_from_data(nestor.get("compaction")) if isinstance(nestor, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+        entry = {
+            "seq": seq,
+            "kind": kind,
+            "created_at": created_at,
+            "usage": None if usage is None else Usage.from_dict(json.loads(usage)).to_dict(),
+            "compaction": None if mark is None else mark.to_metadata()["nestor"]["compaction"],
+            "message": message,
+        }
+        lines.append(json.dumps(entry))
+    session_text = json.dumps(session_to_dict(session), indent=2).replace("\n", "\n  ")
+    messages_text = "[\n    " + ",\n    ".join(lines) + "\n  ]" if lines else "[]"
+    return f'{{\n  "session": {session_text},\n  "messages": {messages_text}\n}}'
 
 
 def render_transcript(session: Session, records: list[MessageRecord]) -> str:
@@ -277,7 +302,7 @@ def render_transcript(session: Session, records: list[MessageRecord]) -> str:
         f"- project: {session.project_path}",
         f"- agent: {session.agent_name}, model: {session.model}, status: {session.status}",
         f"- tokens: {format_tokens(usage.input_tokens)} in, {format_tokens(usage.output_tokens)} out, "
-        f"{usage.requests} requests; cost: {format_cost(usage.cost_usd)}",
+        f"{counted(usage.requests, 'request')}, {format_cost(usage.cost_usd)}",
         f"- created {_when(session.created_at)}, updated {_when(session.updated_at)}",
         "",
     ]

@@ -14,7 +14,8 @@ prints ``error: <cause>`` and ``hint: <hint>`` and never a traceback (unless ``-
     │   ├── MissingCredentialsError  the provider's API key is not set
     │   └── ModelRequestError        the provider failed after retries (429, 5xx, network)
     ├── StoreError                   the session database cannot be used
-    │   └── SessionNotFoundError     no session with that id (or prefix)
+    │   ├── SessionNotFoundError     no session with that id (or prefix)
+    │   └── SessionInUseError        another nestor process is running the session
     └── ToolError                    a tool refuses its input; becomes an error tool result
         └── PermissionDeniedError    a rule or the user denied a tool call
 """
@@ -93,6 +94,10 @@ class StoreError(NestorError):
 
 class SessionNotFoundError(StoreError):
     """No stored session matches the given id."""
+
+
+class SessionInUseError(StoreError):
+    """Another live nestor process holds the session: two runs of one session would interleave."""
 
 
 class ToolError(NestorError):

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING
 
 from pydantic_ai.messages import (
     BaseToolReturnPart,
@@ -31,11 +31,18 @@ from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
 from nestor.core.tokens import CHARS_PER_TOKEN
+from nestor.runtime.compaction_mark import (
+    MARK_PATH,
+    METADATA_KEY,
+    CompactionMark,
+    mark_from_data,
+)
+from nestor.runtime.compaction_mark import CompactionTrigger as CompactionTrigger  # re-exported
 from nestor.runtime.context import message_tokens
 
-CompactionTrigger = Literal["threshold", "overflow", "manual"]
+if TYPE_CHECKING:
+    from nestor.store.messages import MessageStore
 
-METADATA_KEY = "nestor"
 SUMMARY_HEADER = (
     "This conversation was compacted: its earlier part is replaced by the summary below, and the "
     "most recent turns follow it unchanged. Continue the work from here without asking the user "
@@ -100,38 +107,6 @@ class SummaryModel:
         return int(self.context_window * _TRANSCRIPT_SHARE) * CHARS_PER_TOKEN
 
 
-@dataclass(frozen=True, slots=True)
-class CompactionMark:
-    """What a summary message records about its compaction.
-
-    Attributes:
-        kept_messages: How many stored messages before the summary stay visible after it
-            (earlier summaries not counted).
-        summarized_messages: How many visible messages the summary replaced.
-        trigger: Why it happened.
-        tokens_before: The request size before compacting.
-
-    """
-
-    kept_messages: int
-    summarized_messages: int
-    trigger: CompactionTrigger
-    tokens_before: int
-
-    def to_metadata(self) -> dict[str, Any]:
-        """The message metadata that marks a summary."""
-        return {
-            METADATA_KEY: {
-                "compaction": {
-                    "kept_messages": self.kept_messages,
-                    "summarized_messages": self.summarized_messages,
-                    "trigger": self.trigger,
-                    "tokens_before": self.tokens_before,
-                }
-            }
-        }
-
-
 def compaction_mark(message: ModelMessage) -> CompactionMark | None:
     """Return the mark of a summary message, or None for any other message."""
     if not isinstance(message, ModelRequest) or not message.metadata:
@@ -139,18 +114,7 @@ def compaction_mark(message: ModelMessage) -> CompactionMark | None:
     data = message.metadata.get(METADATA_KEY)
     if not isinstance(data, dict):
         return None
-    mark: object = data.get("compaction")  # pyright: ignore[reportUnknownMemberType]
-    if not isinstance(mark, dict):
-        return None
-    try:
-        return CompactionMark(
-            kept_messages=int(mark["kept_messages"]),  # pyright: ignore[reportUnknownArgumentType]
-            summarized_messages=int(mark.get("summarized_messages", 0)),  # pyright: ignore[reportUnknownArgumentType, reportUnknownMemberType]
-            trigger=mark.get("trigger", "threshold"),  # pyright: ignore[reportUnknownArgumentType, reportUnknownMemberType]
-            tokens_before=int(mark.get("tokens_before", 0)),  # pyright: ignore[reportUnknownArgumentType, reportUnknownMemberType]
-        )
-    except (KeyError, TypeError, ValueError):
-        return None
+    return mark_from_data(data.get("compaction"))  # pyright: ignore[reportUnknownMemberType]
 
 
 def summary_message(summary: str, mark: CompactionMark) -> ModelRequest:
@@ -178,6 +142,26 @@ def visible_history(stored: Sequence[ModelMessage]) -> list[ModelMessage]:
         kept.reverse()
         return [stored[index], *kept, *stored[index + 1 :]]
     return list(stored)
+
+
+def load_visible_history(messages: MessageStore, session_id: str) -> list[ModelMessage]:
+    """Read what the model sees of a stored session: :func:`visible_history`, decoding only that part.
+
+    A long session's history is mostly summarised: the marks are found by SQLite in the stored
+    JSON, and only the messages from the first kept one on are decoded.
+    """
+    stored = messages.marked(session_id, MARK_PATH)
+    marks = [(seq, mark) for seq, data in stored if (mark := mark_from_data(data)) is not None]
+    if not marks:
+        return messages.list(session_id)
+    mark_positions = {seq for seq, _ in marks}
+    start, mark = marks[-1]
+    kept = 0
+    while start > 0 and kept < mark.kept_messages:  # earlier summaries are skipped, as visible_history does
+        start -= 1
+        if start not in mark_positions:
+            kept += 1
+    return visible_history(messages.list(session_id, since=start))
 
 
 def measured_from(history: Sequence[ModelMessage]) -> int:

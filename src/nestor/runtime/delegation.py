@@ -32,7 +32,7 @@ from nestor.core.usage import Usage
 from nestor.permissions.child import ChildPolicy
 from nestor.providers.build import BuiltModel
 from nestor.runtime.background import BackgroundAgents
-from nestor.runtime.compaction import SummaryModel, visible_history
+from nestor.runtime.compaction import SummaryModel, load_visible_history
 from nestor.runtime.context import ContextPolicy
 from nestor.runtime.hooks import Budgets, Hook
 from nestor.runtime.large_results import LargeResultHook
@@ -412,7 +412,7 @@ class AgentTree:
             child = self._reuse(pooled, parent, spec, request, system_prompt, key)
             child.resumed = True
             return child
-        history = visible_history(self.services.messages.list(session.id))
+        history = load_visible_history(self.services.messages, session.id)
         child = self._build(parent, session, spec, built, tool_names, system_prompt, history, key)
         self._configure_run(child.agent, spec, request)
         child.resumed = True

@@ -60,11 +60,11 @@ from nestor.runtime.compaction import (
     CompactionTrigger,
     SummaryModel,
     find_cut,
+    load_visible_history,
     measured_from,
     render_transcript,
     summarizer_prompt,
     summary_message,
-    visible_history,
 )
 from nestor.runtime.context import ContextPolicy, context_tokens, fixed_tokens
 from nestor.runtime.history import repair as history_repair
@@ -187,7 +187,7 @@ class SessionAgent:
         self.session_id = session_id
         self.setup = setup
         self.history: list[ModelMessage] = (
-            history if history is not None else visible_history(setup.messages.list(session_id))
+            history if history is not None else load_visible_history(setup.messages, session_id)
         )
         self._tools = {tool.name: tool for tool in setup.tools}
         self._tool_definitions = self._define_tools()

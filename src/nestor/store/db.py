@@ -71,7 +71,15 @@ _SCHEMA_V1: Migration = (
     "CREATE INDEX sessions_by_parent ON sessions(parent_id)",
 )
 
-MIGRATIONS: tuple[Migration, ...] = (_SCHEMA_V1,)
+# Who runs a session (see store/lease.py); NULL columns mean nobody holds it.
+_SCHEMA_V2: Migration = (
+    "ALTER TABLE sessions ADD COLUMN lease_pid INTEGER",
+    "ALTER TABLE sessions ADD COLUMN lease_host TEXT",
+    "ALTER TABLE sessions ADD COLUMN lease_start TEXT",
+    "ALTER TABLE sessions ADD COLUMN lease_heartbeat REAL",
+)
+
+MIGRATIONS: tuple[Migration, ...] = (_SCHEMA_V1, _SCHEMA_V2)
 """Every schema step in order; migration ``i`` brings the database to version ``i + 1``."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -13,14 +13,15 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-
-import pydantic
-from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
+from typing import TYPE_CHECKING, Any
 
 from nestor.core.errors import SessionNotFoundError, StoreError
 from nestor.core.usage import Usage
 from nestor.store.db import MOVE_ASIDE_HINT, Database
 from nestor.store.sessions import LIST_HINT, add_usage_statement
+
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +43,9 @@ class MessageRecord:
     usage: Usage | None
     created_at: float
 
+
+StoredRow = tuple[int, str, str, str | None, float]
+"""A message as stored: seq, kind, the message's JSON, its usage's JSON (or None), created_at."""
 
 _INSERT_AT_END = """
     INSERT INTO messages (session_id, seq, kind, data, usage, created_at)
@@ -90,6 +94,8 @@ class MessageStore:
             StoreError: The database failed.
 
         """
+        from pydantic_ai.messages import ModelMessagesTypeAdapter
+
         # Serialize before taking the database lock: it is the slow part of an append.
         data = ModelMessagesTypeAdapter.dump_json([message]).decode()
         usage_json = None if usage is None else json.dumps(usage.to_dict())
@@ -109,17 +115,54 @@ class MessageStore:
             ).fetchone()[0]
         return seq
 
-    def list(self, session_id: str) -> builtins.list[ModelMessage]:
+    def list(self, session_id: str, *, since: int = 0) -> builtins.list[ModelMessage]:
         """Return a session's messages in order (empty for an unknown session).
+
+        Args:
+            session_id: The session.
+            since: Only the messages from this position on (decoding is the slow part of a load).
 
         Raises:
             StoreError: A stored message cannot be read back.
 
         """
         rows = self._db.fetch_all(
-            "SELECT seq, data FROM messages WHERE session_id = ? ORDER BY seq", (session_id,)
+            "SELECT seq, data FROM messages WHERE session_id = ? AND seq >= ? ORDER BY seq",
+            (session_id, since),
         )
         return [self._decode(session_id, row["seq"], row["data"]) for row in rows]
+
+    def marked(self, session_id: str, key: str) -> builtins.list[tuple[int, Any]]:
+        """Return the position and value of every request whose metadata holds ``key``, in order.
+
+        Read by SQLite from the stored JSON, without decoding the messages.
+
+        Args:
+            session_id: The session.
+            key: A dotted path inside a request's metadata (``nestor.compaction``).
+
+        """
+        path = f"$[0].metadata.{key}"
+        needle = json.dumps(key.rsplit(".", 1)[-1])  # a cheap test before parsing the row's JSON
+        rows = self._db.fetch_all(
+            "SELECT seq, json_extract(data, ?1), json_type(data, ?1) FROM messages"
+            " WHERE session_id = ?2 AND kind = 'request'"
+            " AND instr(data, ?3) > 0 AND json_extract(data, ?1) IS NOT NULL ORDER BY seq",
+            (path, session_id, needle),
+        )
+        # json_extract returns objects and arrays as JSON text, other values as they are.
+        return [(row[0], json.loads(row[1]) if row[2] in ("object", "array") else row[1]) for row in rows]
+
+    def export_rows(self, session_id: str) -> builtins.list[StoredRow]:
+        """Return a session's rows as stored: seq, kind, the message's JSON, the usage's JSON, time.
+
+        For exports, which print the stored JSON as it is instead of decoding and re-encoding it.
+        """
+        rows = self._db.fetch_all(
+            "SELECT seq, kind, data, usage, created_at FROM messages WHERE session_id = ? ORDER BY seq",
+            (session_id,),
+        )
+        return [(row[0], row[1], row[2], row[3], row[4]) for row in rows]
 
     def list_records(self, session_id: str) -> builtins.list[MessageRecord]:
         """Return a session's messages in order with their position, kind, usage and time.
@@ -149,6 +192,10 @@ class MessageStore:
         return 0 if row is None else int(row[0])
 
     def _decode(self, session_id: str, seq: int, data: str) -> ModelMessage:
+        # Imported here: pydantic-ai costs start-up time to commands that only list or export.
+        import pydantic
+        from pydantic_ai.messages import ModelMessagesTypeAdapter
+
         try:
             return ModelMessagesTypeAdapter.validate_json(data)[0]
         except (pydantic.ValidationError, IndexError) as exc:

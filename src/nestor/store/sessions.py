@@ -3,6 +3,10 @@
 A session's token and cost columns hold its own usage plus that of every descendant
 (:meth:`SessionStore.add_usage` rolls usage up the tree), so a parent's totals are live while
 its sub-agents run.
+
+A session is run by one process at a time: :meth:`SessionStore.acquire` records this process as
+its holder (see :mod:`nestor.store.lease`) and refuses while another live process holds it. A
+session stored as ``running`` whose holder is gone (killed, crashed) reads as ``interrupted``.
 """
 
 from __future__ import annotations
@@ -16,10 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nestor.core.errors import SessionNotFoundError, StoreError
+from nestor.core.errors import SessionInUseError, SessionNotFoundError, StoreError
 from nestor.core.ids import new_session_id
 from nestor.core.usage import Usage
 from nestor.store.db import Database
+from nestor.store.lease import ProcessIdentity, holder_is_live
 
 LIST_HINT = "run `nestor sessions list` to see the stored sessions and their ids"
 
@@ -95,7 +100,8 @@ class Session:
         title: A short human title, empty until one is set.
         agent_name: The agent spec the session runs.
         model: The ``provider:model`` string the session used last.
-        status: ``idle``, ``running``, ``completed``, ``cancelled``, ``error`` or a stop reason.
+        status: ``idle``, ``running``, ``completed``, ``cancelled``, ``error`` or a stop reason;
+            ``interrupted`` for a session stored as running whose process is gone.
         usage: Tokens and cost of this session and all its descendants.
         created_at: Creation time, seconds since the epoch.
         updated_at: Time of the last change, seconds since the epoch.
@@ -137,17 +143,25 @@ class Session:
 
 
 class SessionStore:
-    """Create, find, update and delete stored sessions.
+    """Create, find, update and delete stored sessions, and hold the ones this process runs.
 
     Args:
         db: The open database.
         clock: Returns the current time in seconds; tests pass a fake one.
+        holder: The process this store holds sessions for; this process by default.
 
     """
 
-    def __init__(self, db: Database, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        db: Database,
+        *,
+        clock: Callable[[], float] = time.time,
+        holder: ProcessIdentity | None = None,
+    ) -> None:
         self._db = db
         self._clock = clock
+        self._holder = holder or ProcessIdentity.current()
 
     def create(
         self,
@@ -229,13 +243,13 @@ class SessionStore:
             raise _not_found(id_or_prefix)
         row = self._db.fetch_one("SELECT * FROM sessions WHERE id = ?", (id_or_prefix,))
         if row is not None:
-            return Session.from_row(row)
+            return self._session(row)
         rows = self._db.fetch_all(
             "SELECT * FROM sessions WHERE id >= ? AND id < ? ORDER BY id LIMIT 6",
             (id_or_prefix, id_or_prefix + _PREFIX_END),
         )
         if len(rows) == 1:
-            return Session.from_row(rows[0])
+            return self._session(rows[0])
         if len(rows) > 1:
             shown = ", ".join(row["id"] for row in rows[:5])
             raise SessionNotFoundError(
@@ -271,7 +285,7 @@ class SessionStore:
         rows = self._db.fetch_all(
             f"SELECT * FROM sessions {where} ORDER BY updated_at DESC, id DESC LIMIT ?", params
         )
-        return [Session.from_row(row) for row in rows]
+        return [self._session(row) for row in rows]
 
     def latest(self, project_path: Path | str) -> Session | None:
         """Return the most recently updated top-level session of a directory, if any."""
@@ -283,16 +297,79 @@ class SessionStore:
         rows = self._db.fetch_all(
             "SELECT * FROM sessions WHERE parent_id = ? ORDER BY created_at, id", (session_id,)
         )
-        return [Session.from_row(row) for row in rows]
+        return [self._session(row) for row in rows]
 
     def set_status(self, session_id: str, status: str) -> None:
         """Set a session's status (``running``, ``completed``, a stop reason, ...).
+
+        ``running`` also records this process as the session's holder, so that the session reads
+        as ``interrupted`` if the process dies before setting another status.
 
         Raises:
             SessionNotFoundError: No session has this id.
 
         """
-        self._update(session_id, "status = ?", (status,))
+        if status == "running":
+            holder, now = self._holder, self._clock()
+            cursor = self._db.execute(
+                "UPDATE sessions SET status = ?, lease_pid = ?, lease_host = ?, lease_start = ?,"
+                " lease_heartbeat = ?, updated_at = ? WHERE id = ?",
+                (status, holder.pid, holder.host, holder.start, now, now, session_id),
+            )
+            if cursor.rowcount == 0:
+                raise _not_found(session_id)
+        else:
+            self._update(session_id, "status = ?", (status,))
+
+    def acquire(self, session_id: str) -> None:
+        """Hold a session for this process until :meth:`release`; holding it again is harmless.
+
+        Raises:
+            SessionInUseError: Another live process holds it (its holder is named).
+            SessionNotFoundError: No session has this id.
+
+        """
+        holder = self._holder
+        now = self._clock()
+        with self._db.transaction() as connection:
+            row = connection.execute(
+                "SELECT lease_pid, lease_host, lease_start, lease_heartbeat FROM sessions WHERE id = ?",
+                (session_id,),
+            ).fetchone()
+            if row is None:
+                raise _not_found(session_id)
+            current = _holder_of(row)
+            live = current is not None and holder_is_live(current, row[3] or 0.0, clock=lambda: now)
+            if current is not None and current != holder and live:
+                where = "" if current.host == holder.host else f" on {current.host}"
+                raise SessionInUseError(
+                    f"session {session_id} is in use by another nestor (pid {current.pid}{where})",
+                    hint=f"let that run end or stop it (kill {current.pid}), then resume; "
+                    "or start a new session without --resume",
+                )
+            connection.execute(
+                "UPDATE sessions SET lease_pid = ?, lease_host = ?, lease_start = ?, lease_heartbeat = ?"
+                " WHERE id = ?",
+                (holder.pid, holder.host, holder.start, now, session_id),
+            )
+
+    def release(self, session_id: str) -> None:
+        """Stop holding a session (nothing happens when this process does not hold it)."""
+        holder = self._holder
+        self._db.execute(
+            "UPDATE sessions SET lease_pid = NULL, lease_host = NULL, lease_start = NULL,"
+            " lease_heartbeat = NULL WHERE id = ? AND lease_pid = ? AND lease_host = ? AND lease_start = ?",
+            (session_id, holder.pid, holder.host, holder.start),
+        )
+
+    def heartbeat(self) -> None:
+        """Tell other processes that this one still runs the sessions it holds."""
+        holder = self._holder
+        self._db.execute(
+            "UPDATE sessions SET lease_heartbeat = ?"
+            " WHERE lease_pid = ? AND lease_host = ? AND lease_start = ?",
+            (self._clock(), holder.pid, holder.host, holder.start),
+        )
 
     def set_title(self, session_id: str, title: str) -> None:
         """Set a session's title.
@@ -389,6 +466,16 @@ class SessionStore:
         if self._db.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount == 0:
             raise _not_found(session_id)
 
+    def _session(self, row: sqlite3.Row) -> Session:
+        """The session of a ``SELECT *`` row; ``running`` becomes ``interrupted`` when its holder is gone."""
+        session = Session.from_row(row)
+        if session.status == "running":
+            holder = _holder_of((row["lease_pid"], row["lease_host"], row["lease_start"]))
+            heartbeat = row["lease_heartbeat"] or 0.0
+            if holder is None or not holder_is_live(holder, heartbeat, clock=self._clock):
+                session.status = "interrupted"
+        return session
+
     def _update(self, session_id: str, assignment: str, params: tuple[Any, ...]) -> None:
         cursor = self._db.execute(
             f"UPDATE sessions SET {assignment}, updated_at = ? WHERE id = ?",
@@ -396,6 +483,13 @@ class SessionStore:
         )
         if cursor.rowcount == 0:
             raise _not_found(session_id)
+
+
+def _holder_of(row: sqlite3.Row | tuple[Any, ...]) -> ProcessIdentity | None:
+    """The holder recorded in a row's lease columns (pid, host, start), or None."""
+    if row[0] is None:
+        return None
+    return ProcessIdentity(pid=int(row[0]), host=str(row[1] or ""), start=str(row[2] or ""))
 
 
 def _exists(connection: sqlite3.Connection, session_id: str) -> bool:
