@@ -451,7 +451,7 @@ class AgentTree:
         services = self.services
         depth = parent.setup.depth + 1
         tools = services.tool_factory(tool_names, session.id)
-        read_only = spec.read_only or all(tool.read_only for tool in tools) or workspace is not None
+        read_only = spec.is_read_only() or all(tool.read_only for tool in tools) or workspace is not None
         if workspace is not None:
             policy: ChildPolicy = ChildPolicy.for_workspace(
                 parent.setup.policy, str(workspace), label=f"agent {spec.name}"
