@@ -33,14 +33,15 @@ from nestor.runtime.delegation import AgentTree, TreeServices
 from nestor.runtime.large_results import LargeResultHook
 from nestor.runtime.loop import AgentSetup, SessionAgent
 from nestor.runtime.prompt import EnvironmentCache
-from nestor.runtime.subagent_hooks import DELEGATION_TOOL_NAMES
 from nestor.runtime.task_tool import delegation_tools
-from nestor.runtime.toolset import stateless_tools
 from nestor.store.db import Database, open_database
 from nestor.store.messages import MessageStore
 from nestor.store.sessions import SessionStore
 from nestor.testing import Script, ScriptedModel, Step
 from nestor.tools.base import Tool, ToolContext
+from nestor.tools.catalogue import ToolCatalogue
+
+TOOLS = ToolCatalogue()
 
 Decide = Callable[[list[ModelMessage], AgentInfo], "Step | Awaitable[Step]"]
 
@@ -164,17 +165,17 @@ class BenchTree:
 
     def tools(self, names: Sequence[str], session_id: str) -> list[Tool[Any]]:
         """Fresh tools by name: nestor's stateless tools, ``echo``, and the delegation tools."""
-        made: dict[str, Tool[Any]] = {tool.name: tool for tool in stateless_tools(names)}
+        made: dict[str, Tool[Any]] = {tool.name: tool for tool in TOOLS.build(names)}
         if "echo" in names:
             made["echo"] = EchoTool()
-        if any(name in DELEGATION_TOOL_NAMES for name in names):
+        if any(TOOLS.has(name, "delegation") for name in names):
             made.update({tool.name: tool for tool in delegation_tools(self.tree)})
         return [made[name] for name in names if name in made]
 
     def main(self, model: ScriptedModel, tool_names: Sequence[str], *, system_prompt: str) -> SessionAgent:
         """The main agent (depth 0) with ``tool_names`` plus the delegation tools, attached to the tree."""
         session_id = self.sessions.create(str(self.project), agent_name="coder", model="bench:main").id
-        names = [*tool_names, *DELEGATION_TOOL_NAMES]
+        names = [*tool_names, *TOOLS.names("delegation")]
         scratch = self.data / "scratch" / session_id
         setup = AgentSetup(
             model=model,

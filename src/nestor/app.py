@@ -41,21 +41,17 @@ from nestor.runtime.prompt import (
 )
 from nestor.runtime.small.harness import SmallModelHarness
 from nestor.runtime.small.reader import ProjectReader
-from nestor.runtime.subagent_hooks import DELEGATION_TOOL_NAMES, MAIN_AGENT_REPORT, TimeoutReportHook
+from nestor.runtime.subagent_hooks import MAIN_AGENT_REPORT, TimeoutReportHook
 from nestor.runtime.task_tool import delegation_tools
 from nestor.runtime.titles import TitleHook, TitleWriter
 from nestor.runtime.todos import CompletionCheckHook, persist_todos, todo_list_from_metadata
-from nestor.runtime.toolset import (
-    CODER_TOOL_NAMES,
-    COMPACT_CODER_TOOL_NAMES,
-    sandbox_policy,
-    stateless_tools,
-)
+from nestor.runtime.toolset import coder_tool_names, sandbox_policy
 from nestor.store.db import Database, open_database
 from nestor.store.messages import MessageStore
 from nestor.store.sessions import Session, SessionStore
 from nestor.tools.base import Tool
 from nestor.tools.bash import BashTool
+from nestor.tools.catalogue import ToolCatalogue
 from nestor.tools.todo import TodoList, TodoWriteTool
 
 if TYPE_CHECKING:
@@ -76,6 +72,8 @@ class App:
             (or cancel it) before the process ends.
         notify: Shows the user a one-line notice (which model was chosen, long first-use work);
             UIs pass their own, the default drops them.
+        catalogue: Every tool this process knows: the built-ins, and the tools registered at run
+            time (MCP, LSP); agents are built from it.
 
     """
 
@@ -88,6 +86,7 @@ class App:
     titles: TitleWriter | None = None
     notify: Callable[[str], None] = field(default=lambda _message: None)
     tree: AgentTree | None = None
+    catalogue: ToolCatalogue = field(default_factory=ToolCatalogue)
     _models: dict[str, BuiltModel] = field(default_factory=dict[str, BuiltModel])
     _registry: AgentRegistry | None = None
     _todos: dict[str, TodoList] = field(default_factory=dict[str, TodoList])
@@ -243,11 +242,9 @@ class App:
             context_window=built.context_window,
         )
         tree = self._agent_tree(environment, asker, summarizer)
-        tool_names: list[str] = list(COMPACT_CODER_TOOL_NAMES if built.compact else CODER_TOOL_NAMES)
-        if not built.compact:  # a small model gains little from a todo list, and pays for its schema
-            tool_names.append("todo_write")
-        if tree.can_delegate(0):
-            tool_names.extend(["task"] if built.compact else DELEGATION_TOOL_NAMES)
+        tool_names = coder_tool_names(
+            self.catalogue, compact=built.compact, can_delegate=tree.can_delegate(0)
+        )
         tools = self._tools(tree, tool_names, session.id)
         hooks.extend(self._agent_hooks(tool_names, session.id))
         registry = self.agent_registry(environment)
@@ -338,6 +335,7 @@ class App:
                 summarizer=summarizer,
                 instructions=lambda: read_instructions(project_root, default_user_config_path(env).parent),
                 stream_idle_timeout_s=settings.limits.stream_idle_timeout_s or None,
+                catalogue=self.catalogue,
             )
         )
         self.tree = tree
@@ -345,13 +343,14 @@ class App:
 
     def _tools(self, tree: AgentTree, names: Sequence[str], session_id: str) -> list[Tool[Any]]:
         """Fresh tools named ``names`` for session ``session_id``, in that order."""
-        built: dict[str, Tool[Any]] = {tool.name: tool for tool in stateless_tools(names)}
+        built: dict[str, Tool[Any]] = {tool.name: tool for tool in self.catalogue.build(names)}
         if "bash" in names:
             built["bash"] = BashTool(
                 sandbox=sandbox_policy(
                     names,
                     self.settings.sandbox,
                     kept_read_only=(self.settings.data_dir, default_user_config_path().parent),
+                    catalogue=self.catalogue,
                 ),
                 notify=self._sandbox_notice,
             )
@@ -359,7 +358,7 @@ class App:
             built["todo_write"] = TodoWriteTool(
                 self._todo_list(session_id), on_change=persist_todos(self.sessions, session_id)
             )
-        if any(name in DELEGATION_TOOL_NAMES for name in names):
+        if any(self.catalogue.has(name, "delegation") for name in names):
             built.update({tool.name: tool for tool in delegation_tools(tree)})
         built.update(self._web_tools(tree, names, session_id))
         return [built[name] for name in names if name in built]

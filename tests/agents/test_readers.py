@@ -428,7 +428,7 @@ User: find PRs
 def test_emdash_defaults_to_read_only_tools(tmp_path: Path) -> None:
     spec = _spec(_read(tmp_path, "emdash", "e/x.md", "---\ndescription: d\n---\nbody"))
     assert spec.tools == ("view", "ls", "glob", "grep")
-    assert spec.read_only
+    assert spec.is_read_only()
 
 
 # CodeAlly

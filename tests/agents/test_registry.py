@@ -49,11 +49,11 @@ def test_builtins_are_present(dirs: Dirs) -> None:
     explore = registry.get("explore")
     assert explore.tools == ("view", "ls", "glob", "grep")
     assert explore.model == "small"
-    assert explore.read_only
+    assert explore.is_read_only()
     assert "read-only" in explore.description.lower()
     assert all(level in explore.description for level in ("quick", "medium", "thorough"))
     plan = registry.get("plan")
-    assert (plan.tools, plan.model, plan.read_only) == (("view", "ls", "glob", "grep"), "large", True)
+    assert (plan.tools, plan.model, plan.is_read_only()) == (("view", "ls", "glob", "grep"), "large", True)
     general = registry.get("general")
     assert general.description == (
         "General-purpose agent for multi-step tasks: researching, searching and changing code."

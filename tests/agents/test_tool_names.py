@@ -3,7 +3,6 @@ from __future__ import annotations
 import pytest
 
 from nestor.agents.tool_names import (
-    FOREIGN_TOOL_NAMES,
     NESTOR_TOOLS,
     describe_unknown_tool,
     expand_tool_wildcard,
@@ -11,6 +10,7 @@ from nestor.agents.tool_names import (
     map_tool_name,
     split_tool_entry,
 )
+from nestor.tools.catalogue import BuiltByOwner, ToolCatalogue
 
 
 @pytest.mark.parametrize(
@@ -65,8 +65,7 @@ def test_foreign_names_map_onto_nestor_tools(foreign: str, nestor: str) -> None:
 def test_nestor_names_map_to_themselves_and_every_target_is_a_nestor_tool() -> None:
     for name in NESTOR_TOOLS:
         assert map_tool_name(name) == name
-    assert set(FOREIGN_TOOL_NAMES.values()) <= set(NESTOR_TOOLS)
-    assert all(key == key.lower() for key in FOREIGN_TOOL_NAMES)
+    assert set(ToolCatalogue().aliases().values()) == set(NESTOR_TOOLS)
 
 
 @pytest.mark.parametrize("name", ["NotebookEdit", "mcp__github__create_issue", "sourcegraph", "", "bash(x)"])
@@ -82,6 +81,18 @@ def test_wildcards_expand_against_nestor_and_foreign_names() -> None:
     assert expand_tool_wildcard("mcp_*") == ()
     assert is_wildcard("read_*")
     assert not is_wildcard("read_file")
+
+
+def test_a_catalogue_with_a_registered_tool_knows_its_names() -> None:
+    catalogue = ToolCatalogue()
+    catalogue.register(
+        "docs_search", BuiltByOwner("an MCP server"), traits=["read_only"], aliases=["SearchDocs"]
+    )
+    assert map_tool_name("SearchDocs", catalogue) == "docs_search"
+    assert map_tool_name("SearchDocs") is None  # the built-ins alone do not have it
+    assert expand_tool_wildcard("docs_*", catalogue) == ("docs_search",)
+    assert "did you mean 'docs_search'" in describe_unknown_tool("docs_serch", catalogue)
+    assert describe_unknown_tool("gerp", catalogue).endswith(", agentic_fetch, docs_search)")
 
 
 def test_split_tool_entry_separates_claude_patterns() -> None:

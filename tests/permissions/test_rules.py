@@ -126,3 +126,51 @@ def test_a_bad_url_rule_is_a_one_line_config_error() -> None:
     assert "nestor.toml" in caught.value.message and "\n" not in caught.value.message
     with pytest.raises(ConfigError):
         parse_rule("allow", "fetch(https://:8080/x)")
+
+
+def test_which_rule_names_govern_each_tool() -> None:
+    tools = (
+        "view",
+        "ls",
+        "glob",
+        "grep",
+        "write",
+        "edit",
+        "bash",
+        "fetch",
+        "web_fetch",
+        "web_search",
+        "task",
+    )
+    governed = {
+        tool: sorted(
+            name for name in (*tools, "Read", "WebFetch", "Agent") if parse_rule("deny", name).governs(tool)
+        )
+        for tool in tools
+    }
+    assert governed == {
+        "view": ["Read", "view"],
+        "ls": ["Read", "ls", "view"],
+        "glob": ["Read", "glob", "view"],
+        "grep": ["Read", "grep", "view"],
+        "write": ["edit", "write"],
+        "edit": ["edit", "write"],
+        "bash": ["bash"],
+        "fetch": ["WebFetch", "fetch"],
+        "web_fetch": ["WebFetch", "fetch", "web_fetch"],
+        "web_search": ["web_search"],
+        "task": ["Agent", "task"],
+    }
+    assert [normalise_tool_name(name) for name in ("WebSearch", "Task", "read_file", "MCP_x")] == [
+        "web_search",
+        "task",
+        "read_file",  # agent-file names are not rule names
+        "mcp_x",
+    ]
+    # What a pattern is matched against: a path, a URL, a command, else the target as a glob.
+    assert parse_rule("deny", "grep(secret/*)").matches("grep", "/repo/secret/a", "/repo")
+    assert parse_rule("deny", "web_fetch(https://x.test/*)").matches("web_fetch", "https://x.test/a", "/repo")
+    assert not parse_rule("deny", "web_fetch(https://x.test/*)").matches(
+        "web_fetch", "https://y.test/", "/repo"
+    )
+    assert parse_rule("deny", "web_search(*secret*)").matches("web_search", "the secret plan", "/repo")

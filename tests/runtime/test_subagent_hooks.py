@@ -12,7 +12,6 @@ from nestor.core.usage import Usage
 from nestor.runtime.hooks import RunState, Stop
 from nestor.runtime.loop import RunResult
 from nestor.runtime.subagent_hooks import (
-    USER_FACING_TOOLS,
     DelegationGuardHook,
     SearchBudgetHook,
     SubAgentSafetyHook,
@@ -21,6 +20,7 @@ from nestor.runtime.subagent_hooks import (
 )
 from nestor.testing import ScriptedModel, call, last_tool_results, reply
 from nestor.tools.base import Tool, ToolContext
+from nestor.tools.catalogue import BuiltByOwner, ToolCatalogue
 from tests.runtime.tree_support import RoutedScript, TreeHarness
 
 
@@ -59,6 +59,14 @@ async def test_a_zero_search_budget_refuses_the_first_search() -> None:
     assert await hook.before_tool_call(state(), tool_call("fetch", {"url": "http://x"})) is None
 
 
+async def test_a_registered_web_search_tool_spends_the_same_budget() -> None:
+    catalogue = ToolCatalogue()
+    catalogue.register("brave_search", BuiltByOwner("an MCP server"), traits=["read_only", "searches_web"])
+    hook = SearchBudgetHook(1, catalogue)
+    assert await hook.before_tool_call(state(), tool_call("brave_search", {"q": "x"})) is None
+    assert await hook.before_tool_call(state(), tool_call("web_search", {"query": "q"})) is not None
+
+
 # -- delegation guard -------------------------------------------------------------------------
 
 
@@ -90,19 +98,23 @@ async def test_delegation_guard_leaves_invalid_json_to_the_loop() -> None:
 # -- sub-agent safety -------------------------------------------------------------------------
 
 
-async def test_safety_hook_refuses_every_user_facing_tool() -> None:
-    hook = SubAgentSafetyHook(64_000)
-    assert {"ask_user", "send_file_to_user", "exit_plan_mode"} <= USER_FACING_TOOLS
-    for name in sorted(USER_FACING_TOOLS):
+def user_facing_catalogue() -> ToolCatalogue:
+    catalogue = ToolCatalogue()
+    for name in ("ask_user", "send_file_to_user", "exit_plan_mode"):
+        catalogue.register(name, BuiltByOwner("the test's UI"), traits=["user_facing"])
+    return catalogue
+
+
+async def test_safety_hook_refuses_every_user_facing_tool_of_its_catalogue() -> None:
+    catalogue = ToolCatalogue()
+    hook = SubAgentSafetyHook(64_000, catalogue)
+    assert await hook.before_tool_call(state(), tool_call("ask_user")) is None  # not a tool yet
+    for name in ("ask_user", "send_file_to_user", "exit_plan_mode"):  # registered while it runs
+        catalogue.register(name, BuiltByOwner("the test's UI"), traits=["user_facing"])
         refusal = await hook.before_tool_call(state(), tool_call(name))
         assert refusal is not None and f"{name} is not available to sub-agents" in refusal
     assert await hook.before_tool_call(state(), tool_call("view", {"path": "a"})) is None
-
-
-async def test_safety_hook_blocks_the_tools_it_is_given() -> None:
-    hook = SubAgentSafetyHook(64_000, frozenset({"bash"}))
-    assert await hook.before_tool_call(state(), tool_call("bash", {"command": "ls"})) is not None
-    assert await hook.before_tool_call(state(), tool_call("ask_user")) is None
+    assert await hook.before_tool_call(state(), tool_call("bash", {"command": "ls"})) is None
 
 
 async def test_safety_hook_stops_a_context_over_its_budget() -> None:
@@ -177,7 +189,9 @@ async def test_a_sub_agent_neither_gets_nor_may_call_a_user_facing_tool(tmp_path
             }
         )
     )
-    harness = TreeHarness(tmp_path, models={}, extra_tools={"ask_user": AskUserTool})
+    harness = TreeHarness(
+        tmp_path, models={}, extra_tools={"ask_user": AskUserTool}, catalogue=user_facing_catalogue()
+    )
     main = harness.main(model, ("view", "ask_user"))
     await main.run("USER: go")
     child_requests = [r for r in model.requests if "CHILD" in str(r.messages[0])]

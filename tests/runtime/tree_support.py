@@ -21,12 +21,11 @@ from nestor.runtime.loop import AgentSetup, SessionAgent
 from nestor.runtime.permission_gate import PermissionAsker
 from nestor.runtime.prompt import read_instructions
 from nestor.runtime.small.harness import SmallModelHarness
-from nestor.runtime.subagent_hooks import DELEGATION_TOOL_NAMES
 from nestor.runtime.task_tool import delegation_tools
-from nestor.runtime.toolset import stateless_tools
 from nestor.testing import Script, ScriptedModel, ScriptExhausted, Step
 from nestor.testing.scripted_model import StepSource
 from nestor.tools.base import Tool
+from nestor.tools.catalogue import ToolCatalogue
 from tests.runtime.support import Harness
 
 
@@ -95,9 +94,11 @@ class TreeHarness(Harness):
         extra_tools: dict[str, Callable[[], Tool[Any]]] | None = None,
         asker: PermissionAsker | None = None,
         compact: bool = False,
+        catalogue: ToolCatalogue | None = None,
     ) -> None:
         super().__init__(root)
         self.compact = compact
+        self.catalogue = catalogue or ToolCatalogue()
         self.project = root
         self.home = root / "home"
         self.home.mkdir(exist_ok=True)
@@ -121,6 +122,7 @@ class TreeHarness(Harness):
                 child_hooks=lambda tool_names, session_id: [],
                 environment=self._environment,
                 instructions=lambda: read_instructions(root, None),
+                catalogue=self.catalogue,
             )
         )
 
@@ -136,11 +138,11 @@ class TreeHarness(Harness):
         return built(self.models[choice], f"test:{choice}", compact=self.compact)
 
     def _tools(self, names: Sequence[str], session_id: str) -> list[Tool[Any]]:
-        made: dict[str, Tool[Any]] = {tool.name: tool for tool in stateless_tools(names)}
+        made: dict[str, Tool[Any]] = {tool.name: tool for tool in self.catalogue.build(names)}
         for name in names:
             if name in self.extra_tools:
                 made[name] = self.extra_tools[name]()
-        if any(name in DELEGATION_TOOL_NAMES for name in names):
+        if any(self.catalogue.has(name, "delegation") for name in names):
             made.update({tool.name: tool for tool in delegation_tools(self.tree)})
         return [made[name] for name in names if name in made]
 
@@ -159,7 +161,7 @@ class TreeHarness(Harness):
         """The main agent (depth 0) with ``tool_names`` plus the delegation tools, attached to the tree."""
         if session_id is None:
             session_id = self.sessions.create(str(self.root), model="test:main").id
-        names = list(dict.fromkeys([*tool_names, *DELEGATION_TOOL_NAMES]))
+        names = list(dict.fromkeys([*tool_names, *self.catalogue.names("delegation")]))
         setup = AgentSetup(
             model=model,
             model_name="test:main",

@@ -11,13 +11,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, TypeAlias
 
+from nestor.tools.catalogue import ToolCatalogue
+
 Thoroughness: TypeAlias = Literal["quick", "medium", "thorough"]
 AgentMode: TypeAlias = Literal["subagent", "primary", "all"]
 AgentSource: TypeAlias = Literal["builtin", "user", "project"]
 PermissionAction: TypeAlias = Literal["allow", "ask", "deny"]
-
-READ_ONLY_TOOLS = frozenset({"view", "ls", "glob", "grep", "web_search", "web_fetch", "todo_write"})
-"""Tools that change nothing outside the agent's own session (the todo list is the session's)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,9 +95,13 @@ class AgentSpec:
         wanted = set(available) if self.tools is None else set(self.tools)
         return tuple(name for name in available if name in wanted and name not in self.disallowed_tools)
 
-    @property
-    def read_only(self) -> bool:
-        """True when the spec lists its tools and all of them are read-only."""
+    def is_read_only(self, catalogue: ToolCatalogue | None = None) -> bool:
+        """True when the spec lists its tools and the catalogue says each of them is read-only.
+
+        ``catalogue`` defaults to the built-in tools; pass the app's to count the read-only tools
+        registered at run time.
+        """
+        tools = catalogue or ToolCatalogue()
         return self.tools is not None and all(
-            name in READ_ONLY_TOOLS for name in self.tools if name not in self.disallowed_tools
+            tools.has(name, "read_only") for name in self.tools if name not in self.disallowed_tools
         )

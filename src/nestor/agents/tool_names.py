@@ -1,9 +1,11 @@
-"""The one table mapping other assistants' tool names onto nestor's.
+"""Other assistants' tool names in agent files, mapped onto nestor's.
 
 Agent files written for Claude Code, OpenCode, Gemini CLI, emdash, CodeAlly, mini-cc or Crush name
-tools their own way (``Read``, ``read_file``, ``run_shell_command``...). Readers map every name
-through :func:`map_tool_name` (case-insensitive); a name nestor does not know is reported by the
-reader with :func:`describe_unknown_tool`, never dropped silently.
+tools their own way (``Read``, ``read_file``, ``run_shell_command``...); the tool catalogue
+(:mod:`nestor.tools.catalogue`) holds each tool's foreign names. Readers map every name through
+:func:`map_tool_name` (case-insensitive); a name nestor does not know is reported by the reader
+with :func:`describe_unknown_tool`, never dropped silently. Each function looks in the built-in
+tools unless given a catalogue (one with tools registered at run time).
 """
 
 from __future__ import annotations
@@ -13,55 +15,10 @@ import re
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
-NESTOR_TOOLS: tuple[str, ...] = (
-    "view",
-    "ls",
-    "glob",
-    "grep",
-    "write",
-    "edit",
-    "bash",
-    "fetch",
-    "task",
-    "todo_write",
-    "task_status",
-    "task_output",
-    "task_cancel",
-    "web_search",
-    "web_fetch",
-    "agentic_fetch",
-)
-"""Every tool name nestor has, in the order tool lists are shown."""
+from nestor.tools.catalogue import ToolCatalogue
 
-# Keys are lower case; nestor's own names map to themselves (added below).
-FOREIGN_TOOL_NAMES: dict[str, str] = {
-    # Claude Code
-    "read": "view",
-    "multiedit": "edit",
-    "webfetch": "web_fetch",
-    "websearch": "web_search",
-    "agent": "task",
-    "todowrite": "todo_write",
-    # emdash, mini-cc, Gemini CLI
-    "read_file": "view",
-    "list_files": "ls",
-    "semantic_search": "grep",
-    # OpenCode (read, webfetch, websearch and todowrite are shared with Claude Code above)
-    "list": "ls",
-    "patch": "edit",
-    # Gemini CLI
-    "write_file": "write",
-    "replace": "edit",
-    "run_shell_command": "bash",
-    "search_file_content": "grep",
-    "list_directory": "ls",
-    "google_web_search": "web_search",
-    "read_many_files": "view",
-    "write_todos": "todo_write",
-}
-"""Foreign tool names (lower case) and the nestor tool each one means."""
-
-_KNOWN: dict[str, str] = {**FOREIGN_TOOL_NAMES, **{name: name for name in NESTOR_TOOLS}}
+NESTOR_TOOLS: tuple[str, ...] = ToolCatalogue().names()
+"""Every tool name nestor has, in the order tool lists are shown (the catalogue's built-ins)."""
 
 # What nestor offers instead of some well-known tools it does not have.
 _ALTERNATIVES: dict[str, str] = {
@@ -101,9 +58,9 @@ def split_tool_entry(entry: str) -> ToolEntry:
     return ToolEntry(match.group(1), match.group(2).strip())
 
 
-def map_tool_name(name: str) -> str | None:
+def map_tool_name(name: str, catalogue: ToolCatalogue | None = None) -> str | None:
     """Return the nestor tool ``name`` means (any ecosystem, any case), or None if unknown."""
-    return _KNOWN.get(name.strip().lower())
+    return (catalogue or ToolCatalogue()).aliases().get(name.strip().lower())
 
 
 def is_wildcard(name: str) -> bool:
@@ -111,22 +68,25 @@ def is_wildcard(name: str) -> bool:
     return any(char in name for char in "*?[")
 
 
-def expand_tool_wildcard(pattern: str) -> tuple[str, ...]:
+def expand_tool_wildcard(pattern: str, catalogue: ToolCatalogue | None = None) -> tuple[str, ...]:
     """The nestor tools a wildcard covers, matched against nestor's and the foreign names.
 
     ``*`` covers every nestor tool; ``read_*`` covers Gemini's ``read_file`` and ``read_many_files``,
-    so it yields ``view``. The result is in :data:`NESTOR_TOOLS` order, without repeats; it is empty
+    so it yields ``view``. The result is in the catalogue's order, without repeats; it is empty
     when the wildcard matches nothing nestor has.
     """
+    tools = catalogue or ToolCatalogue()
     lowered = pattern.strip().lower()
-    matched = {tool for name, tool in _KNOWN.items() if fnmatchcase(name, lowered)}
-    return tuple(tool for tool in NESTOR_TOOLS if tool in matched)
+    matched = {tool for name, tool in tools.aliases().items() if fnmatchcase(name, lowered)}
+    return tuple(tool for tool in tools.names() if tool in matched)
 
 
-def describe_unknown_tool(name: str) -> str:
+def describe_unknown_tool(name: str, catalogue: ToolCatalogue | None = None) -> str:
     """A one-line explanation for a tool name nestor does not know, with what it offers instead."""
+    tools = catalogue or ToolCatalogue()
+    known = tools.aliases()
     lowered = name.strip().lower()
-    offered = "nestor's tools are: " + ", ".join(NESTOR_TOOLS)
+    offered = "nestor's tools are: " + ", ".join(tools.names())
     if lowered.startswith("mcp__") or lowered.startswith("mcp_"):
         return (
             f"{name!r} is an MCP server tool; nestor has no MCP tools, "
@@ -137,6 +97,6 @@ def describe_unknown_tool(name: str) -> str:
         return (
             f"nestor has no tool {name!r}, so the agent runs without it; instead, {alternative} ({offered})"
         )
-    close = difflib.get_close_matches(lowered, list(_KNOWN), n=1, cutoff=0.75)
-    suggestion = f"; did you mean {_KNOWN[close[0]]!r}?" if close else ""
+    close = difflib.get_close_matches(lowered, list(known), n=1, cutoff=0.75)
+    suggestion = f"; did you mean {known[close[0]]!r}?" if close else ""
     return f"nestor has no tool {name!r}, so the agent runs without it{suggestion} ({offered})"

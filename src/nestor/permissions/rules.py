@@ -29,32 +29,21 @@ from nestor.core.permission import PermissionRequest
 from nestor.permissions.bash_commands import parse_command_line
 from nestor.permissions.paths import is_bare, path_matches
 from nestor.permissions.urls import UrlPatternError, parse_url_pattern, url_matches
+from nestor.tools.catalogue import ToolCatalogue
 
 RuleAction = Literal["allow", "ask", "deny"]
 
-_FOREIGN_TOOL_NAMES = {
-    "read": "view",
-    "multiedit": "edit",
-    "webfetch": "fetch",
-    "websearch": "web_search",
-    "task": "task",
-    "agent": "task",
-}
-
+_TOOLS = ToolCatalogue()  # rules name nestor's own tools: the built-ins
+_FOREIGN_TOOL_NAMES = _TOOLS.rule_aliases()
 # The rule tools that govern a call of each tool, besides the tool itself. Same capability, so a
 # deny rule cannot be sidestepped with a sibling tool: fetch covers a research agent's web_fetch,
 # view (Read) covers every read tool, and write and edit are one file-write permission.
 _GOVERNED_BY: dict[str, frozenset[str]] = {
-    "web_fetch": frozenset({"fetch"}),
-    "grep": frozenset({"view"}),
-    "glob": frozenset({"view"}),
-    "ls": frozenset({"view"}),
-    "write": frozenset({"edit"}),
-    "edit": frozenset({"write"}),
+    info.name: frozenset(info.governed_by) for info in _TOOLS if info.governed_by
 }
-_PATH_TOOLS = frozenset({"view", "grep", "glob", "ls", "write", "edit"})
-_URL_TOOLS = frozenset({"fetch", "web_fetch"})
-_COMMAND_TOOLS = frozenset({"bash"})
+_PATH_TOOLS = frozenset(info.name for info in _TOOLS if info.rule_target == "path")
+_URL_TOOLS = frozenset(info.name for info in _TOOLS if info.rule_target == "url")
+_COMMAND_TOOLS = frozenset(info.name for info in _TOOLS if info.rule_target == "command")
 
 _RULE_PATTERN = re.compile(r"^\s*([A-Za-z_][\w-]*)\s*(?:\((.*)\))?\s*$", re.DOTALL)
 

@@ -42,9 +42,6 @@ from nestor.runtime.pool import AgentPool, PoolKey
 from nestor.runtime.small.harness import SmallModelHarness
 from nestor.runtime.small.reader import ProjectReader
 from nestor.runtime.subagent_hooks import (
-    DELEGATION_TOOL_NAMES,
-    DELEGATION_TOOLS,
-    USER_FACING_TOOLS,
     DelegationGuardHook,
     SearchBudgetHook,
     SubAgentSafetyHook,
@@ -56,9 +53,8 @@ from nestor.runtime.subagent_result import SubAgentResult, ToolTracker, task_sto
 from nestor.store.messages import MessageStore
 from nestor.store.sessions import Session, SessionStore
 from nestor.tools.base import Tool
+from nestor.tools.catalogue import ToolCatalogue
 
-WEB_TOOLS = ("web_search", "web_fetch")
-_NEVER_IN_WORKSPACE = DELEGATION_TOOLS | USER_FACING_TOOLS
 CLAUDE_ALIASES = {"haiku": "small", "sonnet": "large", "opus": "large"}
 """Claude Code's model aliases, as roles: agent files written for Claude Code keep working."""
 _ROLES = ("large", "small")
@@ -125,6 +121,8 @@ class TreeServices:
             bounds: see :func:`~nestor.runtime.prompt.read_instructions`); None gives none.
         stream_idle_timeout_s: Children's model streams silent this long are given up (never
             the in-process model's); None waits as long as the provider's client.
+        catalogue: The tools the tree knows (the built-ins, and any registered at run time):
+            which ones delegate, face the user, search the web or are read-only.
 
     """
 
@@ -144,6 +142,7 @@ class TreeServices:
     summarizer: SummaryModel | None = None
     instructions: Callable[[], str] | None = None
     stream_idle_timeout_s: float | None = None
+    catalogue: ToolCatalogue = field(default_factory=ToolCatalogue)
 
 
 @dataclass
@@ -314,7 +313,8 @@ class AgentTree:
         spec = request.spec or self._spec(request.subagent_type)
         built = self._model(request.model or spec.model, parent)
         if request.workspace is not None:
-            tool_names = [name for name in spec.tools or () if name not in _NEVER_IN_WORKSPACE]
+            never = self._never_inherited()
+            tool_names = [name for name in spec.tools or () if name not in never]
             environment = instructions = ""  # the project is not where this agent works
         else:
             tool_names = self._tool_names(spec, parent, depth)
@@ -451,7 +451,11 @@ class AgentTree:
         services = self.services
         depth = parent.setup.depth + 1
         tools = services.tool_factory(tool_names, session.id)
-        read_only = spec.read_only or all(tool.read_only for tool in tools) or workspace is not None
+        read_only = (
+            spec.is_read_only(services.catalogue)
+            or all(tool.read_only for tool in tools)
+            or workspace is not None
+        )
         if workspace is not None:
             policy: ChildPolicy = ChildPolicy.for_workspace(
                 parent.setup.policy, str(workspace), label=f"agent {spec.name}"
@@ -470,8 +474,8 @@ class AgentTree:
         config = services.config
         hooks: list[Hook] = [
             tracker,
-            SubAgentSafetyHook(spec.max_context_tokens or config.max_context_tokens, USER_FACING_TOOLS),
-            SearchBudgetHook(config.search_budget),
+            SubAgentSafetyHook(spec.max_context_tokens or config.max_context_tokens, services.catalogue),
+            SearchBudgetHook(config.search_budget, services.catalogue),
             TimeoutReportHook(),
             LargeResultHook(scratch, context.tool_result_max_tokens),
             *self.tree_hooks(depth),
@@ -538,19 +542,24 @@ class AgentTree:
             )
         return spec
 
+    def _never_inherited(self) -> set[str]:
+        """Tools a child never inherits: delegation goes by depth, user-facing tools never to a child."""
+        catalogue = self.services.catalogue
+        return {*catalogue.names("delegation"), *catalogue.names("user_facing")}
+
     def _tool_names(self, spec: AgentSpec, parent: SessionAgent, depth: int) -> list[str]:
+        catalogue = self.services.catalogue
         parent_names = [tool.name for tool in parent.setup.tools]
-        if "fetch" in parent_names:  # the same capability (reading the web), through the same client
-            parent_names.extend(name for name in WEB_TOOLS if name not in parent_names)
-        inherited = tuple(
-            name for name in parent_names if name not in DELEGATION_TOOLS and name not in USER_FACING_TOOLS
-        )
-        names = list(spec.tool_names(inherited))
+        # The tools that come with the parent's (web_search and web_fetch with fetch: the same
+        # capability, through the same client) are the child's to take too.
+        parent_names.extend(name for name in catalogue.companions(parent_names) if name not in parent_names)
+        never = self._never_inherited()
+        names = list(spec.tool_names(tuple(name for name in parent_names if name not in never)))
         if self.can_delegate(depth):
-            wanted = set(DELEGATION_TOOL_NAMES) if spec.tools is None else set(spec.tools)
-            if "task" in wanted:  # the background tools come with task
-                wanted.update(DELEGATION_TOOL_NAMES[:4])
-            names.extend(name for name in DELEGATION_TOOL_NAMES if name in wanted)
+            delegation = catalogue.names("delegation")
+            wanted = set(delegation) if spec.tools is None else set(spec.tools)
+            wanted.update(catalogue.companions(wanted))  # task_status, ... come with task
+            names.extend(name for name in delegation if name in wanted)
         return names
 
     def _model(self, choice: str | None, parent: SessionAgent) -> BuiltModel:

@@ -16,19 +16,10 @@ from typing import TYPE_CHECKING
 from pydantic_ai.messages import ToolCallPart
 
 from nestor.runtime.hooks import Hook, HookAction, RunState, Stop, StopReason
+from nestor.tools.catalogue import ToolCatalogue
 
 if TYPE_CHECKING:
     from nestor.runtime.loop import RunResult
-
-DELEGATION_TOOL_NAMES = ("task", "task_status", "task_output", "task_cancel", "agentic_fetch")
-"""The tools that start or manage sub-agents, in the order the model sees them."""
-DELEGATION_TOOLS = frozenset(DELEGATION_TOOL_NAMES)
-"""Only agents allowed to delegate (depth below ``max_depth``) get these."""
-
-USER_FACING_TOOLS = frozenset({"ask_user", "send_file_to_user", "exit_plan_mode"})
-"""Tools that act on the user directly: never a sub-agent's, whatever its spec says."""
-
-SEARCH_TOOLS = frozenset({"web_search"})
 
 
 class DelegationGuardHook(Hook):
@@ -59,13 +50,14 @@ class SubAgentSafetyHook(Hook):
 
     Args:
         max_context_tokens: Stop (with a final report) before a request larger than this.
-        blocked_tools: Tool names refused even if a spec lists them.
+        catalogue: Its user-facing tools are refused even if a spec lists them (the built-ins by
+            default); it is asked at each call, so tools registered meanwhile count.
 
     """
 
-    def __init__(self, max_context_tokens: int, blocked_tools: frozenset[str] = USER_FACING_TOOLS) -> None:
+    def __init__(self, max_context_tokens: int, catalogue: ToolCatalogue | None = None) -> None:
         self.max_context_tokens = max_context_tokens
-        self.blocked_tools = blocked_tools
+        self.catalogue = catalogue or ToolCatalogue()
 
     async def before_request(self, state: RunState) -> HookAction:
         """Stop a sub-agent whose context outgrew its budget."""
@@ -78,8 +70,8 @@ class SubAgentSafetyHook(Hook):
         return None
 
     async def before_tool_call(self, state: RunState, call: ToolCallPart) -> str | None:
-        """Refuse a blocked tool."""
-        if call.tool_name in self.blocked_tools:
+        """Refuse a user-facing tool."""
+        if self.catalogue.has(call.tool_name, "user_facing"):
             return (
                 f"{call.tool_name} is not available to sub-agents. "
                 "Report to the agent that started you instead."
@@ -88,15 +80,22 @@ class SubAgentSafetyHook(Hook):
 
 
 class SearchBudgetHook(Hook):
-    """Refuses web searches past a per-task budget, so a research agent converges."""
+    """Refuses web searches past a per-task budget, so a research agent converges.
 
-    def __init__(self, limit: int) -> None:
+    Args:
+        limit: Searches per task.
+        catalogue: Which tools search the web (the built-ins by default).
+
+    """
+
+    def __init__(self, limit: int, catalogue: ToolCatalogue | None = None) -> None:
         self.limit = limit
         self.used = 0
+        self.catalogue = catalogue or ToolCatalogue()
 
     async def before_tool_call(self, state: RunState, call: ToolCallPart) -> str | None:
         """Count a search; refuse it once the budget is spent."""
-        if call.tool_name not in SEARCH_TOOLS:
+        if not self.catalogue.has(call.tool_name, "searches_web"):
             return None
         if self.used >= self.limit:
             return (
@@ -166,11 +165,8 @@ class TreeCostHook(Hook):
 
 
 __all__ = [
-    "DELEGATION_TOOLS",
-    "DELEGATION_TOOL_NAMES",
     "MAIN_AGENT_REPORT",
     "SUBAGENT_REPORT",
-    "USER_FACING_TOOLS",
     "DelegationGuardHook",
     "SearchBudgetHook",
     "SubAgentSafetyHook",

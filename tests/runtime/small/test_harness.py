@@ -21,8 +21,9 @@ from nestor.permissions import PermissionPolicy
 from nestor.runtime.loop import SessionAgent
 from nestor.runtime.small.harness import SmallModelHarness
 from nestor.runtime.small.reader import ProjectReader
-from nestor.runtime.toolset import COMPACT_CODER_TOOL_NAMES, stateless_tools
+from nestor.runtime.toolset import COMPACT_CODER_TOOL_NAMES
 from nestor.testing import ScriptedModel, reply
+from nestor.tools.catalogue import ToolCatalogue
 from tests.runtime.support import Harness, scripted
 from tests.runtime.tree_support import TreeHarness
 
@@ -75,7 +76,7 @@ async def test_a_question_is_answered_from_evidence_the_harness_gathered(tmp_pat
     harness = Harness(root)
     agent = harness.agent(
         model,
-        stateless_tools(["view", "ls", "glob", "grep"]),
+        ToolCatalogue().build(["view", "ls", "glob", "grep"]),
         harness=SmallModelHarness(ProjectReader(root)),
     )
     result = await agent.run("What digest method does the Signer use by default?")
@@ -130,7 +131,7 @@ async def test_a_question_about_a_parameter_left_out_sees_and_gets_its_default(t
     seen: list[list[ModelMessage]] = []
     agent = Harness(root).agent(
         scripted(["It uses MD5."], requests=seen),
-        stateless_tools(["view", "ls", "glob", "grep"]),
+        ToolCatalogue().build(["view", "ls", "glob", "grep"]),
         harness=SmallModelHarness(ProjectReader(root)),
     )
     result = await agent.run("Which digest does a `Signer` use if I don't pass digest_method?")
@@ -146,7 +147,7 @@ async def _answered(root: Path, model_answer: str, question: str) -> str:
     """What a read-only agent on the small-model harness answers when its model says ``model_answer``."""
     agent = Harness(root).agent(
         scripted([model_answer]),
-        stateless_tools(["view", "ls", "glob", "grep"]),
+        ToolCatalogue().build(["view", "ls", "glob", "grep"]),
         harness=SmallModelHarness(ProjectReader(root)),
     )
     return (await agent.run(question)).text
@@ -185,7 +186,7 @@ async def test_a_call_the_question_writes_out_is_run_and_its_result_is_evidence(
 def _coder(harness: Harness, model: Model, root: Path) -> SessionAgent:
     return harness.agent(
         model,
-        stateless_tools(COMPACT_CODER_TOOL_NAMES),
+        ToolCatalogue().build(COMPACT_CODER_TOOL_NAMES),
         policy=PermissionPolicy(project_root=str(root), yolo=True),
         harness=SmallModelHarness(ProjectReader(root)),
     )
@@ -600,7 +601,7 @@ async def test_without_a_shell_a_named_failing_test_is_shown_apart_and_left_as_i
     model = ScriptedModel([reply(blocks)])
     agent = Harness(root).agent(
         model,
-        stateless_tools(["view", "ls", "glob", "grep", "edit"]),
+        ToolCatalogue().build(["view", "ls", "glob", "grep", "edit"]),
         policy=PermissionPolicy(project_root=str(root), yolo=True),
         harness=SmallModelHarness(ProjectReader(root)),
     )
@@ -645,7 +646,7 @@ async def test_a_rename_changes_every_whole_word_occurrence(tmp_path: Path) -> N
     harness = Harness(root)
     agent = harness.agent(
         scripted([]),
-        stateless_tools(["view", "ls", "glob", "grep", "edit"]),
+        ToolCatalogue().build(["view", "ls", "glob", "grep", "edit"]),
         policy=PermissionPolicy(project_root=str(root), yolo=True),
         harness=SmallModelHarness(ProjectReader(root)),
     )
@@ -683,7 +684,7 @@ async def test_a_rename_of_it_renames_the_name_the_sentence_before_gave(tmp_path
     harness = Harness(root)
     agent = harness.agent(
         scripted([]),
-        stateless_tools(["view", "ls", "glob", "grep", "edit"]),
+        ToolCatalogue().build(["view", "ls", "glob", "grep", "edit"]),
         policy=PermissionPolicy(project_root=str(root), yolo=True),
         harness=SmallModelHarness(ProjectReader(root)),
     )
@@ -709,7 +710,9 @@ async def test_a_tour_is_the_models_summary_then_the_layout_and_test_command_nes
     seen: list[list[ModelMessage]] = []
     model = scripted(["pkg signs things."], requests=seen)
     agent = Harness(root).agent(
-        model, stateless_tools(["view", "ls", "glob", "grep"]), harness=SmallModelHarness(ProjectReader(root))
+        model,
+        ToolCatalogue().build(["view", "ls", "glob", "grep"]),
+        harness=SmallModelHarness(ProjectReader(root)),
     )
     result = await agent.run(
         "Give me a tour: what is this project, how is it laid out, how do I run its tests?"
