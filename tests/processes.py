@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -39,3 +41,22 @@ def wait_for_group_to_die(group: int, *, within_s: float = 10.0) -> list[int]:
     while (members := live_group_members(group)) and time.monotonic() < deadline:
         time.sleep(0.02)
     return members
+
+
+def find_command(argv: list[str], ready: Path, alive: Callable[[], bool], *, within_s: float = 60.0) -> int:
+    """The host pid of the process running exactly ``argv``, once the file ``ready`` exists.
+
+    Found through /proc by its command line, so it works inside a sandbox's pid namespace too,
+    where the shell's own ``$$`` is a namespace pid that means nothing outside.
+    """
+    wanted = b"".join(arg.encode() + b"\0" for arg in argv)
+    deadline = time.monotonic() + within_s
+    while True:
+        assert alive(), "the process that should run the command exited before it started"
+        assert time.monotonic() < deadline, "the command never started"
+        if ready.exists():
+            for entry in Path("/proc").iterdir():
+                with contextlib.suppress(OSError):
+                    if entry.name.isdigit() and (entry / "cmdline").read_bytes() == wanted:
+                        return int(entry.name)
+        time.sleep(0.05)

@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ import pytest
 
 from nestor.testing import ScriptedOpenAIServer, ServerReply, ServerToolCall, ServerUsage
 from tests.cli.support import clean_env, git_repo, nestor, nestor_json, openai_env
-from tests.processes import wait_for_group_to_die
+from tests.processes import find_command, is_running, wait_for_group_to_die
 
 BUGGY = "def add(a, b):\n    return a - b\n\nprint(add(2, 3))\n"
 
@@ -208,6 +207,11 @@ def test_continue_and_resume_carry_the_conversation_on(repo: Path, tmp_path: Pat
     assert [m["content"] for m in last_request if m["role"] == "assistant"] == ["first", "second"]
 
 
+def _started_then_sleep(started: Path, token: str) -> str:
+    """A command that marks it started, then sleeps long enough to be found by ``sleep TOKEN``."""
+    return f"echo started > {started}; sleep {token}"
+
+
 @pytest.fixture
 def cleanup_pids() -> Iterator[list[int]]:
     pids: list[int] = []
@@ -220,11 +224,13 @@ def cleanup_pids() -> Iterator[list[int]]:
 def test_sigkill_mid_run_loses_nothing_completed_and_the_session_resumes(
     repo: Path, tmp_path: Path, cleanup_pids: list[int]
 ) -> None:
-    pid_file = tmp_path / "sleep.pid"
+    started, token = tmp_path / "started", f"120.{os.getpid()}9"
     script: list[Any] = [
         ServerReply(tool_calls=(ServerToolCall("view", {"path": "calc.py"}),)),
         ServerReply(tool_calls=(ServerToolCall("grep", {"pattern": "add"}),)),
-        ServerReply(tool_calls=(ServerToolCall("bash", {"command": f"echo $$ > {pid_file}; sleep 120"}),)),
+        ServerReply(
+            tool_calls=(ServerToolCall("bash", {"command": f"echo started > {started}; sleep {token}"}),)
+        ),
         ServerReply(text="Resumed after the crash."),
     ]
     with ScriptedOpenAIServer(script) as server:
@@ -236,12 +242,8 @@ def test_sigkill_mid_run_loses_nothing_completed_and_the_session_resumes(
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )
-        deadline = time.monotonic() + 60
-        while not pid_file.exists() or not pid_file.read_text().strip():
-            assert process.poll() is None, process.stderr.read() if process.stderr else ""
-            assert time.monotonic() < deadline, "the command never started"
-            time.sleep(0.05)
-        cleanup_pids.append(int(pid_file.read_text()))
+        sleep = find_command(["sleep", token], started, lambda: process.poll() is None)
+        cleanup_pids.append(os.getpgid(sleep))
         process.kill()
         process.wait(timeout=10)
 
@@ -270,9 +272,13 @@ def test_sigkill_mid_run_loses_nothing_completed_and_the_session_resumes(
 def test_ctrl_c_cancels_the_turn_kills_the_command_and_keeps_history(
     repo: Path, tmp_path: Path, cleanup_pids: list[int]
 ) -> None:
-    pid_file = tmp_path / "sleep.pid"
+    # The sleep is found on the host by its command line: inside the sandbox the shell's $$ is a
+    # pid of its own namespace, and checking that number on the host checked nothing.
+    started, token = tmp_path / "started", f"120.{os.getpid()}7"
     script = [
-        ServerReply(tool_calls=(ServerToolCall("bash", {"command": f"echo $$ > {pid_file}; sleep 120"}),))
+        ServerReply(
+            tool_calls=(ServerToolCall("bash", {"command": f"echo started > {started}; sleep {token}"}),)
+        )
     ]
     with ScriptedOpenAIServer(script) as server:
         env = openai_env(tmp_path, server)
@@ -295,19 +301,15 @@ def test_ctrl_c_cancels_the_turn_kills_the_command_and_keeps_history(
             stderr=subprocess.PIPE,
             text=True,
         )
-        deadline = time.monotonic() + 60
-        while not pid_file.exists() or not pid_file.read_text().strip():
-            assert process.poll() is None
-            assert time.monotonic() < deadline, "the command never started"
-            time.sleep(0.05)
-        shell_pid = int(pid_file.read_text())
-        cleanup_pids.append(shell_pid)
+        sleep = find_command(["sleep", token], started, lambda: process.poll() is None)
+        group = os.getpgid(sleep)
+        cleanup_pids.append(group)
         process.send_signal(signal.SIGINT)
         stdout, _stderr = process.communicate(timeout=30)
     assert process.returncode == 130
     outcome = json.loads(stdout.splitlines()[-1])
     assert outcome["stop_reason"] == "cancelled" and outcome["is_error"] is False
-    assert wait_for_group_to_die(shell_pid) == []  # the command's whole process group is gone
+    assert wait_for_group_to_die(group) == [] and not is_running(sleep)  # the command's group is gone
     shown = nestor_json(["sessions", "show", outcome["session_id"], "--json"], cwd=repo, env=env)
     last = shown["messages"][-1]["message"]["parts"][0]
     assert last["part_kind"] == "tool-return" and last["outcome"] == "interrupted"

@@ -23,7 +23,7 @@ import pytest
 
 from nestor.testing import ScriptedOpenAIServer, ServerReply, ServerToolCall
 from tests.cli.support import git_repo, nestor_json, openai_env
-from tests.processes import is_running, wait_for_group_to_die
+from tests.processes import find_command, is_running, wait_for_group_to_die
 
 MODEL = ["--model", "openai-chat:gpt-4o"]
 
@@ -57,17 +57,7 @@ def _env(tmp_path: Path, server: ScriptedOpenAIServer) -> dict[str, str]:
 
 def _find_sleep(token: str, started: Path, alive: Callable[[], bool]) -> int:
     """The host pid of ``sleep TOKEN``, once the command started."""
-    wanted = f"sleep\0{token}\0".encode()
-    deadline = time.monotonic() + 60
-    while True:
-        assert alive(), "nestor exited before the command started"
-        assert time.monotonic() < deadline, "the command never started"
-        if started.exists():
-            for entry in Path("/proc").iterdir():
-                with contextlib.suppress(OSError):
-                    if entry.name.isdigit() and (entry / "cmdline").read_bytes() == wanted:
-                        return int(entry.name)
-        time.sleep(0.05)
+    return find_command(["sleep", token], started, alive)
 
 
 def _group_of(pid: int) -> int:
