@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import os
 import shutil
+import stat
 import subprocess
 import sys
 from collections.abc import Callable, Iterable
@@ -182,16 +183,24 @@ def _git_ls_files(git: str, directory: Path, *flags: str) -> list[str] | None:
 
 
 def walk_files(directory: Path) -> list[Path]:
-    """Walk ``directory`` for regular files, skipping ``.git`` and symlinks."""
+    """Walk ``directory`` for regular files, skipping ``.git``, symlinks, FIFOs and devices."""
     files: list[Path] = []
     for root, dir_names, file_names in os.walk(directory):
         dir_names[:] = [name for name in dir_names if name != GIT_DIR_NAME]
         root_path = Path(root)
         for name in file_names:
             path = root_path / name
-            if name != GIT_DIR_NAME and not path.is_symlink():
+            # lstat: a symlink, FIFO or device is not listed (ripgrep leaves them out too).
+            if name != GIT_DIR_NAME and stat.S_ISREG(_lstat_mode(path)):
                 files.append(path)
     return files
+
+
+def _lstat_mode(path: Path) -> int:
+    try:
+        return path.lstat().st_mode
+    except OSError:
+        return 0
 
 
 def newest_first(paths: Iterable[Path]) -> list[tuple[Path, float]]:

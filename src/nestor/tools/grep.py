@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from nestor.core.errors import ToolError
+from nestor.core.files import file_kind, read_bounded_bytes
 from nestor.tools._globbing import GlobPattern, basename_prefilter, compile_glob
 from nestor.tools._search import (
     GIT_DIR_NAME,
@@ -28,7 +29,7 @@ from nestor.tools._search import (
     ripgrep_error,
     run_streaming,
 )
-from nestor.tools._text import BINARY_SNIFF_BYTES, missing_file_error
+from nestor.tools._text import BINARY_SNIFF_BYTES, missing_file_error, special_file_error
 from nestor.tools.base import Tool, ToolContext, ToolResult, WithheldFilter
 
 MAX_MATCHES = 100
@@ -103,6 +104,9 @@ class GrepTool(Tool[GrepParams]):
         shown_as = ctx.display_path(target)
         if not target.exists():
             raise missing_file_error(target, shown_as)
+        if not target.is_dir() and not target.is_file():
+            kind = file_kind(target.stat().st_mode)
+            raise special_file_error(shown_as, kind, "grep searches regular files and directories")
         include = compile_glob(params.include) if params.include and target.is_dir() else None
         included = _include_filter(target, include)
         visible = WithheldFilter(self.name, ctx)
@@ -193,9 +197,7 @@ def search_without_ripgrep(target: Path, regex: re.Pattern[str], collector: Matc
     files = [target] if target.is_file() else list_files_without_ripgrep(target)
     for path in files:
         try:
-            if path.stat().st_size > MAX_FALLBACK_FILE_BYTES:
-                continue
-            data = path.read_bytes()
+            data = read_bounded_bytes(path, limit_bytes=MAX_FALLBACK_FILE_BYTES, whole=True).data
         except OSError:
             continue
         if b"\0" in data[:BINARY_SNIFF_BYTES]:
