@@ -68,6 +68,29 @@ async def run_streaming(
         The exit code and the stderr text.
 
     """
+    pending = b""
+
+    def on_chunk(chunk: bytes) -> None:
+        nonlocal pending
+        *records, pending = (pending + chunk).split(separator)
+        for record in records:
+            on_record(record)
+
+    result = await run_chunks(args, on_chunk)
+    if pending:
+        on_record(pending)
+    return result
+
+
+async def run_chunks(args: list[str], on_chunk: Callable[[bytes], None]) -> tuple[int, str]:
+    """Run a command, feeding its stdout to ``on_chunk`` as it comes, in chunks of any size.
+
+    The process is killed if the calling task is cancelled.
+
+    Returns:
+        The exit code and the stderr text.
+
+    """
     process = await asyncio.create_subprocess_exec(
         *args,
         stdin=asyncio.subprocess.DEVNULL,
@@ -77,13 +100,8 @@ async def run_streaming(
     assert process.stdout is not None and process.stderr is not None
     stderr_task = asyncio.ensure_future(process.stderr.read())
     try:
-        pending = b""
         while chunk := await process.stdout.read(_READ_CHUNK_BYTES):
-            *records, pending = (pending + chunk).split(separator)
-            for record in records:
-                on_record(record)
-        if pending:
-            on_record(pending)
+            on_chunk(chunk)
         stderr = await stderr_task
         return_code = await process.wait()
     except BaseException:
