@@ -80,7 +80,7 @@ class GlobTool(Tool[GlobParams]):
             path for path in files if pattern.matches(relative_posix(path, directory)) and visible(path)
         ]
         dated = await asyncio.to_thread(newest_first, matching)
-        metadata = {
+        metadata: dict[str, object] = {
             "count": len(dated),
             "truncated": len(dated) > MAX_RESULTS,
             "backend": "python" if self.rg_path is None else "ripgrep",
@@ -91,6 +91,7 @@ class GlobTool(Tool[GlobParams]):
             message = f"No files found matching {params.pattern!r} in {describe_location(shown_as)}."
             return ToolResult(content=f"{message}\n{note}" if note else message, metadata=metadata)
         lines = [ctx.display_path(path) for path, _ in dated[:MAX_RESULTS]]
+        metadata["paths"] = list(lines)  # the files the result names, for a sub-agent's files_explored
         if len(dated) > MAX_RESULTS:
             lines.append(
                 f"\n(Showing the {MAX_RESULTS} newest of {len(dated)} matching files. "

@@ -181,6 +181,9 @@ class GrepTool(Tool[GrepParams]):
         metadata["hits"] = [
             [ctx.display_path(path), number] for path, number, _ in shown_matches(by_path, collector)
         ]
+        # The files the result names, for a sub-agent's files_explored.
+        shown = shown_matches(dated, collector)
+        metadata["paths"] = [ctx.display_path(path) for path in dict.fromkeys(path for path, _, _ in shown)]
         content = render_matches(dated, collector, ctx)
         return ToolResult(content=f"{content}\n\n{note}" if note else content, metadata=metadata)
 
