@@ -22,7 +22,7 @@ from pathlib import Path
 from nestor.core.errors import ToolError
 
 GIT_DIR_NAME = ".git"
-_READ_CHUNK_BYTES = 1 << 16
+_READ_CHUNK_BYTES = 1 << 18
 # rg file types are applied after ignore rules, unlike --glob, which would re-admit ignored files.
 _NAME_TYPE = "nestorname"
 
@@ -96,6 +96,7 @@ async def run_chunks(args: list[str], on_chunk: Callable[[bytes], None]) -> tupl
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
+        limit=_READ_CHUNK_BYTES,  # fewer, larger reads: rg can print megabytes of matches
     )
     assert process.stdout is not None and process.stderr is not None
     stderr_task = asyncio.ensure_future(process.stderr.read())

@@ -20,7 +20,6 @@ from nestor.tools._search import (
     describe_location,
     list_files_without_ripgrep,
     name_type_args,
-    newest_first,
     relative_posix,
     resolve_ripgrep,
     ripgrep_error,
@@ -72,12 +71,14 @@ class FileMatches:
     shown (only the first :data:`MAX_MATCHES` of all files are).
     """
 
-    __slots__ = ("_parsed", "_raw", "kept")
+    __slots__ = ("_parsed", "_raw", "kept", "mtime")
 
-    def __init__(self) -> None:
+    def __init__(self, mtime: float | None) -> None:
         self._parsed: list[tuple[int, str]] = []
         self._raw: list[bytes] = []
         self.kept = 0
+        self.mtime = mtime
+        """When the file was last modified, None when it vanished."""
 
     def add(self, line_number: int, text: str) -> None:
         """Keep one line."""
@@ -95,6 +96,13 @@ class FileMatches:
             self._parsed.extend(filter(None, map(_parse_output_line, self._raw)))
             self._raw.clear()
         return self._parsed
+
+
+def _modified(path: Path) -> float | None:
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return None
 
 
 class MatchCollector:
@@ -119,13 +127,20 @@ class MatchCollector:
         if matches.kept < MAX_MATCHES:
             matches.add(line_number, text)
 
+    def newest_first(self) -> list[tuple[Path, float]]:
+        """The files with matches and their modification times, newest first (ties by path)."""
+        dated = [(path, matches.mtime) for path, matches in self.files.items() if matches.mtime is not None]
+        dated.sort(key=lambda item: (-item[1], str(item[0])))
+        return dated
+
     def file(self, path: Path) -> FileMatches | None:
         """Where ``path``'s matches go, or None when they are not wanted (filtered or withheld)."""
         matches = self.files.get(path)
         if matches is None:
             if not self.accepts(path):
                 return None
-            matches = self.files[path] = FileMatches()
+            # Taken now, while ripgrep is still searching, rather than after it finished.
+            matches = self.files[path] = FileMatches(_modified(path))
         return matches
 
 
@@ -174,7 +189,7 @@ class GrepTool(Tool[GrepParams]):
         if not collector.total:
             message = f"No matches found for {params.pattern!r} in {describe_location(shown_as)}."
             return ToolResult(content=f"{message}\n{note}" if note else message, metadata=metadata)
-        dated = await asyncio.to_thread(newest_first, collector.files)
+        dated = collector.newest_first()
         # Where the first matches are, for callers that rank them (the small-model harness), file by
         # file in path order: which files are newest must not change which matches it ranks.
         by_path = sorted(dated, key=lambda item: str(item[0]))
