@@ -100,9 +100,11 @@ async def test_grep_and_glob_skip_a_fifo_inside_the_tree(ctx: ToolContext, fifo:
     assert listed.content == "a.txt"
 
 
-async def test_ls_names_what_a_fifo_is(ctx: ToolContext, fifo: Path) -> None:
+async def test_ls_and_glob_name_what_a_fifo_is(ctx: ToolContext, fifo: Path) -> None:
     with pytest.raises(ToolError, match=r"^pipe\.txt is a FIFO \(named pipe\), not a directory"):
         await promptly(LsTool().run(LsParams(path="pipe.txt"), ctx), fifo)
+    with pytest.raises(ToolError, match=r"^pipe\.txt is a FIFO \(named pipe\), not a directory"):
+        await promptly(GlobTool().run(GlobParams(pattern="*", path="pipe.txt"), ctx), fifo)
 
 
 _DEVICE_SCRIPT = """

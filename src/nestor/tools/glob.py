@@ -8,6 +8,7 @@ from pathlib import Path, PurePosixPath
 from pydantic import BaseModel, Field
 
 from nestor.core.errors import ToolError
+from nestor.core.files import file_kind
 from nestor.tools._globbing import basename_prefilter, compile_glob
 from nestor.tools._search import (
     RipgrepLookup,
@@ -72,7 +73,8 @@ class GlobTool(Tool[GlobParams]):
         if not directory.exists():
             raise missing_file_error(directory, shown_as)
         if not directory.is_dir():
-            raise ToolError(f"{shown_as} is a file, not a directory; give glob a directory to search.")
+            kind = "a file" if directory.is_file() else file_kind(directory.stat().st_mode)
+            raise ToolError(f"{shown_as} is {kind}, not a directory; give glob a directory to search.")
         pattern = compile_glob(pattern_text)
         files = await list_files(directory, self.rg_path, basename_prefilter(pattern))
         visible = WithheldFilter(self.name, ctx)
