@@ -10,6 +10,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import compaction
 import context_isolation
 import fanout
+import grep
 import html_conversion
 import local_model
 import loop_overhead
@@ -36,6 +37,8 @@ def main() -> None:
     context_isolation.main()
     print()
     html_conversion.main()
+    print()
+    grep.main()
     print()
     sandbox.main()
     print()

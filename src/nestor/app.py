@@ -379,7 +379,8 @@ class App:
 
         tools: dict[str, Tool[Any]] = {}
         if "fetch" in names:
-            tools["fetch"] = FetchTool(client=self.web_client())
+            pages = self._web_caches.setdefault(session_id, WebCache())
+            tools["fetch"] = FetchTool(client=self.web_client(), cache=pages)
         if "web_fetch" in names:
             tools["web_fetch"] = WebFetchTool(
                 self.web_client(), self._web_caches.setdefault(session_id, WebCache())

@@ -3,7 +3,13 @@ from pathlib import Path
 
 import pytest
 
-from nestor.core.files import UnsafeFileError, read_bounded_text
+from nestor.core.files import (
+    FileTooLargeError,
+    UnsafeFileError,
+    read_bounded_bytes,
+    read_bounded_text,
+    write_regular_file,
+)
 
 
 def test_reads_a_regular_file_whole_or_cut_at_the_limit(tmp_path: Path) -> None:
@@ -50,3 +56,33 @@ def test_undecodable_bytes_are_replaced(tmp_path: Path) -> None:
     path = tmp_path / "latin1.md"
     path.write_bytes(b"caf\xe9")
     assert read_bounded_text(path, limit_bytes=100).text == "caf\ufffd"
+
+
+def test_a_file_read_whole_is_refused_over_the_limit_before_reading(tmp_path: Path) -> None:
+    path = tmp_path / "big.txt"
+    path.write_bytes(b"x" * 11)
+    assert read_bounded_bytes(path, limit_bytes=11, whole=True).data == b"x" * 11
+    with pytest.raises(FileTooLargeError) as raised:
+        read_bounded_bytes(path, limit_bytes=10, whole=True)
+    assert raised.value.size == 11
+
+
+def test_writing_refuses_a_fifo_and_a_device_untouched(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    link = tmp_path / "null"
+    link.symlink_to("/dev/null")
+    with pytest.raises(UnsafeFileError, match=r"not a regular file but a FIFO \(named pipe\)"):
+        write_regular_file(fifo, b"x")
+    with pytest.raises(UnsafeFileError, match="not a regular file but a character device"):
+        write_regular_file(link, b"x")
+
+
+def test_writing_replaces_the_whole_content_through_a_symlink(tmp_path: Path) -> None:
+    target = tmp_path / "target.txt"
+    target.write_bytes(b"a much longer old content")
+    (tmp_path / "link.txt").symlink_to(target)
+    write_regular_file(tmp_path / "link.txt", b"new")
+    write_regular_file(tmp_path / "fresh.txt", b"")
+    assert target.read_bytes() == b"new"
+    assert (tmp_path / "fresh.txt").read_bytes() == b""

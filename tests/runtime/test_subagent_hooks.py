@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import BaseModel
-from pydantic_ai.messages import ToolCallPart
+from pydantic_ai.messages import ToolCallPart, ToolReturnPart
 
 from nestor.core.usage import Usage
 from nestor.runtime.hooks import RunState, Stop
@@ -51,6 +51,31 @@ async def test_search_budget_refuses_searches_past_the_limit_and_resets_per_task
     assert await hook.before_tool_call(state(), tool_call("grep", {"pattern": "x"})) is None
     await hook.on_run_end(state(), ended())
     assert await hook.before_tool_call(state(), search) is None
+
+
+async def test_a_search_that_never_ran_costs_no_budget() -> None:
+    # A permission rule denied the search, or its arguments were invalid: nothing was searched.
+    hook = SearchBudgetHook(1)
+    for outcome in ("denied", "retried"):
+        search = ToolCallPart("web_search", {"query": "q"}, tool_call_id=f"id-{outcome}")
+        assert await hook.before_tool_call(state(), search) is None
+        result = ToolReturnPart(
+            "web_search", "Permission denied", tool_call_id=search.tool_call_id, outcome=outcome
+        )
+        assert await hook.after_tool_result(state(), search, result) is result
+    assert hook.used == 0
+    ran = tool_call("web_search", {"query": "q"})
+    assert await hook.before_tool_call(state(), ran) is None
+    await hook.after_tool_result(
+        state(), ran, ToolReturnPart("web_search", "results", tool_call_id=ran.tool_call_id)
+    )
+    refused = await hook.before_tool_call(state(), ran)
+    assert refused is not None and "Search budget spent (1 searches" in refused
+    # Its own refusal is no refund either.
+    await hook.after_tool_result(
+        state(), ran, ToolReturnPart("web_search", refused, tool_call_id=ran.tool_call_id, outcome="denied")
+    )
+    assert hook.used == 1
 
 
 async def test_a_zero_search_budget_refuses_the_first_search() -> None:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import threading
@@ -13,14 +14,17 @@ from pydantic import ValidationError
 from nestor.tools.base import ToolContext, ToolError
 from nestor.tools.fetch import (
     MAX_BODY_BYTES,
-    MAX_OUTPUT_CHARS,
     MAX_TIMEOUT_SECONDS,
     USER_AGENT,
     FetchParams,
     FetchTool,
 )
 from nestor.tools.web.addresses import AddressPolicy
+from nestor.tools.web.cache import WebCache
 from nestor.tools.web.client import SafeHttpClient
+from nestor.tools.web.saved import LARGE_CONTENT_BYTES, file_name_for
+from nestor.tools.web_fetch import CACHED_NOTE, WebFetchParams, WebFetchTool
+from tests.tools.web.server import WebServer, serve
 
 LOOPBACK = AddressPolicy(allow_networks=("127.0.0.1/32",))
 """The test server lives on loopback, which nestor refuses unless allowed."""
@@ -106,7 +110,7 @@ class Handler(BaseHTTPRequestHandler):
         elif path == "/huge.txt":
             self.reply(b"a" * HUGE_BODY_BYTES, "text/plain")
         elif path == "/long.txt":
-            self.reply(b"b" * (MAX_OUTPUT_CHARS + 50_000), "text/plain")
+            self.reply(b"b" * 150_000, "text/plain")
         elif path == "/agent":
             self.reply(self.headers.get("User-Agent", "").encode(), "text/plain")
         elif path == "/slow":
@@ -268,15 +272,16 @@ async def test_body_over_the_cap_is_truncated_with_a_note(server: str, ctx: Tool
     assert "[Body truncated: only the first 5 MB were read.]" in result.content
 
 
-async def test_long_content_is_cut_with_a_note(server: str, ctx: ToolContext) -> None:
+async def test_long_content_goes_to_a_file_not_into_the_result(
+    server: str, ctx: ToolContext, tmp_path: Path
+) -> None:
+    ctx.scratch_dir = tmp_path / "scratch"
     result = await fetch(f"{server}/long.txt", ctx)
 
-    assert result.content.startswith("b" * MAX_OUTPUT_CHARS + "\n\n")
-    assert (
-        f"[Output cut: showing the first {MAX_OUTPUT_CHARS} of {MAX_OUTPUT_CHARS + 50_000}" in result.content
-    )
-    assert result.metadata["cut_chars"] == 50_000
-    assert result.metadata["body_truncated"] is False
+    saved = Path(result.metadata["saved_path"])
+    assert result.content.startswith(f"The page at {server}/long.txt is 150,000 bytes of text")
+    assert "b" * 100 not in result.content
+    assert await asyncio.to_thread(saved.read_text) == "b" * 150_000
 
 
 @pytest.mark.parametrize(
@@ -387,3 +392,59 @@ def test_description_is_read_from_the_markdown_file() -> None:
     assert tool.name == "fetch"
     assert "http" in tool.description
     assert tool.parameters_schema()["required"] == ["url"]
+
+
+# -- one cache and one large-page rule with web_fetch ------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def web_server() -> Iterator[WebServer]:
+    with serve() as running:
+        yield running
+
+
+async def test_a_url_fetched_twice_is_downloaded_once(
+    web_server: WebServer, ctx: ToolContext, tmp_path: Path
+) -> None:
+    ctx.scratch_dir = tmp_path / "scratch"
+    url = web_server.url("/article.html")
+    async with SafeHttpClient(LOOPBACK) as client:
+        tool = FetchTool(client=client)
+        first = await tool.run(FetchParams(url=url), ctx)
+        hits = web_server.state.hits["/article.html"]
+        second = await tool.run(FetchParams(url=url), ctx)
+        raw = await tool.run(FetchParams(url=url, format="html"), ctx)
+
+    assert web_server.state.hits["/article.html"] == hits + 1  # only the other format is fetched again
+    assert second.content == f"{CACHED_NOTE}\n\n{first.content}"
+    assert second.metadata["cached"] is True
+    assert raw.metadata["cached"] is False
+    assert raw.metadata["saved_path"] != first.metadata["saved_path"]
+
+
+async def test_fetch_and_web_fetch_share_the_session_cache(web_server: WebServer, ctx: ToolContext) -> None:
+    url = web_server.url("/data.json")
+    shared = WebCache()
+    async with SafeHttpClient(LOOPBACK) as client:
+        await WebFetchTool(client, shared).run(WebFetchParams(url=url), ctx)
+        hits = web_server.state.hits["/data.json"]
+        result = await FetchTool(client=client, cache=shared).run(FetchParams(url=url), ctx)
+
+    assert web_server.state.hits["/data.json"] == hits
+    assert result.content.startswith(CACHED_NOTE)
+
+
+async def test_a_page_over_50_kb_is_saved_to_a_file_as_web_fetch_does(
+    web_server: WebServer, ctx: ToolContext, tmp_path: Path
+) -> None:
+    ctx.scratch_dir = tmp_path / "scratch"
+    url = web_server.url("/huge.html")
+    async with SafeHttpClient(LOOPBACK) as client:
+        result = await FetchTool(client=client).run(FetchParams(url=url), ctx)
+
+    saved = Path(result.metadata["saved_path"])
+    assert saved.parent == ctx.scratch_dir / "web"
+    assert saved.name == file_name_for(url, "markdown")
+    assert result.metadata["bytes"] > LARGE_CONTENT_BYTES
+    assert f"it was saved to {saved}" in result.content
+    assert "Function number" not in result.content

@@ -10,7 +10,14 @@ from nestor.core.errors import ToolError
 from nestor.permissions import PermissionPolicy
 from nestor.tools._search import RipgrepLookup, run_streaming
 from nestor.tools.base import ToolContext
-from nestor.tools.grep import MAX_MATCHES, GrepParams, GrepTool
+from nestor.tools.grep import (
+    MAX_FALLBACK_LINE_CHARS,
+    MAX_MATCH_LINE_CHARS,
+    MAX_MATCHES,
+    RG_MAX_COLUMNS,
+    GrepParams,
+    GrepTool,
+)
 
 BACKENDS = {"ripgrep": RipgrepLookup.AUTO, "python": None}
 
@@ -253,3 +260,42 @@ async def test_files_a_rule_withholds_are_left_out_of_the_matches(tool: GrepTool
     assert "3 files left out by the permission rules" in result.content
     assert result.metadata["withheld"] == 3
     assert "secrets" not in str(result.metadata["hits"])
+
+
+async def test_a_huge_minified_line_comes_back_as_a_preview(ctx: ToolContext) -> None:
+    # rg --json sent the whole line, with every match in it: a 2 MB line took seconds and 300 MB.
+    line = "needle;" + "var a=1;" * 50_000
+    write(ctx.project_root, "bundle.min.js", line + "\n", 1_700_000_000)
+
+    result = await GrepTool().run(GrepParams(pattern="a"), ctx)
+
+    assert result.metadata["matches"] == 1
+    shown = line[:MAX_MATCH_LINE_CHARS]
+    assert result.content.endswith(f"  1: {shown}… [line cut: over {RG_MAX_COLUMNS} characters]")
+
+
+async def test_the_fallback_searches_only_the_start_of_a_huge_line(ctx: ToolContext) -> None:
+    # Python's re is quadratic on "v.*z" over a long line of v's: a minified file never finished.
+    write(ctx.project_root, "bundle.min.js", "v" * (MAX_FALLBACK_LINE_CHARS + 10) + "z\nvz\n", 1_700_000_000)
+
+    result = await GrepTool(rg_path=None).run(GrepParams(pattern="v.*z"), ctx)
+
+    assert result.content == (
+        "Found 1 match in 1 file.\n\nbundle.min.js:\n  2: vz\n\n"
+        "(1 line over 10,000 characters was searched in its first 10,000 characters only; "
+        "install ripgrep (rg) to search them whole.)"
+    )
+
+
+async def test_many_files_full_of_matches_are_counted_alike_by_both_backends(ctx: ToolContext) -> None:
+    # Far more output than one read of rg's pipe: blocks and lines cut across reads.
+    for index in range(40):
+        lines = "".join(f"hit {index} {'y' * (index * 7)} {number}\r\n" for number in range(1, 301))
+        write(ctx.project_root, f"dir{index % 3}/f{index:02}.txt", lines, 1_700_000_000 + index)
+
+    with_rg = await GrepTool().run(GrepParams(pattern="hit"), ctx)
+    without = await GrepTool(rg_path=None).run(GrepParams(pattern="hit"), ctx)
+
+    assert with_rg.metadata["matches"] == without.metadata["matches"] == 12_000
+    assert with_rg.content == without.content
+    assert with_rg.metadata["hits"] == without.metadata["hits"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from pydantic_ai.messages import ToolCallPart
+from pydantic_ai.messages import ToolCallPart, ToolReturnPart
 
 from nestor.runtime.hooks import Hook, HookAction, RunState, Stop, StopReason
 from nestor.tools.catalogue import ToolCatalogue
@@ -82,6 +82,9 @@ class SubAgentSafetyHook(Hook):
 class SearchBudgetHook(Hook):
     """Refuses web searches past a per-task budget, so a research agent converges.
 
+    A search is charged when it is let through and refunded when it never ran: a permission rule
+    denied it, or its arguments were invalid.
+
     Args:
         limit: Searches per task.
         catalogue: Which tools search the web (the built-ins by default).
@@ -92,6 +95,7 @@ class SearchBudgetHook(Hook):
         self.limit = limit
         self.used = 0
         self.catalogue = catalogue or ToolCatalogue()
+        self._charged: set[str] = set()
 
     async def before_tool_call(self, state: RunState, call: ToolCallPart) -> str | None:
         """Count a search; refuse it once the budget is spent."""
@@ -103,11 +107,23 @@ class SearchBudgetHook(Hook):
                 "work with what you found and write your answer."
             )
         self.used += 1
+        self._charged.add(call.tool_call_id)
         return None
+
+    async def after_tool_result(
+        self, state: RunState, call: ToolCallPart, result: ToolReturnPart
+    ) -> ToolReturnPart:
+        """Refund a search this hook let through that did not run."""
+        if call.tool_call_id in self._charged:
+            self._charged.discard(call.tool_call_id)
+            if result.outcome in ("denied", "retried"):
+                self.used -= 1
+        return result
 
     async def on_run_end(self, state: RunState, result: RunResult) -> None:
         """Each task gets the whole budget."""
         self.used = 0
+        self._charged.clear()
 
 
 SUBAGENT_REPORT = (

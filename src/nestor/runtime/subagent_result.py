@@ -89,7 +89,10 @@ class SubAgentResult:
 
 
 class ToolTracker(Hook):
-    """Counts a sub-agent's tool calls by name and remembers the files it looked at."""
+    """Counts a sub-agent's tool calls by name and remembers the files it looked at.
+
+    Those are the path arguments of its calls and the files its searches' results named.
+    """
 
     def __init__(self) -> None:
         self.tools_used: Counter[str] = Counter()
@@ -109,8 +112,12 @@ class ToolTracker(Hook):
             args = call.args_as_dict()
         except ValueError:
             return result
-        for key in _PATH_ARGS:
-            value = args.get(key)
+        named = [args.get(key) for key in _PATH_ARGS]
+        # What a search found (grep's and glob's results name their files in "paths").
+        found: object = (result.metadata or {}).get("paths") if result.outcome == "success" else None
+        if isinstance(found, list):
+            named += found  # pyright: ignore[reportUnknownArgumentType]
+        for value in named:
             if isinstance(value, str) and value and len(self.files) < _MAX_FILES:
                 self.files.setdefault(value)
         return result

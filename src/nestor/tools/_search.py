@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import os
 import shutil
+import stat
 import subprocess
 import sys
 from collections.abc import Callable, Iterable
@@ -21,7 +22,7 @@ from pathlib import Path
 from nestor.core.errors import ToolError
 
 GIT_DIR_NAME = ".git"
-_READ_CHUNK_BYTES = 1 << 16
+_READ_CHUNK_BYTES = 1 << 18
 # rg file types are applied after ignore rules, unlike --glob, which would re-admit ignored files.
 _NAME_TYPE = "nestorname"
 
@@ -67,22 +68,41 @@ async def run_streaming(
         The exit code and the stderr text.
 
     """
+    pending = b""
+
+    def on_chunk(chunk: bytes) -> None:
+        nonlocal pending
+        *records, pending = (pending + chunk).split(separator)
+        for record in records:
+            on_record(record)
+
+    result = await run_chunks(args, on_chunk)
+    if pending:
+        on_record(pending)
+    return result
+
+
+async def run_chunks(args: list[str], on_chunk: Callable[[bytes], None]) -> tuple[int, str]:
+    """Run a command, feeding its stdout to ``on_chunk`` as it comes, in chunks of any size.
+
+    The process is killed if the calling task is cancelled.
+
+    Returns:
+        The exit code and the stderr text.
+
+    """
     process = await asyncio.create_subprocess_exec(
         *args,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
+        limit=_READ_CHUNK_BYTES,  # fewer, larger reads: rg can print megabytes of matches
     )
     assert process.stdout is not None and process.stderr is not None
     stderr_task = asyncio.ensure_future(process.stderr.read())
     try:
-        pending = b""
         while chunk := await process.stdout.read(_READ_CHUNK_BYTES):
-            *records, pending = (pending + chunk).split(separator)
-            for record in records:
-                on_record(record)
-        if pending:
-            on_record(pending)
+            on_chunk(chunk)
         stderr = await stderr_task
         return_code = await process.wait()
     except BaseException:
@@ -182,16 +202,24 @@ def _git_ls_files(git: str, directory: Path, *flags: str) -> list[str] | None:
 
 
 def walk_files(directory: Path) -> list[Path]:
-    """Walk ``directory`` for regular files, skipping ``.git`` and symlinks."""
+    """Walk ``directory`` for regular files, skipping ``.git``, symlinks, FIFOs and devices."""
     files: list[Path] = []
     for root, dir_names, file_names in os.walk(directory):
         dir_names[:] = [name for name in dir_names if name != GIT_DIR_NAME]
         root_path = Path(root)
         for name in file_names:
             path = root_path / name
-            if name != GIT_DIR_NAME and not path.is_symlink():
+            # lstat: a symlink, FIFO or device is not listed (ripgrep leaves them out too).
+            if name != GIT_DIR_NAME and stat.S_ISREG(_lstat_mode(path)):
                 files.append(path)
     return files
+
+
+def _lstat_mode(path: Path) -> int:
+    try:
+        return path.lstat().st_mode
+    except OSError:
+        return 0
 
 
 def newest_first(paths: Iterable[Path]) -> list[tuple[Path, float]]:

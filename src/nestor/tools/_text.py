@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nestor.core.errors import ToolError
+from nestor.core.files import FileTooLargeError, UnsafeFileError, read_bounded_bytes, write_regular_file
 
 MAX_TEXT_FILE_BYTES = 5 * 1024 * 1024
 BINARY_SNIFF_BYTES = 8192
@@ -54,20 +55,24 @@ def read_text_file(path: Path, shown_as: str) -> TextFile:
         shown_as: How to name the file in error messages.
 
     Raises:
-        ToolError: The file is missing, a directory, over 5 MB, binary or not UTF-8.
+        ToolError: The file is missing, a directory, a FIFO or device, over 5 MB, binary or not UTF-8.
 
     """
     if path.is_dir():
         raise ToolError(f"{shown_as} is a directory, not a file; use the ls tool to list it.")
-    if not path.exists():
-        raise missing_file_error(path, shown_as)
-    size = path.stat().st_size
-    if size > MAX_TEXT_FILE_BYTES:
+    try:
+        data = read_bounded_bytes(path, limit_bytes=MAX_TEXT_FILE_BYTES, whole=True).data
+    except FileNotFoundError:
+        raise missing_file_error(path, shown_as) from None
+    except UnsafeFileError as exc:
+        raise special_file_error(shown_as, exc.kind, "only regular files can be read") from None
+    except FileTooLargeError as exc:
         raise ToolError(
-            f"{shown_as} is {size / 1_048_576:.1f} MB, over the 5 MB limit for reading files; "
+            f"{shown_as} is {exc.size / 1_048_576:.1f} MB, over the 5 MB limit for reading files; "
             "use the grep tool to find the parts you need."
-        )
-    data = path.read_bytes()
+        ) from None
+    except OSError as exc:
+        raise ToolError(f"Cannot read {shown_as}: {exc.strerror or exc}.") from None
     kind = binary_kind(path, data[:BINARY_SNIFF_BYTES])
     if kind is not None:
         raise ToolError(f"{shown_as} is {kind}, not a text file; only text files can be read.")
@@ -80,6 +85,11 @@ def read_text_file(path: Path, shown_as: str) -> TextFile:
             "or in another encoding, which this tool cannot read."
         ) from None
     return TextFile(text=text, has_bom=has_bom)
+
+
+def special_file_error(shown_as: str, kind: str | None, what_to_do: str) -> ToolError:
+    """The error for a path that is a FIFO, a device or a socket rather than a regular file."""
+    return ToolError(f"{shown_as} is {kind or 'a special file'}, not a regular file; {what_to_do}.")
 
 
 def binary_kind(path: Path, head: bytes) -> str | None:
@@ -149,12 +159,17 @@ def write_bytes(path: Path, data: bytes, shown_as: str) -> None:
     """Write ``data`` to ``path``, creating missing parent directories.
 
     Raises:
-        ToolError: A parent is a file, or the file cannot be written.
+        ToolError: A parent is a file, the file is a FIFO or device, or it cannot be written.
 
     """
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
+        write_regular_file(path, data)
+    except UnsafeFileError as exc:
+        raise ToolError(
+            f"Cannot write {shown_as}: it is {exc.kind or 'a special file'}, not a regular file; "
+            "write to a regular file instead."
+        ) from None
     except (FileExistsError, NotADirectoryError):
         raise ToolError(
             f"Cannot write {shown_as}: part of its directory path is a file, not a directory."

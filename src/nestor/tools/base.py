@@ -76,6 +76,19 @@ class ToolContext:
     ask_permission: Callable[[PermissionRequest], Awaitable[bool]] = _deny_all
     scratch_dir: Path | None = None
     withholds: Callable[[PermissionRequest], bool] = _withhold_nothing
+    _real_root: tuple[Path, Path, str] | None = field(default=None, init=False, repr=False, compare=False)
+
+    def real_root(self) -> Path:
+        """The project root with symlinks resolved (worked out once: grep asks for every file found)."""
+        return self._root_and_prefix()[0]
+
+    def _root_and_prefix(self) -> tuple[Path, str]:
+        cached = self._real_root
+        if cached is None or cached[0] is not self.project_root:
+            real = self.project_root.resolve()
+            text = str(real)
+            cached = self._real_root = (self.project_root, real, text if text.endswith("/") else f"{text}/")
+        return cached[1], cached[2]
 
     def resolve(self, path: str) -> Path:
         """Resolve ``path`` (absolute, ``~``-relative or project-relative) to an absolute path."""
@@ -86,7 +99,15 @@ class ToolContext:
 
     def is_inside_project(self, path: Path) -> bool:
         """Return True when the resolved ``path`` lies within the project root."""
-        return path.is_relative_to(self.project_root.resolve())
+        return self._inside(path) is not None
+
+    def _inside(self, path: Path) -> str | None:
+        # Path.relative_to, as string operations: grep asks this twice per file it found.
+        prefix = self._root_and_prefix()[1]
+        text = str(path)
+        if text == prefix or text == prefix[:-1]:
+            return "."
+        return text[len(prefix) :] if text.startswith(prefix) else None
 
     def is_inside_scratch(self, path: Path) -> bool:
         """Return True when the resolved ``path`` lies within the scratch directory (False without one)."""
@@ -94,10 +115,8 @@ class ToolContext:
 
     def display_path(self, path: Path) -> str:
         """Return ``path`` relative to the project root when inside it, else absolute."""
-        try:
-            return str(path.relative_to(self.project_root.resolve()))
-        except ValueError:
-            return str(path)
+        inside = self._inside(path)
+        return str(path) if inside is None else inside
 
 
 ParamsT = TypeVar("ParamsT", bound=BaseModel)
@@ -169,15 +188,17 @@ def clamp_timeout(requested: int, maximum: int, notes: list[str]) -> int:
 
 
 def path_permission(
-    tool_name: str, action: PermissionAction, raw_path: str, ctx: ToolContext
+    tool_name: str, action: PermissionAction, raw_path: str | Path, ctx: ToolContext
 ) -> PermissionRequest | None:
     """Build the permission request of a file tool on ``raw_path``, or None when it needs none.
 
     Only reads inside the session's scratch directory need none: reads inside the project are
     requests too (the rules allow them by default, and deny rules must hold there). The path is
-    resolved first, so a symlink that points elsewhere is judged by where it points.
+    resolved first, so a symlink that points elsewhere is judged by where it points; a
+    :class:`~pathlib.Path` is taken as already resolved (a file a search found under a resolved
+    directory without following links).
     """
-    path = ctx.resolve(raw_path)
+    path = raw_path if isinstance(raw_path, Path) else ctx.resolve(raw_path)
     outside = not ctx.is_inside_project(path)
     if action == "read" and outside and ctx.is_inside_scratch(path):
         return None
@@ -196,7 +217,9 @@ class WithheldFilter:
     """Tells which files a read tool found may be shown, counting the ones the rules withhold.
 
     Each file is judged once, as a read by ``tool_name``: ``deny view(.env)`` keeps ``.env`` and its
-    lines out of grep's and glob's results.
+    lines out of grep's and glob's results. The paths are the real ones a search found (under a
+    resolved directory, links not followed), so they are not resolved again: thousands of files
+    each cost a ``realpath`` otherwise.
     """
 
     def __init__(self, tool_name: str, ctx: ToolContext) -> None:
@@ -208,7 +231,7 @@ class WithheldFilter:
         """True when ``path`` may be shown."""
         shown = self._seen.get(path)
         if shown is None:
-            request = path_permission(self._tool_name, "read", str(path), self._ctx)
+            request = path_permission(self._tool_name, "read", path, self._ctx)
             shown = request is None or not self._ctx.withholds(request)
             self._seen[path] = shown
         return shown

@@ -4,7 +4,9 @@ HTML becomes Markdown (or plain text) with page furniture such as navigation, sc
 removed, JSON is pretty-printed and other text is returned as is; ``format: "html"`` returns the raw
 page. Binary content is refused. Downloads go through :class:`~nestor.tools.web.client.SafeHttpClient`,
 so private and local addresses are refused unless the user allows them, and bodies stop at
-:data:`MAX_BODY_BYTES`.
+:data:`MAX_BODY_BYTES`. Like ``web_fetch``, with which it shares the session's page cache, it
+downloads a URL once per session (and format), and saves content over 50 KB to a file
+(:mod:`nestor.tools.web.saved`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import ClassVar, Literal
 from pydantic import BaseModel, Field
 
 from nestor.tools.base import PermissionRequest, Tool, ToolContext, ToolError, ToolResult, clamp_timeout
+from nestor.tools.web.cache import CachedPage, WebCache
 from nestor.tools.web.client import (
     MAX_BODY_BYTES,
     MAX_REDIRECTS,
@@ -24,11 +27,18 @@ from nestor.tools.web.client import (
     SafeHttpClient,
     check_url,
 )
-from nestor.tools.web.content import NOISE_SELECTORS, HtmlConversionError, convert, error_report, page_text
+from nestor.tools.web.content import (
+    NOISE_SELECTORS,
+    ConvertedPage,
+    HtmlConversionError,
+    convert,
+    error_report,
+    page_text,
+)
 from nestor.tools.web.pages import network_permission
+from nestor.tools.web.saved import LARGE_CONTENT_BYTES, PageFiles
 
-MAX_OUTPUT_CHARS = 100_000
-"""Content beyond this many characters is cut off."""
+CACHED_NOTE = "(already fetched this session; cached copy)"
 
 DEFAULT_TIMEOUT_SECONDS = 30
 MAX_TIMEOUT_SECONDS = 120
@@ -57,6 +67,7 @@ class FetchTool(Tool[FetchParams]):
         client: The HTTP client (shared with other web tools to pool connections and to apply the
             user's ``[web]`` allow-lists); by default one that allows public addresses only, made
             on first use.
+        cache: The session's page cache, shared with ``web_fetch``; by default the tool's own.
 
     """
 
@@ -64,8 +75,10 @@ class FetchTool(Tool[FetchParams]):
     params_model: ClassVar[type[BaseModel]] = FetchParams
     read_only: ClassVar[bool] = True
 
-    def __init__(self, *, client: SafeHttpClient | None = None) -> None:
+    def __init__(self, *, client: SafeHttpClient | None = None, cache: WebCache | None = None) -> None:
         self._client = client
+        self.cache = WebCache() if cache is None else cache
+        self._files = PageFiles()
 
     @property
     def client(self) -> SafeHttpClient:
@@ -79,29 +92,50 @@ class FetchTool(Tool[FetchParams]):
         return network_permission(self.name, params.url)
 
     async def run(self, params: FetchParams, ctx: ToolContext) -> ToolResult:
-        """Download the URL and render its content for the model."""
+        """Download the URL (or take it from the session's cache) and render it for the model."""
         url = check_url(params.url)
         notes: list[str] = []
         timeout = clamp_timeout(params.timeout, MAX_TIMEOUT_SECONDS, notes)
-        try:
-            page = await self.client.get(url, timeout_s=timeout, text_only=True)
-        except FetchError as error:
-            if error.page is None:
-                raise
-            return await _error_result(url, error.page)
-
-        rendered = await asyncio.to_thread(_render, page, params.format)
-        metadata = _metadata(url, page)
-        parts: list[str] = []
-        if page.redirects:
-            parts.append(f"Redirected to {page.url}")
-        parts.append(rendered[:MAX_OUTPUT_CHARS])
-        if page.truncated:
+        self.cache.record_visit(url)
+        entry = self.cache.get(url, params.format)
+        from_cache = entry is not None
+        if entry is None:
+            try:
+                page = await self.client.get(url, timeout_s=timeout, text_only=True)
+            except FetchError as error:
+                if error.page is None:
+                    raise
+                return await _error_result(url, error.page)
+            rendered = await asyncio.to_thread(_render, page, params.format)
+            entry = CachedPage(
+                page.url,
+                rendered,
+                page.truncated,
+                page.redirects,
+                page.status,
+                page.media_type,
+                len(page.body),
+            )
+            self.cache.put(url, entry, params.format)
+            self.cache.record_visit(page.url)
+        body = await asyncio.to_thread(self._files.body, entry.url, entry.page, ctx, params.format)
+        metadata: dict[str, object] = {
+            "url": url,
+            "final_url": entry.url,
+            "status": entry.status,
+            "content_type": entry.media_type,
+            "bytes": entry.body_bytes,
+            "body_truncated": entry.truncated,
+            "cached": from_cache,
+            "saved_path": None if body.saved_path is None else str(body.saved_path),
+        }
+        parts: list[str] = [CACHED_NOTE] if from_cache else []
+        if entry.redirects:
+            parts.append(f"Redirected to {entry.url}")
+        parts.append(body.text)
+        if entry.truncated:
             megabytes = self.client.max_bytes / (1024 * 1024)
             parts.append(f"[Body truncated: only the first {megabytes:g} MB were read.]")
-        metadata["cut_chars"] = max(0, len(rendered) - MAX_OUTPUT_CHARS)
-        if len(rendered) > MAX_OUTPUT_CHARS:
-            parts.append(f"[Output cut: showing the first {MAX_OUTPUT_CHARS} of {len(rendered)} characters.]")
         parts.extend(notes)
         return ToolResult(content="\n\n".join(parts), metadata=metadata)
 
@@ -122,19 +156,20 @@ def _metadata(url: str, page: FetchedPage) -> dict[str, object]:
     }
 
 
-def _render(page: FetchedPage, output_format: Literal["markdown", "text", "html"]) -> str:
+def _render(page: FetchedPage, output_format: Literal["markdown", "text", "html"]) -> ConvertedPage:
     if output_format == "html":
-        return page_text(page)
+        return ConvertedPage(page_text(page), "text")
     try:
-        return convert(page, output_format).text
+        return convert(page, output_format)
     except HtmlConversionError as error:
         raise ToolError(f'{error}; fetch it with format "html" to get the raw page.') from error
 
 
 __all__ = [
+    "CACHED_NOTE",
     "DEFAULT_TIMEOUT_SECONDS",
+    "LARGE_CONTENT_BYTES",
     "MAX_BODY_BYTES",
-    "MAX_OUTPUT_CHARS",
     "MAX_REDIRECTS",
     "MAX_TIMEOUT_SECONDS",
     "NOISE_SELECTORS",

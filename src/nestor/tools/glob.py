@@ -8,6 +8,7 @@ from pathlib import Path, PurePosixPath
 from pydantic import BaseModel, Field
 
 from nestor.core.errors import ToolError
+from nestor.core.files import file_kind
 from nestor.tools._globbing import basename_prefilter, compile_glob
 from nestor.tools._search import (
     RipgrepLookup,
@@ -72,7 +73,8 @@ class GlobTool(Tool[GlobParams]):
         if not directory.exists():
             raise missing_file_error(directory, shown_as)
         if not directory.is_dir():
-            raise ToolError(f"{shown_as} is a file, not a directory; give glob a directory to search.")
+            kind = "a file" if directory.is_file() else file_kind(directory.stat().st_mode)
+            raise ToolError(f"{shown_as} is {kind}, not a directory; give glob a directory to search.")
         pattern = compile_glob(pattern_text)
         files = await list_files(directory, self.rg_path, basename_prefilter(pattern))
         visible = WithheldFilter(self.name, ctx)
@@ -80,7 +82,7 @@ class GlobTool(Tool[GlobParams]):
             path for path in files if pattern.matches(relative_posix(path, directory)) and visible(path)
         ]
         dated = await asyncio.to_thread(newest_first, matching)
-        metadata = {
+        metadata: dict[str, object] = {
             "count": len(dated),
             "truncated": len(dated) > MAX_RESULTS,
             "backend": "python" if self.rg_path is None else "ripgrep",
@@ -91,6 +93,7 @@ class GlobTool(Tool[GlobParams]):
             message = f"No files found matching {params.pattern!r} in {describe_location(shown_as)}."
             return ToolResult(content=f"{message}\n{note}" if note else message, metadata=metadata)
         lines = [ctx.display_path(path) for path, _ in dated[:MAX_RESULTS]]
+        metadata["paths"] = list(lines)  # the files the result names, for a sub-agent's files_explored
         if len(dated) > MAX_RESULTS:
             lines.append(
                 f"\n(Showing the {MAX_RESULTS} newest of {len(dated)} matching files. "

@@ -10,6 +10,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from nestor.core.errors import ToolError
+from nestor.core.files import file_kind
 from nestor.tools._globbing import GlobPattern, compile_glob
 from nestor.tools._search import git_listed_files
 from nestor.tools._text import missing_file_error
@@ -50,6 +51,8 @@ class LsTool(Tool[LsParams]):
         if not directory.exists():
             raise missing_file_error(directory, shown_as)
         if not directory.is_dir():
+            if not directory.is_file():
+                raise ToolError(f"{shown_as} is {file_kind(directory.stat().st_mode)}, not a directory.")
             raise ToolError(f"{shown_as} is a file, not a directory; use the view tool to read it.")
         patterns = [compile_glob(pattern) for pattern in params.ignore]
         entries, truncated = await asyncio.to_thread(collect_entries, directory, patterns, MAX_ENTRIES)

@@ -8,10 +8,6 @@ saved to a file and the model gets its path, to read with ``view`` and search wi
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import re
-import tempfile
-from pathlib import Path
 from typing import ClassVar
 
 from pydantic import BaseModel, Field
@@ -19,19 +15,11 @@ from pydantic import BaseModel, Field
 from nestor.tools.base import PermissionRequest, Tool, ToolContext, ToolResult
 from nestor.tools.web.cache import CachedPage, WebCache
 from nestor.tools.web.client import FetchError, SafeHttpClient, check_url
-from nestor.tools.web.content import ConvertedPage, convert, error_report
+from nestor.tools.web.content import convert, error_report
 from nestor.tools.web.pages import network_permission
-
-LARGE_CONTENT_BYTES = 50_000
-"""Converted content larger than this (UTF-8 bytes) goes to a file instead of into the result."""
+from nestor.tools.web.saved import LARGE_CONTENT_BYTES, PageFiles, file_name_for
 
 CACHED_NOTE = "(already fetched this session; cached copy)"
-SAVED_DIR_NAME = "web"
-"""The folder of the scratch directory where large pages are saved."""
-
-_EXTENSIONS = {"markdown": ".md", "json": ".json", "text": ".txt"}
-_UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
-_MAX_NAME_CHARS = 80
 
 
 class WebFetchParams(BaseModel):
@@ -58,7 +46,7 @@ class WebFetchTool(Tool[WebFetchParams]):
     def __init__(self, client: SafeHttpClient | None = None, cache: WebCache | None = None) -> None:
         self._client = client
         self._cache = cache
-        self._temp_dir: Path | None = None
+        self._files = PageFiles()
 
     @property
     def client(self) -> SafeHttpClient:
@@ -103,59 +91,25 @@ class WebFetchTool(Tool[WebFetchParams]):
         self, url: str, entry: CachedPage, ctx: ToolContext, *, from_cache: bool
     ) -> ToolResult:
         page = entry.page
-        size = len(page.text.encode("utf-8"))
+        body = await asyncio.to_thread(self._files.body, entry.url, page, ctx)
         metadata: dict[str, object] = {
             "url": url,
             "final_url": entry.url,
             "kind": page.kind,
             "title": page.title,
-            "bytes": size,
+            "bytes": body.size,
             "body_truncated": entry.truncated,
             "cached": from_cache,
-            "saved_path": None,
+            "saved_path": None if body.saved_path is None else str(body.saved_path),
         }
         parts: list[str] = [CACHED_NOTE] if from_cache else []
         if entry.redirects:
             parts.append(f"Redirected to {entry.url}")
-        if size > LARGE_CONTENT_BYTES:
-            path = await asyncio.to_thread(self._save, entry.url, page, ctx)
-            metadata["saved_path"] = str(path)
-            parts.append(_saved_summary(entry.url, page, size, path))
-        else:
-            parts.append(page.text)
+        parts.append(body.text)
         if entry.truncated:
             megabytes = self.client.max_bytes / (1024 * 1024)
             parts.append(f"[Body truncated: only the first {megabytes:g} MB were read.]")
         return ToolResult("\n\n".join(parts), metadata=metadata)
-
-    def _save(self, url: str, page: ConvertedPage, ctx: ToolContext) -> Path:
-        if ctx.scratch_dir is not None:
-            folder = ctx.scratch_dir / SAVED_DIR_NAME
-        else:
-            if self._temp_dir is None:
-                self._temp_dir = Path(tempfile.mkdtemp(prefix="nestor-web-"))
-            folder = self._temp_dir
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / file_name_for(url, page.kind)
-        path.write_text(page.text, encoding="utf-8")
-        return path.absolute()
-
-
-def file_name_for(url: str, kind: str) -> str:
-    """A readable, unique file name for the content of ``url``: host and path, plus a short hash."""
-    readable = re.sub(r"^[a-z]+://", "", url, flags=re.IGNORECASE).split("#", 1)[0]
-    slug = _UNSAFE_NAME_CHARS.sub("-", readable).strip("-.")[:_MAX_NAME_CHARS].rstrip("-.") or "page"
-    digest = hashlib.sha256(url.encode("utf-8")).hexdigest()[:10]
-    return f"{slug}-{digest}{_EXTENSIONS.get(kind, '.txt')}"
-
-
-def _saved_summary(url: str, page: ConvertedPage, size: int, path: Path) -> str:
-    title = f' "{page.title}"' if page.title else ""
-    return (
-        f"The page{title} at {url} is {size:,} bytes of {page.kind}, too large to show here; "
-        f"it was saved to {path}.\n"
-        "Use view to read it in parts (offset and limit) and grep to search it."
-    )
 
 
 __all__ = ["CACHED_NOTE", "LARGE_CONTENT_BYTES", "WebFetchParams", "WebFetchTool", "file_name_for"]

@@ -8,6 +8,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from nestor.core.errors import ToolError
+from nestor.core.files import read_bounded_bytes
 from nestor.tools._text import MAX_TEXT_FILE_BYTES, unified_diff, write_bytes
 from nestor.tools.base import PermissionRequest, Tool, ToolContext, ToolResult, path_permission
 
@@ -63,10 +64,9 @@ def write_file(path: Path, content: str, shown_as: str) -> ToolResult:
 
 
 def _previous_text(path: Path) -> str | None:
-    # Only for the diff shown to the user; a binary or huge file simply gets no diff.
+    # Only for the diff shown to the user; a binary or huge file simply gets no diff (and a FIFO or
+    # device none either: writing refuses it).
     try:
-        if path.stat().st_size > MAX_TEXT_FILE_BYTES:
-            return None
-        return path.read_bytes().decode("utf-8")
+        return read_bounded_bytes(path, limit_bytes=MAX_TEXT_FILE_BYTES, whole=True).data.decode("utf-8")
     except (OSError, UnicodeDecodeError):
         return None

@@ -5,6 +5,7 @@
 - :mod:`~nestor.tools.web.pages`: :class:`FetchedPage`, :class:`FetchError` (also in ``client``).
 - :mod:`~nestor.tools.web.content`: :func:`convert` a page to Markdown, JSON or text.
 - :mod:`~nestor.tools.web.cache`: :class:`WebCache`, pages a session has fetched.
+- :mod:`~nestor.tools.web.saved`: the 50 KB rule: a larger page goes to a file.
 
 The names are importable from this package too; each module is imported when first used (httpx
 alone takes ~190 ms to import), so ``addresses`` stays cheap on its own.

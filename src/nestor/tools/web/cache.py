@@ -22,6 +22,9 @@ class CachedPage:
         page: The converted content.
         truncated: True when the body was cut at the client's size cap.
         redirects: The URLs redirected to on the way, in order.
+        status: The HTTP status, when the fetching tool recorded it.
+        media_type: The response's content type, when recorded.
+        body_bytes: How many bytes of body were read, when recorded.
 
     """
 
@@ -29,27 +32,32 @@ class CachedPage:
     page: ConvertedPage
     truncated: bool = False
     redirects: tuple[str, ...] = ()
+    status: int | None = None
+    media_type: str | None = None
+    body_bytes: int | None = None
 
 
 class WebCache:
     """A per-session cache of converted pages by URL, and the record of URLs visited.
 
     URLs are compared after normalisation (scheme and host case, default port, no fragment); a page
-    reached through redirects is cached under the requested URL and under its final URL.
+    reached through redirects is cached under the requested URL and under its final URL. Each
+    rendering of a page (``markdown``, what ``web_fetch`` and ``fetch`` return by default; ``fetch``'s
+    ``text`` and ``html``) is cached apart.
     """
 
     def __init__(self) -> None:
-        self._pages: dict[str, CachedPage] = {}
+        self._pages: dict[tuple[str, str], CachedPage] = {}
         self._visited: dict[str, None] = {}
 
-    def get(self, url: str) -> CachedPage | None:
-        """The cached page of ``url``, if it was fetched before."""
-        return self._pages.get(cache_key(url))
+    def get(self, url: str, rendering: str = "markdown") -> CachedPage | None:
+        """The cached page of ``url`` in ``rendering``, if it was fetched before."""
+        return self._pages.get((rendering, cache_key(url)))
 
-    def put(self, url: str, entry: CachedPage) -> None:
-        """Cache ``entry`` as the page of ``url`` (and of ``entry.url``)."""
+    def put(self, url: str, entry: CachedPage, rendering: str = "markdown") -> None:
+        """Cache ``entry`` as the page of ``url`` (and of ``entry.url``) in ``rendering``."""
         for key in (cache_key(url), cache_key(entry.url)):
-            self._pages[key] = entry
+            self._pages[rendering, key] = entry
 
     def record_visit(self, url: str) -> None:
         """Note that ``url`` was asked for (fetched or not)."""
