@@ -7,7 +7,7 @@ For each pattern, side by side in the same run: (a) ``rg`` itself, its whole out
 pipe and thrown away (the floor: what any wrapper has to wait for), and (b) the grep tool's
 ``run`` on the same tree (ripgrep plus reading, filtering, sorting and rendering its matches),
 and (c) the same with one deny rule, which every file found is judged against as in a session
-(the rules resolve each path again: that cost is the permission layer's, shown apart).
+(the tool's requests carry resolved paths, which the rules take as they are).
 Each is run once to warm the page cache, then timed five times, interleaved so both see the same
 machine load; the median counts. The target is (b) at most 1.5 times (a) on common patterns. The
 tool's answer is checked against rg's match count, so a fast wrong answer cannot pass.

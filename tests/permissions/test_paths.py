@@ -7,6 +7,7 @@ from pathlib import Path
 from nestor.core.permission import PermissionRequest
 from nestor.permissions import PermissionPolicy
 from nestor.permissions.paths import path_matches
+from nestor.tools.base import ToolContext, path_permission
 
 
 def write_request(path: Path, *, outside: bool) -> PermissionRequest:
@@ -63,3 +64,23 @@ def test_patterns_leading_out_of_the_project_or_naming_a_directory_still_match(t
     assert policy.decide(write_request(project / "build" / "out.o", outside=False)).kind == "deny"
     assert policy.decide(write_request(project / "src" / "gen" / "a.py", outside=False)).kind == "deny"
     assert policy.decide(write_request(project / "src" / "a.py", outside=False)).kind == "allow"
+
+
+def test_a_target_said_to_be_real_is_judged_as_given_and_file_tools_resolve_theirs(tmp_path: Path) -> None:
+    # grep judges every file it found: resolving each again in every rule was most of its cost.
+    project = tmp_path / "repo"
+    project.mkdir()
+    (tmp_path / "secret.env").write_text("KEY=1\n")
+    (project / "notes.txt").symlink_to(tmp_path / "secret.env")
+    root = str(project)
+    link = str(project / "notes.txt")
+    assert path_matches("*.txt", link, root, bare_covers_outside=False, target_is_real=True)
+    assert not path_matches("*.txt", link, root, bare_covers_outside=False)
+
+    request = path_permission("view", "read", "notes.txt", ToolContext(project_root=project))
+    assert request is not None and request.target_is_real
+    assert request.target == str(tmp_path / "secret.env")  # resolved by the tool, not the rules
+    policy = PermissionPolicy.from_config([], [], ["view(*.txt)"], project_root=root)
+    assert policy.decide(request).kind != "deny"
+    denied = PermissionPolicy.from_config([], [], ["view(../secret.env)"], project_root=root)
+    assert denied.decide(request).kind == "deny"

@@ -21,6 +21,8 @@ class PermissionRequest:
             unless a rule allows it).
         grant_key: What "allow for this session" covers; calls with the same tool and grant key
             are allowed from then on.
+        target_is_real: True when ``target`` is a path already resolved (symlinks followed), so
+            the rules judge it as it is instead of resolving it again (a search judges thousands).
 
     """
 
@@ -30,3 +32,4 @@ class PermissionRequest:
     description: str
     outside_project: bool = False
     grant_key: str = "*"
+    target_is_real: bool = False

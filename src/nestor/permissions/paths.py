@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 from fnmatch import fnmatchcase
+from functools import lru_cache
 
 _ANY = frozenset({"", "*", "**"})
 _GLOB_CHARACTERS = frozenset("*?[")
@@ -23,14 +24,22 @@ def is_bare(pattern: str | None) -> bool:
     return pattern is None or pattern.strip() in _ANY
 
 
-def path_matches(pattern: str | None, target: str, project_root: str, *, bare_covers_outside: bool) -> bool:
+def path_matches(
+    pattern: str | None,
+    target: str,
+    project_root: str,
+    *,
+    bare_covers_outside: bool,
+    target_is_real: bool = False,
+) -> bool:
     """Return True when ``pattern`` covers the file ``target``.
 
     A bare pattern covers the project, and everywhere else too when ``bare_covers_outside``: an
     allow rule ``write`` must not reach ``~/.bashrc``, a deny rule ``write`` forbids it all.
+    ``target`` is resolved first unless ``target_is_real`` says it already is.
     """
-    real = os.path.realpath(target)
-    root = os.path.realpath(project_root)
+    real = target if target_is_real else os.path.realpath(target)
+    root = _real_root(project_root)
     relative = _relative(real, root)
     if pattern is None or is_bare(pattern):
         return relative is not None or bare_covers_outside
@@ -50,6 +59,14 @@ def path_matches(pattern: str | None, target: str, project_root: str, *, bare_co
     if os.path.isabs(written):
         return _glob_matches(real, _resolve_fixed_prefix(written))
     return relative is not None and _glob_matches(relative, written)
+
+
+@lru_cache(maxsize=32)
+def _real_root(project_root: str) -> str:
+    # One project root is judged against for every file a search finds: resolving it each time
+    # was half the cost of a rule on a large tree. Roots are the user's folders, not repository
+    # content, so they do not change under nestor while it runs.
+    return os.path.realpath(project_root)
 
 
 def _relative(real: str, root: str) -> str | None:

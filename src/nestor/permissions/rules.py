@@ -60,17 +60,24 @@ class Rule:
         """Return True when this rule is about ``tool_name`` (named, ``*``, or a sibling capability)."""
         return self.tool in (tool_name, "*") or self.tool in _GOVERNED_BY.get(tool_name, ())
 
-    def matches(self, tool_name: str, target: str, project_root: str) -> bool:
+    def matches(
+        self, tool_name: str, target: str, project_root: str, *, target_is_real: bool = False
+    ) -> bool:
         """Return True when this rule applies to ``tool_name`` on one ``target``.
 
         ``target`` is a path, a URL, or for ``bash`` one simple command (whole command lines go
-        through :func:`find_rule`, which splits them).
+        through :func:`find_rule`, which splits them). A path is resolved first unless
+        ``target_is_real`` says it already is.
         """
         if not self.governs(tool_name):
             return False
         if tool_name in _PATH_TOOLS:
             return path_matches(
-                self.pattern, target, project_root, bare_covers_outside=self.action != "allow"
+                self.pattern,
+                target,
+                project_root,
+                bare_covers_outside=self.action != "allow",
+                target_is_real=target_is_real,
             )
         if self.pattern is None or is_bare(self.pattern):
             return True
@@ -128,7 +135,13 @@ def find_rule(
     candidates = [rule for rule in rules if rule.action == action and rule.governs(request.tool_name)]
     if request.tool_name not in _COMMAND_TOOLS:
         return next(
-            (rule for rule in candidates if rule.matches(request.tool_name, request.target, project_root)),
+            (
+                rule
+                for rule in candidates
+                if rule.matches(
+                    request.tool_name, request.target, project_root, target_is_real=request.target_is_real
+                )
+            ),
             None,
         )
     bare = next((rule for rule in candidates if is_bare(rule.pattern)), None)

@@ -210,6 +210,7 @@ def path_permission(
         description=f"{verb} {ctx.display_path(path)}",
         outside_project=outside,
         grant_key=str(path.parent) if outside else "*",
+        target_is_real=True,
     )
 
 
