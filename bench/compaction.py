@@ -43,9 +43,9 @@ from nestor.bus import EventBus
 from nestor.core.events import Compacted, CompactionStarted, Event, RequestFinished
 from nestor.core.tokens import estimate_tokens
 from nestor.permissions import PermissionPolicy
-from nestor.runtime.compaction import SummaryModel, find_cut
-from nestor.runtime.context import ContextPolicy, fixed_tokens, messages_tokens
-from nestor.runtime.loop import AgentSetup, SessionAgent
+from nestor.runtime.features.compaction import SummaryModel, find_cut
+from nestor.runtime.kernel.context import ContextPolicy, fixed_tokens, messages_tokens
+from nestor.runtime.kernel.loop import AgentSetup, SessionAgent
 from nestor.store.db import open_database
 from nestor.store.messages import MessageStore
 from nestor.store.sessions import SessionStore

@@ -247,9 +247,9 @@ def coder_parameters(project: Path) -> ModelRequestParameters:
 
     The ``task`` tool (delegation) is left out: its description lists the agents of a project.
     """
-    from nestor.runtime.loop import _brief_schema  # pyright: ignore[reportPrivateUsage]
-    from nestor.runtime.prompt import build_system_prompt, builtin_agent_prompt
-    from nestor.runtime.toolset import compact_coder_tools
+    from nestor.runtime.factory.prompt import build_system_prompt, builtin_agent_prompt
+    from nestor.runtime.factory.toolset import compact_coder_tools
+    from nestor.runtime.kernel.loop import _brief_schema  # pyright: ignore[reportPrivateUsage]
 
     system_prompt = asyncio.run(
         build_system_prompt(

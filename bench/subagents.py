@@ -1,7 +1,7 @@
 """What the sub-agent benchmarks share: a real agent tree over a real SQLite store, scripted models.
 
 ``fanout.py``, ``pool_memory.py`` and ``context_isolation.py`` each build a :class:`BenchTree`: a
-main agent attached to an :class:`~nestor.runtime.delegation.AgentTree` the way ``App`` wires one
+main agent attached to an :class:`~nestor.runtime.tree.delegation.AgentTree` the way ``App`` wires one
 (the registry of built-in and project agent files, fresh tools per session, the ``task`` tools, the
 real ``<environment>`` section, a ``LargeResultHook`` on the main agent), with a SQLite file in a
 temporary data directory. It follows ``tests/runtime/tree_support.py``; benchmarks do not import
@@ -29,11 +29,11 @@ from nestor.config import AgentsConfig, ContextConfig
 from nestor.core.errors import UnknownProviderError
 from nestor.permissions import PermissionPolicy
 from nestor.providers.build import BuiltModel
-from nestor.runtime.delegation import AgentTree, TreeServices
-from nestor.runtime.large_results import LargeResultHook
-from nestor.runtime.loop import AgentSetup, SessionAgent
-from nestor.runtime.prompt import EnvironmentCache
-from nestor.runtime.task_tool import delegation_tools
+from nestor.runtime.factory.prompt import EnvironmentCache
+from nestor.runtime.features.large_results import LargeResultHook
+from nestor.runtime.kernel.loop import AgentSetup, SessionAgent
+from nestor.runtime.tree.delegation import AgentTree, TreeServices
+from nestor.runtime.tree.task_tool import delegation_tools
 from nestor.store.db import Database, open_database
 from nestor.store.messages import MessageStore
 from nestor.store.sessions import SessionStore

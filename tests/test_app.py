@@ -11,9 +11,9 @@ from nestor.config import BUNDLED_LOCAL_MODEL, ModelConfig, Settings, load_setti
 from nestor.core.errors import ConfigError
 from nestor.core.events import SessionTitled
 from nestor.providers.local.loader import DEFAULT_LOCAL_CONTEXT_WINDOW
-from nestor.runtime.large_results import LargeResultHook
-from nestor.runtime.prompt import builtin_agent_prompt
-from nestor.runtime.toolset import coder_tools
+from nestor.runtime.factory.prompt import builtin_agent_prompt
+from nestor.runtime.factory.toolset import coder_tools
+from nestor.runtime.features.large_results import LargeResultHook
 from nestor.testing import ScriptedOpenAIServer, ServerReply, ServerUsage
 from tests.providers.local.gguf_writer import COMPACT_TENSORS, LARGE_TENSORS, Tensors, write_chat_gguf
 

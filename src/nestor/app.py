@@ -2,7 +2,7 @@
 
 Nothing below this layer knows about files on disk besides what it is handed; here the settings
 choose the database, the model, the tools, the permission rules and the budgets, and wire them
-into a :class:`~nestor.runtime.loop.SessionAgent` registered with the coordinator.
+into a :class:`~nestor.runtime.kernel.loop.SessionAgent` registered with the coordinator.
 """
 
 from __future__ import annotations
@@ -24,28 +24,28 @@ from nestor.core.errors import NestorError, SessionNotFoundError
 from nestor.permissions import PermissionPolicy
 from nestor.providers.build import BuiltModel, build_model
 from nestor.providers.defaults import model_for_role
-from nestor.runtime.agentic_fetch import AgenticFetchTool
-from nestor.runtime.compaction import SummaryModel
-from nestor.runtime.context import ContextPolicy
-from nestor.runtime.coordinator import Coordinator
-from nestor.runtime.delegation import AgentTree, TreeServices
-from nestor.runtime.hooks import Budgets, Hook, TreeBudget
-from nestor.runtime.large_results import LargeResultHook
-from nestor.runtime.loop import AgentSetup, SessionAgent
-from nestor.runtime.permission_gate import PermissionAsker
-from nestor.runtime.prompt import (
+from nestor.runtime.factory.prompt import (
     EnvironmentCache,
     build_system_prompt,
     builtin_agent_prompt,
     read_instructions,
 )
-from nestor.runtime.small.harness import SmallModelHarness
-from nestor.runtime.small.reader import ProjectReader
-from nestor.runtime.subagent_hooks import MAIN_AGENT_REPORT, TimeoutReportHook
-from nestor.runtime.task_tool import delegation_tools
-from nestor.runtime.titles import TitleHook, TitleWriter
-from nestor.runtime.todos import CompletionCheckHook, persist_todos, todo_list_from_metadata
-from nestor.runtime.toolset import coder_tool_names, sandbox_policy
+from nestor.runtime.factory.toolset import coder_tool_names, sandbox_policy
+from nestor.runtime.features.agentic_fetch import AgenticFetchTool
+from nestor.runtime.features.compaction import SummaryModel
+from nestor.runtime.features.large_results import LargeResultHook
+from nestor.runtime.features.small.harness import SmallModelHarness
+from nestor.runtime.features.small.reader import ProjectReader
+from nestor.runtime.features.titles import TitleHook, TitleWriter
+from nestor.runtime.features.todos import CompletionCheckHook, persist_todos, todo_list_from_metadata
+from nestor.runtime.kernel.context import ContextPolicy
+from nestor.runtime.kernel.coordinator import Coordinator
+from nestor.runtime.kernel.hooks import Budgets, Hook, TreeBudget
+from nestor.runtime.kernel.loop import AgentSetup, SessionAgent
+from nestor.runtime.kernel.permission_gate import PermissionAsker
+from nestor.runtime.tree.delegation import AgentTree, TreeServices
+from nestor.runtime.tree.subagent_hooks import MAIN_AGENT_REPORT, TimeoutReportHook
+from nestor.runtime.tree.task_tool import delegation_tools
 from nestor.store.db import Database, open_database
 from nestor.store.messages import MessageStore
 from nestor.store.sessions import Session, SessionStore

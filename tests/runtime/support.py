@@ -18,12 +18,12 @@ from nestor.core.errors import ToolError
 from nestor.core.events import Event
 from nestor.core.permission import PermissionRequest
 from nestor.permissions import PermissionPolicy
-from nestor.runtime.compaction import SummaryModel
-from nestor.runtime.context import ContextPolicy
-from nestor.runtime.hooks import Budgets, Hook
-from nestor.runtime.loop import AgentSetup, SessionAgent
-from nestor.runtime.permission_gate import PermissionAsker
-from nestor.runtime.small.harness import SmallModelHarness
+from nestor.runtime.features.compaction import SummaryModel
+from nestor.runtime.features.small.harness import SmallModelHarness
+from nestor.runtime.kernel.context import ContextPolicy
+from nestor.runtime.kernel.hooks import Budgets, Hook
+from nestor.runtime.kernel.loop import AgentSetup, SessionAgent
+from nestor.runtime.kernel.permission_gate import PermissionAsker
 from nestor.store.db import Database, open_database
 from nestor.store.messages import MessageStore
 from nestor.store.sessions import SessionStore

@@ -15,13 +15,13 @@ from nestor.agents.registry import AgentRegistry
 from nestor.config import AgentsConfig, ContextConfig
 from nestor.permissions import PermissionPolicy
 from nestor.providers.build import BuiltModel
-from nestor.runtime.delegation import AgentTree, TreeServices
-from nestor.runtime.hooks import Budgets, Hook, TreeBudget
-from nestor.runtime.loop import AgentSetup, SessionAgent
-from nestor.runtime.permission_gate import PermissionAsker
-from nestor.runtime.prompt import read_instructions
-from nestor.runtime.small.harness import SmallModelHarness
-from nestor.runtime.task_tool import delegation_tools
+from nestor.runtime.factory.prompt import read_instructions
+from nestor.runtime.features.small.harness import SmallModelHarness
+from nestor.runtime.kernel.hooks import Budgets, Hook, TreeBudget
+from nestor.runtime.kernel.loop import AgentSetup, SessionAgent
+from nestor.runtime.kernel.permission_gate import PermissionAsker
+from nestor.runtime.tree.delegation import AgentTree, TreeServices
+from nestor.runtime.tree.task_tool import delegation_tools
 from nestor.testing import Script, ScriptedModel, ScriptExhausted, Step
 from nestor.testing.scripted_model import StepSource
 from nestor.tools.base import Tool

@@ -409,7 +409,7 @@ def _draft(options: CommonOptions, description: str, name: str | None) -> str:
     from nestor.agents.tool_names import NESTOR_TOOLS
     from nestor.app import App
     from nestor.core.errors import ConfigError
-    from nestor.runtime.agent_drafts import draft_agent_spec
+    from nestor.runtime.features.agent_drafts import draft_agent_spec
 
     application = App.open(options.load_settings(), notify=lambda message: print(message, file=sys.stderr))
     try:

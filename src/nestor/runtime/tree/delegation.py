@@ -1,0 +1,683 @@
+"""The agent tree: how a parent agent starts, resumes and reuses sub-agents.
+
+One :class:`AgentTree` serves every agent under one root. For a ``task`` call it picks the spec
+from the registry, the model (the call's, the spec's, else the parent's), the tools (the spec's,
+never more than the parent's, never ``task`` past ``max_depth``), the permissions (the spec's
+intersected with the parent's), the budgets (call, then spec, then ``[agents]``), opens a child
+session, and runs a child :class:`SessionAgent` on it. Every response of the child rolls its usage
+up to every ancestor as it is stored, so totals are live; a failed or cancelled child still
+counts what it spent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
+from pydantic_ai.settings import ModelSettings
+
+from nestor.agents.registry import AgentRegistry
+from nestor.agents.spec import AgentSpec, Thoroughness
+from nestor.bus import EventBus
+from nestor.config import AgentsConfig, ContextConfig
+from nestor.core.errors import DelegationError, NestorError, ToolError, UnknownAgentError
+from nestor.core.events import ErrorEvent
+from nestor.core.usage import Usage
+from nestor.permissions.child import ChildPolicy
+from nestor.providers.build import BuiltModel
+from nestor.runtime.features.compaction import SummaryModel, load_visible_history
+from nestor.runtime.features.large_results import LargeResultHook
+from nestor.runtime.features.small.harness import SmallModelHarness
+from nestor.runtime.features.small.reader import ProjectReader
+from nestor.runtime.kernel.context import ContextPolicy
+from nestor.runtime.kernel.hooks import Budgets, Hook
+from nestor.runtime.kernel.loop import AgentSetup, RunResult, SessionAgent
+from nestor.runtime.kernel.permission_gate import PermissionAsker
+from nestor.runtime.tree.background import BackgroundAgents
+from nestor.runtime.tree.pool import AgentPool, PoolKey
+from nestor.runtime.tree.subagent_hooks import (
+    DelegationGuardHook,
+    SearchBudgetHook,
+    SubAgentSafetyHook,
+    TimeoutReportHook,
+    TreeCostHook,
+)
+from nestor.runtime.tree.subagent_prompt import compose_subagent_prompt
+from nestor.runtime.tree.subagent_result import SubAgentResult, ToolTracker, task_stop_reason
+from nestor.store.messages import MessageStore
+from nestor.store.sessions import Session, SessionStore
+from nestor.tools.base import Tool
+from nestor.tools.catalogue import ToolCatalogue
+
+CLAUDE_ALIASES = {"haiku": "small", "sonnet": "large", "opus": "large"}
+"""Claude Code's model aliases, as roles: agent files written for Claude Code keep working."""
+_ROLES = ("large", "small")
+_DEFAULT_TIERS = {"fast": "small", "standard": "large", "powerful": "large"}
+
+
+@dataclass(frozen=True, slots=True)
+class TaskRequest:
+    """One ``task`` call's arguments (see the task tool for their meaning)."""
+
+    description: str
+    prompt: str
+    subagent_type: str = "general"
+    model: str | None = None
+    max_turns: int | None = None
+    thoroughness: Thoroughness | None = None
+    run_in_background: bool | None = None
+    resume: str | None = None
+    timeout: float | None = None
+    spec: AgentSpec | None = None
+    """A spec built in code (``agentic_fetch``'s) instead of ``subagent_type`` from the registry."""
+    workspace: Path | None = None
+    """Confine the agent to this directory: its own tools (the spec's, not its parent's), reading
+    only there, the network without asking (see :meth:`ChildPolicy.for_workspace`)."""
+
+
+class ToolFactory(Protocol):
+    """Builds fresh tool instances by name for a new agent session."""
+
+    def __call__(self, names: Sequence[str], session_id: str) -> list[Tool[Any]]:
+        """Return the tools named ``names`` (in that order) for session ``session_id``."""
+        ...
+
+
+class ChildHooks(Protocol):
+    """Extra hooks for a new agent (the todo completion check, ...), given its tools' names."""
+
+    def __call__(self, tool_names: Sequence[str], session_id: str) -> list[Hook]:
+        """Return the hooks."""
+        ...
+
+
+@dataclass
+class TreeServices:
+    """What every agent of one tree shares.
+
+    Attributes:
+        registry: The agent specs.
+        config: The ``[agents]`` settings.
+        context: The ``[context]`` settings (compaction and large results of children).
+        build_model: Builds a model from a role (``large``/``small``) or ``provider:model``.
+        sessions: Session rows.
+        messages: Message rows.
+        bus: Where every agent's events go.
+        project_root: The project all agents work in.
+        scratch_root: Parent of each session's scratch directory.
+        asker: The root UI's permission asker (None headless); children's questions go there,
+            tagged with the child's agent id.
+        tool_factory: Fresh tools by name.
+        child_hooks: Extra hooks of each new agent.
+        environment: The ``<environment>`` section of system prompts.
+        summarizer: Writes compaction summaries for children (the large model).
+        instructions: The instruction files' text (read anew for each task, inside the project's
+            bounds: see :func:`~nestor.runtime.factory.prompt.read_instructions`); None gives none.
+        stream_idle_timeout_s: Children's model streams silent this long are given up (never
+            the in-process model's); None waits as long as the provider's client.
+        catalogue: The tools the tree knows (the built-ins, and any registered at run time):
+            which ones delegate, face the user, search the web or are read-only.
+
+    """
+
+    registry: AgentRegistry
+    config: AgentsConfig
+    context: ContextConfig
+    build_model: Callable[[str], BuiltModel]
+    sessions: SessionStore
+    messages: MessageStore
+    bus: EventBus
+    project_root: Path
+    scratch_root: Path
+    asker: PermissionAsker | None
+    tool_factory: ToolFactory
+    child_hooks: ChildHooks
+    environment: Callable[[], Awaitable[str]]
+    summarizer: SummaryModel | None = None
+    instructions: Callable[[], str] | None = None
+    stream_idle_timeout_s: float | None = None
+    catalogue: ToolCatalogue = field(default_factory=ToolCatalogue)
+
+
+@dataclass
+class _Child:
+    """A sub-agent made for one task: the agent, what tracks it, and where it came from."""
+
+    agent: SessionAgent
+    spec: AgentSpec
+    tracker: ToolTracker
+    pool_key: PoolKey | None
+    resumed: bool = False
+
+
+@dataclass
+class AgentTree:
+    """Starts, tracks, pools and cancels the sub-agents of one root agent."""
+
+    services: TreeServices
+    root_id: str = ""
+    live: dict[str, SessionAgent] = field(default_factory=dict[str, SessionAgent])
+    background: BackgroundAgents = field(default_factory=BackgroundAgents)
+    pool: AgentPool = field(default_factory=AgentPool)
+    _slots: dict[str, asyncio.Semaphore] = field(default_factory=dict[str, asyncio.Semaphore])
+    _children_of: dict[str, set[str]] = field(default_factory=dict[str, set[str]])
+
+    def __post_init__(self) -> None:
+        config = self.services.config
+        self.pool.configure(size=config.pool_size, idle_s=config.pool_idle_s)
+
+    # -- agents of the tree -----------------------------------------------------------------
+
+    def attach(self, agent: SessionAgent) -> None:
+        """Make ``agent`` part of the tree: cancelling it cancels its descendants."""
+        self.live[agent.session_id] = agent
+        if not self.root_id:
+            self.root_id = agent.session_id
+        agent.add_cancel_listener(lambda: self.cancel_descendants(agent.session_id))
+
+    def cancel_descendants(self, agent_id: str) -> None:
+        """Cancel every running descendant of ``agent_id`` (foreground and background)."""
+        for child_id in list(self._children_of.get(agent_id, ())):
+            child = self.live.get(child_id)
+            if child is not None:
+                child.cancel()  # its own listener cancels its children
+            self.background.cancel(child_id)
+
+    def tree_cost(self) -> float | None:
+        """The root session's total cost so far (its own and every descendant's)."""
+        if not self.root_id:
+            return None
+        return self.services.sessions.get(self.root_id).usage.cost_usd
+
+    def tree_hooks(self, depth: int) -> list[Hook]:
+        """Hooks every agent of the tree gets: the cost cap, and the delegation guard where allowed."""
+        hooks: list[Hook] = []
+        if self.services.config.max_cost_usd is not None:
+            hooks.append(TreeCostHook(float(self.services.config.max_cost_usd), self.tree_cost))
+        if self.can_delegate(depth):
+            hooks.append(DelegationGuardHook(lambda args: self.check_task(args, depth)))
+        return hooks
+
+    def can_delegate(self, depth: int) -> bool:
+        """True when an agent at ``depth`` may start sub-agents."""
+        return depth < self.services.config.max_depth
+
+    def check_task(self, args: dict[str, object], depth: int) -> str | None:
+        """Why a ``task`` call with ``args`` from an agent at ``depth`` cannot run (None when it can)."""
+        prompt = args.get("prompt")
+        if not isinstance(prompt, str) or not prompt.strip():
+            return "The task prompt is empty. Say what the sub-agent should do, with the context it needs."
+        if not self.can_delegate(depth):
+            return (
+                f"Delegation is limited to {self.services.config.max_depth} level(s) "
+                "([agents] max_depth); do this yourself."
+            )
+        if args.get("resume"):
+            return None
+        name = args.get("subagent_type") or "general"
+        try:
+            spec = self.services.registry.get(str(name))
+        except UnknownAgentError as exc:
+            return str(exc)
+        if not spec.delegable:
+            return f"Agent {spec.name!r} is a primary agent and cannot be delegated to. {self._available()}"
+        return None
+
+    def _available(self) -> str:
+        names = ", ".join(spec.name for spec in self.services.registry.delegable())
+        return f"Available agents: {names}."
+
+    # -- running tasks ----------------------------------------------------------------------
+
+    async def run_task(self, parent: SessionAgent, request: TaskRequest, tool_call_id: str) -> SubAgentResult:
+        """Run a task in the foreground and return its result (after the child ended).
+
+        Raises:
+            ToolError: The task cannot start (unknown agent, invalid model, resume refused).
+            asyncio.CancelledError: The parent was cancelled; the child was cancelled first and
+                its partial work is stored.
+
+        """
+        child = await self._prepare(parent, request, tool_call_id)
+        async with self._slot(parent.session_id):
+            return await self._run_child(child, request)
+
+    async def start_background(self, parent: SessionAgent, request: TaskRequest, tool_call_id: str) -> str:
+        """Start a task in the background; return its agent id at once.
+
+        When it ends, a notice is put into the parent's next model request and published.
+        """
+        child = await self._prepare(parent, request, tool_call_id)
+        agent_id = child.agent.session_id
+
+        async def work() -> SubAgentResult:
+            async with self._slot(parent.session_id):
+                return await self._run_child(child, request)
+
+        self.background.start(
+            agent_id,
+            parent=parent,
+            agent_type=child.spec.name,
+            description=request.description,
+            work=work(),
+            bus=self.services.bus,
+        )
+        return agent_id
+
+    def _slot(self, parent_id: str) -> asyncio.Semaphore:
+        slot = self._slots.get(parent_id)
+        if slot is None:
+            slot = self._slots[parent_id] = asyncio.Semaphore(self.services.config.max_parallel)
+        return slot
+
+    async def _run_child(self, child: _Child, request: TaskRequest) -> SubAgentResult:
+        agent = child.agent
+        before = self.services.sessions.get(agent.session_id).usage
+        started = time.monotonic()
+        task = asyncio.create_task(agent.run(request.prompt), name=f"sub-agent {agent.session_id}")
+        try:
+            result = await asyncio.shield(task)
+        except asyncio.CancelledError:
+            agent.cancel()
+            await _wait_ignoring_cancel(task)
+            self._release(child)
+            raise
+        self._release(child)
+        after = self.services.sessions.get(agent.session_id).usage
+        return _result(child, request, result, after.minus(before), time.monotonic() - started)
+
+    def _release(self, child: _Child) -> None:
+        """After a task: keep a persistent agent idle in the pool, forget an ephemeral one."""
+        agent_id = child.agent.session_id
+        if child.pool_key is not None:
+            evicted = self.pool.put(child.pool_key, child.agent)
+            for old in evicted:
+                self.live.pop(old.session_id, None)
+        else:
+            self.live.pop(agent_id, None)
+
+    # -- building a child -------------------------------------------------------------------
+
+    async def _prepare(self, parent: SessionAgent, request: TaskRequest, tool_call_id: str) -> _Child:
+        depth = parent.setup.depth + 1
+        if not self.can_delegate(parent.setup.depth):
+            raise ToolError(f"delegation is limited to {self.services.config.max_depth} level(s)")
+        if request.resume:
+            return await self._resume(parent, request, depth)
+        spec = request.spec or self._spec(request.subagent_type)
+        built = self._model(request.model or spec.model, parent)
+        if request.workspace is not None:
+            never = self._never_inherited()
+            tool_names = [name for name in spec.tools or () if name not in never]
+            environment = instructions = ""  # the project is not where this agent works
+        else:
+            tool_names = self._tool_names(spec, parent, depth)
+            environment = await self.services.environment()
+            instructions = self._instructions(spec)
+        system_prompt = compose_subagent_prompt(
+            spec, thoroughness=request.thoroughness, environment=environment, instructions=instructions
+        )
+        persist = spec.persist and request.workspace is None
+        key = _pool_key(parent.session_id, spec, tool_names, built.name) if persist else None
+        if key is not None:
+            for expired in self.pool.expire():
+                self.live.pop(expired.session_id, None)
+            pooled = self.pool.take(key)
+            if pooled is not None:
+                self.services.sessions.set_title(pooled.session_id, request.description)
+                return self._reuse(pooled, parent, spec, request, system_prompt, key)
+        session = self.services.sessions.create(
+            self.services.project_root,
+            agent_name=spec.name,
+            model=built.name,
+            title=request.description,
+            parent_id=parent.session_id,
+            parent_tool_call_id=tool_call_id,
+        )
+        history: list[ModelMessage] = []
+        if spec.inherit_context:
+            history = self._inherited_history(parent, session.id)
+        child = self._build(
+            parent, session, spec, built, tool_names, system_prompt, history, key, request.workspace
+        )
+        self._configure_run(child.agent, spec, request)
+        if history:
+            await self._fit_inherited(child.agent, spec)
+        return child
+
+    async def _fit_inherited(self, agent: SessionAgent, spec: AgentSpec) -> None:
+        """Summarise an inherited conversation that would take over half the child's context budget.
+
+        Without this, a child forked from a long conversation would be stopped by its context
+        budget before its first request. A failed summary leaves the history as it is.
+        """
+        budget = spec.max_context_tokens or self.services.config.max_context_tokens
+        if agent.context_tokens() <= budget // 2:
+            return
+        try:
+            await agent.compact(
+                "The conversation is handed to a sub-agent for its task; keep what it needs.",
+                keep_recent_tokens=budget // 5,
+            )
+        except NestorError as exc:
+            self.services.bus.publish(
+                ErrorEvent(
+                    agent_id=agent.session_id, message=f"could not summarise the inherited context: {exc}"
+                )
+            )
+
+    async def _resume(self, parent: SessionAgent, request: TaskRequest, depth: int) -> _Child:
+        agent_id = request.resume or ""
+        try:
+            session = self.services.sessions.get(agent_id)
+        except NestorError as exc:
+            raise ToolError(f"cannot resume {agent_id}: {exc}") from None
+        live = self.live.get(session.id)
+        if (live is not None and live.busy) or self.background.running(session.id):
+            raise DelegationError(
+                f"agent {session.id} is still running; wait for it with task_output "
+                "or stop it with task_cancel"
+            )
+        if session.project_path.resolve() != self.services.project_root.resolve():
+            raise DelegationError(
+                f"agent {session.id} belongs to another project ({session.project_path}); "
+                "it cannot be resumed here"
+            )
+        if session.parent_id is None:
+            raise DelegationError(
+                f"{session.id} is a main session, not a sub-agent; it cannot be resumed as a task"
+            )
+        spec = self._spec(session.agent_name)
+        pooled = self.pool.take_by_id(session.id)
+        built = self._model(request.model or spec.model, parent)
+        tool_names = self._tool_names(spec, parent, depth)
+        system_prompt = compose_subagent_prompt(
+            spec,
+            thoroughness=request.thoroughness,
+            environment=await self.services.environment(),
+            instructions=self._instructions(spec),
+        )
+        if session.parent_id != parent.session_id:
+            self.services.sessions.reparent(session.id, parent.session_id)
+        if request.description:
+            self.services.sessions.set_title(session.id, request.description)
+        key = _pool_key(parent.session_id, spec, tool_names, built.name) if spec.persist else None
+        if pooled is not None:
+            child = self._reuse(pooled, parent, spec, request, system_prompt, key)
+            child.resumed = True
+            return child
+        history = load_visible_history(self.services.messages, session.id)
+        child = self._build(parent, session, spec, built, tool_names, system_prompt, history, key)
+        self._configure_run(child.agent, spec, request)
+        child.resumed = True
+        return child
+
+    def _reuse(
+        self,
+        agent: SessionAgent,
+        parent: SessionAgent,
+        spec: AgentSpec,
+        request: TaskRequest,
+        system_prompt: str,
+        key: PoolKey | None,
+    ) -> _Child:
+        """Take an idle pooled agent for a new task: fresh system prompt, budgets and tracker."""
+        agent.set_system_prompt(system_prompt)
+        self._configure_run(agent, spec, request)
+        tracker = _tracker_of(agent)
+        tracker.reset()
+        self.live[agent.session_id] = agent
+        self._children_of.setdefault(parent.session_id, set()).add(agent.session_id)
+        return _Child(agent, spec, tracker, key)
+
+    def _build(
+        self,
+        parent: SessionAgent,
+        session: Session,
+        spec: AgentSpec,
+        built: BuiltModel,
+        tool_names: Sequence[str],
+        system_prompt: str,
+        history: list[ModelMessage],
+        key: PoolKey | None,
+        workspace: Path | None = None,
+    ) -> _Child:
+        services = self.services
+        depth = parent.setup.depth + 1
+        tools = services.tool_factory(tool_names, session.id)
+        read_only = (
+            spec.is_read_only(services.catalogue)
+            or all(tool.read_only for tool in tools)
+            or workspace is not None
+        )
+        if workspace is not None:
+            policy: ChildPolicy = ChildPolicy.for_workspace(
+                parent.setup.policy, str(workspace), label=f"agent {spec.name}"
+            )
+        else:
+            policy = ChildPolicy.for_spec(
+                parent.setup.policy,
+                [(rule.action, rule.rule) for rule in spec.permission],
+                read_only=read_only,
+                label=f"agent {spec.name}",
+                source=str(spec.path) if spec.path else f"agent {spec.name}",
+            )
+        tracker = ToolTracker()
+        scratch = services.scratch_root / session.id
+        context = services.context
+        config = services.config
+        hooks: list[Hook] = [
+            tracker,
+            SubAgentSafetyHook(spec.max_context_tokens or config.max_context_tokens, services.catalogue),
+            SearchBudgetHook(config.search_budget, services.catalogue),
+            TimeoutReportHook(),
+            LargeResultHook(scratch, context.tool_result_max_tokens),
+            *self.tree_hooks(depth),
+            *services.child_hooks(tool_names, session.id),
+        ]
+        setup = AgentSetup(
+            model=built.model,
+            model_name=built.name,
+            model_settings=_with_temperature(built.settings, spec.temperature),
+            priced=built.priced,
+            system_prompt=system_prompt,
+            tools=tools,
+            brief_tools=built.compact,
+            sessions=services.sessions,
+            messages=services.messages,
+            bus=services.bus,
+            policy=policy,
+            asker=None if read_only else services.asker,
+            project_root=workspace or services.project_root,
+            scratch_dir=scratch,
+            context=ContextPolicy.configured(built.context_window, context),
+            summarizer=services.summarizer,
+            hooks=hooks,
+            tree_budget=parent.setup.tree_budget,
+            stream_idle_timeout_s=None if built.in_process else services.stream_idle_timeout_s,
+            retry=parent.setup.retry,
+            sleep=parent.setup.sleep,
+            agent_type=spec.name,
+            parent_id=parent.session_id,
+            depth=depth,
+            description=session.title,
+            harness=SmallModelHarness(ProjectReader(workspace or services.project_root), read_only=read_only)
+            if built.compact
+            else None,
+        )
+        agent = SessionAgent(session.id, setup, history=history)
+        self.attach(agent)
+        self._children_of.setdefault(parent.session_id, set()).add(session.id)
+        return _Child(agent, spec, tracker, key)
+
+    def _configure_run(self, agent: SessionAgent, spec: AgentSpec, request: TaskRequest) -> None:
+        config = self.services.config
+        agent.set_budgets(
+            Budgets(
+                max_iterations=request.max_turns or spec.max_turns or config.max_turns,
+                max_time_s=float(request.timeout or spec.timeout or config.timeout_s),
+            )
+        )
+        agent.setup.description = request.description or agent.setup.description
+
+    def _instructions(self, spec: AgentSpec) -> str:
+        """The instruction files for an agent of ``spec`` ('' when it opted out, or there are none)."""
+        read = self.services.instructions
+        return read() if read is not None and spec.project_instructions else ""
+
+    def _spec(self, name: str) -> AgentSpec:
+        try:
+            spec = self.services.registry.get(name or "general")
+        except UnknownAgentError as exc:
+            raise ToolError(str(exc)) from None
+        if not spec.delegable:
+            raise ToolError(
+                f"agent {spec.name!r} is a primary agent and cannot be delegated to. {self._available()}"
+            )
+        return spec
+
+    def _never_inherited(self) -> set[str]:
+        """Tools a child never inherits: delegation goes by depth, user-facing tools never to a child."""
+        catalogue = self.services.catalogue
+        return {*catalogue.names("delegation"), *catalogue.names("user_facing")}
+
+    def _tool_names(self, spec: AgentSpec, parent: SessionAgent, depth: int) -> list[str]:
+        catalogue = self.services.catalogue
+        parent_names = [tool.name for tool in parent.setup.tools]
+        # The tools that come with the parent's (web_search and web_fetch with fetch: the same
+        # capability, through the same client) are the child's to take too.
+        parent_names.extend(name for name in catalogue.companions(parent_names) if name not in parent_names)
+        never = self._never_inherited()
+        names = list(spec.tool_names(tuple(name for name in parent_names if name not in never)))
+        if self.can_delegate(depth):
+            delegation = catalogue.names("delegation")
+            wanted = set(delegation) if spec.tools is None else set(spec.tools)
+            wanted.update(catalogue.companions(wanted))  # task_status, ... come with task
+            names.extend(name for name in delegation if name in wanted)
+        return names
+
+    def _model(self, choice: str | None, parent: SessionAgent) -> BuiltModel:
+        """The model for ``choice`` (role, tier, Claude alias, ``provider:model``; None inherits)."""
+        resolved = resolve_model_choice(choice, self.services.config)
+        if resolved is None:
+            setup = parent.setup
+            window = setup.context.context_window if setup.context else 0
+            return BuiltModel(
+                model=setup.model,
+                settings=setup.model_settings or {},
+                name=setup.model_name,
+                context_window=window or 128_000,
+                priced=setup.priced,
+                compact=setup.brief_tools,
+                in_process=setup.model.system == "local",
+            )
+        try:
+            return self.services.build_model(resolved)
+        except NestorError as exc:
+            raise ToolError(f"cannot use model {choice!r} for the sub-agent: {exc}") from None
+
+    def _inherited_history(self, parent: SessionAgent, child_id: str) -> list[ModelMessage]:
+        """The parent's conversation up to (not including) the response that made this task call."""
+        history = list(parent.history)
+        if (
+            history
+            and isinstance(history[-1], ModelResponse)
+            and any(isinstance(part, ToolCallPart) for part in history[-1].parts)
+        ):
+            history.pop()
+        for message in history:
+            self.services.messages.append(child_id, message)
+        return history
+
+
+def resolve_model_choice(choice: str | None, config: AgentsConfig) -> str | None:
+    """A role or ``provider:model`` for a ``model`` value; None means inherit the parent's.
+
+    Raises:
+        ToolError: ``choice`` is none of the accepted forms.
+
+    """
+    if choice is None or choice.strip() in ("", "inherit"):
+        return None
+    value = choice.strip()
+    if value in _ROLES or ":" in value:
+        return value
+    if value in CLAUDE_ALIASES:
+        return CLAUDE_ALIASES[value]
+    if value in _DEFAULT_TIERS:
+        mapped = config.tiers.get(value, _DEFAULT_TIERS[value])  # pyright: ignore[reportArgumentType, reportCallIssue]
+        return resolve_model_choice(mapped, config) or "large"
+    raise ToolError(
+        f"unknown model {choice!r}: use a role (large, small), a tier (fast, standard, powerful), "
+        "haiku/sonnet/opus/inherit, or provider:model"
+    )
+
+
+def _pool_key(parent_id: str, spec: AgentSpec, tool_names: Sequence[str], model: str) -> PoolKey:
+    digest = hashlib.sha256(spec.prompt.encode())
+    for path in (*spec.rule_files, *spec.skill_files):
+        try:
+            digest.update(path.read_bytes())
+        except OSError:
+            digest.update(str(path).encode())
+    tools = hashlib.sha256("\n".join(sorted(tool_names)).encode()).hexdigest()[:16]
+    return PoolKey(parent_id, spec.name, digest.hexdigest()[:16], tools, model)
+
+
+def _tracker_of(agent: SessionAgent) -> ToolTracker:
+    for hook in agent.setup.hooks:
+        if isinstance(hook, ToolTracker):
+            return hook
+    raise RuntimeError("a pooled agent lost its tool tracker")
+
+
+def _with_temperature(settings: ModelSettings, temperature: float | None) -> ModelSettings:
+    if temperature is None:
+        return settings
+    changed = ModelSettings(**settings)  # pyright: ignore[reportCallIssue]
+    changed["temperature"] = temperature
+    return changed
+
+
+def _result(
+    child: _Child, request: TaskRequest, run: RunResult, usage: Usage, elapsed: float
+) -> SubAgentResult:
+    summary = run.text.strip()
+    stop = task_stop_reason(run.stop_reason)
+    error = run.error
+    if not error and stop != "completed":
+        error = f"stopped: {stop}"
+    if not summary and not run.is_error:
+        error = "the sub-agent ended without a report (an empty final message)"
+    return SubAgentResult(
+        success=not run.is_error and stop == "completed" and bool(summary),
+        agent_type=child.spec.name,
+        agent_id=child.agent.session_id,
+        description=request.description,
+        summary=summary,
+        files_explored=list(child.tracker.files),
+        tools_used=dict(child.tracker.tools_used),
+        iterations=run.num_turns,
+        execution_time=elapsed,
+        usage=usage.to_dict(),
+        cost_usd=usage.cost_usd,
+        stop_reason=stop if summary or run.is_error else "error",
+        error=error,
+    )
+
+
+async def _wait_ignoring_cancel(task: asyncio.Task[Any]) -> None:
+    """Wait for ``task`` to end even if the waiter is cancelled again meanwhile (no orphans)."""
+    while not task.done():
+        try:
+            await asyncio.wait({task})
+        except asyncio.CancelledError:
+            continue
+    if not task.cancelled():
+        task.exception()  # retrieved: no "exception was never retrieved" warning
