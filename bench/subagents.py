@@ -31,7 +31,8 @@ from nestor.permissions import PermissionPolicy
 from nestor.providers.build import BuiltModel
 from nestor.runtime.factory.prompt import EnvironmentCache
 from nestor.runtime.features.large_results import LargeResultHook
-from nestor.runtime.kernel.loop import AgentSetup, SessionAgent
+from nestor.runtime.kernel.loop import SessionAgent
+from nestor.runtime.kernel.setup import AgentSetup
 from nestor.runtime.tree.delegation import AgentTree, TreeServices
 from nestor.runtime.tree.task_tool import delegation_tools
 from nestor.store.db import Database, open_database

@@ -13,6 +13,7 @@ from nestor.core.events import SessionTitled
 from nestor.providers.local.loader import DEFAULT_LOCAL_CONTEXT_WINDOW
 from nestor.runtime.factory.prompt import builtin_agent_prompt
 from nestor.runtime.factory.toolset import coder_tools
+from nestor.runtime.features.compaction import Compaction
 from nestor.runtime.features.large_results import LargeResultHook
 from nestor.testing import ScriptedOpenAIServer, ServerReply, ServerUsage
 from tests.providers.local.gguf_writer import COMPACT_TENSORS, LARGE_TENSORS, Tensors, write_chat_gguf
@@ -136,7 +137,9 @@ async def test_the_main_agent_gets_the_context_settings_and_a_scratch_directory(
         False,
         0.7,
     )
-    assert setup.summarizer is not None and setup.summarizer.name == "scripted:large-model"
+    assert isinstance(setup.compactor, Compaction)
+    summarizer = setup.compactor.summarizer
+    assert summarizer is not None and summarizer.name == "scripted:large-model"
     assert setup.scratch_dir == tmp_path / "home" / "scratch" / agent.session_id
     large = [hook for hook in setup.hooks if isinstance(hook, LargeResultHook)]
     assert len(large) == 1 and large[0].max_tokens == 5000
@@ -248,7 +251,9 @@ async def test_a_local_model_is_built_once_per_process(
     built = app.build_model(app.model_config("large", env), env)
     assert app.build_model(app.model_config("small", env), env) is built
     assert first.setup.model is second.setup.model is built.model
-    assert first.setup.summarizer is not None and first.setup.summarizer.model is built.model
+    assert isinstance(first.setup.compactor, Compaction)
+    summarizer = first.setup.compactor.summarizer
+    assert summarizer is not None and summarizer.model is built.model
 
 
 async def test_a_large_local_model_gets_the_full_prompt_and_tools(

@@ -32,7 +32,7 @@ from nestor.runtime.factory.prompt import (
 )
 from nestor.runtime.factory.toolset import coder_tool_names, sandbox_policy
 from nestor.runtime.features.agentic_fetch import AgenticFetchTool
-from nestor.runtime.features.compaction import SummaryModel
+from nestor.runtime.features.compaction import Compaction, SummaryModel
 from nestor.runtime.features.large_results import LargeResultHook
 from nestor.runtime.features.small.harness import SmallModelHarness
 from nestor.runtime.features.small.reader import ProjectReader
@@ -41,8 +41,9 @@ from nestor.runtime.features.todos import CompletionCheckHook, persist_todos, to
 from nestor.runtime.kernel.context import ContextPolicy
 from nestor.runtime.kernel.coordinator import Coordinator
 from nestor.runtime.kernel.hooks import Budgets, Hook, TreeBudget
-from nestor.runtime.kernel.loop import AgentSetup, SessionAgent
+from nestor.runtime.kernel.loop import SessionAgent
 from nestor.runtime.kernel.permission_gate import PermissionAsker
+from nestor.runtime.kernel.setup import AgentSetup
 from nestor.runtime.tree.delegation import AgentTree, TreeServices
 from nestor.runtime.tree.subagent_hooks import MAIN_AGENT_REPORT, TimeoutReportHook
 from nestor.runtime.tree.task_tool import delegation_tools
@@ -278,7 +279,7 @@ class App:
             project_root=project_root,
             scratch_dir=scratch_dir,
             context=ContextPolicy.configured(built.context_window, context),
-            summarizer=summarizer,
+            compactor=Compaction(summarizer),
             budgets=budgets,
             tree_budget=TreeBudget(budgets),
             stream_idle_timeout_s=None if built.in_process else limits.stream_idle_timeout_s or None,

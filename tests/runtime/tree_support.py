@@ -18,8 +18,9 @@ from nestor.providers.build import BuiltModel
 from nestor.runtime.factory.prompt import read_instructions
 from nestor.runtime.features.small.harness import SmallModelHarness
 from nestor.runtime.kernel.hooks import Budgets, Hook, TreeBudget
-from nestor.runtime.kernel.loop import AgentSetup, SessionAgent
+from nestor.runtime.kernel.loop import SessionAgent
 from nestor.runtime.kernel.permission_gate import PermissionAsker
+from nestor.runtime.kernel.setup import AgentSetup
 from nestor.runtime.tree.delegation import AgentTree, TreeServices
 from nestor.runtime.tree.task_tool import delegation_tools
 from nestor.testing import Script, ScriptedModel, ScriptExhausted, Step

@@ -292,7 +292,7 @@ def render_transcript(session: Session, records: list[MessageRecord]) -> str:
 
     from nestor.cli.render import counted
     from nestor.core.usage import format_cost, format_tokens
-    from nestor.runtime.features.compaction import compaction_mark
+    from nestor.runtime.kernel.history import compaction_mark
 
     usage = session.usage
     lines = [

@@ -17,15 +17,12 @@ from pydantic_ai.messages import (
 )
 
 from nestor.core.errors import StoreError
-from nestor.runtime.features.compaction import (
-    CompactionMark,
+from nestor.runtime.features.compaction import find_cut, render_transcript, summarizer_prompt, summary_message
+from nestor.runtime.kernel.compaction_mark import CompactionMark
+from nestor.runtime.kernel.history import (
     compaction_mark,
-    find_cut,
     load_visible_history,
     measured_from,
-    render_transcript,
-    summarizer_prompt,
-    summary_message,
     visible_history,
 )
 from nestor.store import Database, MessageStore, SessionStore, open_database

@@ -14,8 +14,9 @@ from pydantic_ai.providers.openai import OpenAIProvider
 from pydantic_ai.usage import RequestUsage
 
 from nestor.core.events import Compacted, CompactionStarted, ErrorEvent
-from nestor.runtime.features.compaction import SUMMARY_INSTRUCTIONS, SummaryModel, compaction_mark
+from nestor.runtime.features.compaction import SUMMARY_INSTRUCTIONS, SummaryModel
 from nestor.runtime.kernel.context import ContextPolicy
+from nestor.runtime.kernel.history import compaction_mark
 from nestor.runtime.kernel.loop import SessionAgent
 from nestor.testing import (
     HTTPErrorReply,

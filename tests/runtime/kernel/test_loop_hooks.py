@@ -12,8 +12,8 @@ from pydantic_ai.models.function import AgentInfo
 from nestor.core.events import AgentFinished, ErrorEvent, ToolFinished
 from nestor.core.permission import PermissionRequest
 from nestor.runtime.kernel.hooks import Budgets, Hook, Remind, RunState, StopReason
-from nestor.runtime.kernel.loop import RunResult
 from nestor.runtime.kernel.permission_gate import PermissionAnswer
+from nestor.runtime.kernel.setup import RunResult
 from nestor.testing import ScriptedModel, Step, StepFunction, call, fail, reply
 from nestor.tools.base import Tool, ToolContext
 from tests.runtime.support import EchoTool, GuardedTool, Harness, tool_results

@@ -12,7 +12,8 @@ from pydantic_ai.messages import ModelRequest, ToolReturnPart
 
 from nestor.core.events import AgentFinished, Event, ToolStarted
 from nestor.permissions import PermissionPolicy
-from nestor.runtime.kernel.loop import RunResult, SessionAgent
+from nestor.runtime.kernel.loop import SessionAgent
+from nestor.runtime.kernel.setup import RunResult
 from nestor.testing import ScriptedModel, call, reply
 from tests.processes import is_running, live_group_members
 from tests.runtime.tree_support import RoutedScript, TreeHarness

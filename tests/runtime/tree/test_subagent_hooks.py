@@ -10,7 +10,7 @@ from pydantic_ai.messages import ToolCallPart
 
 from nestor.core.usage import Usage
 from nestor.runtime.kernel.hooks import RunState, Stop
-from nestor.runtime.kernel.loop import RunResult
+from nestor.runtime.kernel.setup import RunResult
 from nestor.runtime.tree.subagent_hooks import (
     DelegationGuardHook,
     SearchBudgetHook,

@@ -12,12 +12,14 @@ separated from its call. The most recent response is always kept.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pydantic_ai.messages import (
     BaseToolReturnPart,
+    InstructionPart,
     ModelMessage,
     ModelRequest,
     ModelResponse,
@@ -27,21 +29,22 @@ from pydantic_ai.messages import (
     ToolCallPart,
     UserPromptPart,
 )
-from pydantic_ai.models import Model
+from pydantic_ai.models import Model, ModelRequestParameters
 from pydantic_ai.settings import ModelSettings
 
+from nestor.core.errors import ModelRequestError
+from nestor.core.events import Compacted, CompactionStarted, ErrorEvent
 from nestor.core.tokens import CHARS_PER_TOKEN
-from nestor.runtime.kernel.compaction_mark import (
-    MARK_PATH,
-    METADATA_KEY,
-    CompactionMark,
-    mark_from_data,
-)
-from nestor.runtime.kernel.compaction_mark import CompactionTrigger as CompactionTrigger  # re-exported
-from nestor.runtime.kernel.context import message_tokens
+from nestor.providers.build import DEFAULT_CONTEXT_WINDOW
+from nestor.providers.usage import usage_from_response
+from nestor.runtime.kernel.compaction_mark import CompactionMark, CompactionTrigger
+from nestor.runtime.kernel.context import ContextPolicy, message_tokens
+from nestor.runtime.kernel.history import compaction_mark
+from nestor.runtime.kernel.hooks import RunState
+from nestor.runtime.kernel.model_call import ModelCall, response_text
 
 if TYPE_CHECKING:
-    from nestor.store.messages import MessageStore
+    from nestor.runtime.kernel.loop import SessionAgent
 
 SUMMARY_HEADER = (
     "This conversation was compacted: its earlier part is replaced by the summary below, and the "
@@ -80,6 +83,7 @@ _TRANSCRIPT_SHARE = 0.6
 _RESULT_HEAD_CHARS = 1_500
 _RESULT_TAIL_CHARS = 500
 _TRANSCRIPT_MIN_RESULT_CHARS = 200
+_RETRY_COMPACTION_AFTER = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,70 +111,10 @@ class SummaryModel:
         return int(self.context_window * _TRANSCRIPT_SHARE) * CHARS_PER_TOKEN
 
 
-def compaction_mark(message: ModelMessage) -> CompactionMark | None:
-    """Return the mark of a summary message, or None for any other message."""
-    if not isinstance(message, ModelRequest) or not message.metadata:
-        return None
-    data = message.metadata.get(METADATA_KEY)
-    if not isinstance(data, dict):
-        return None
-    return mark_from_data(data.get("compaction"))  # pyright: ignore[reportUnknownMemberType]
-
-
 def summary_message(summary: str, mark: CompactionMark) -> ModelRequest:
     """Build the marked message that stands for the summarised part of a history."""
     text = f"{SUMMARY_HEADER}\n\n<summary>\n{summary.strip()}\n</summary>"
     return ModelRequest(parts=[UserPromptPart(text)], metadata=mark.to_metadata())
-
-
-def visible_history(stored: Sequence[ModelMessage]) -> list[ModelMessage]:
-    """Return what the model sees of a stored history: the latest summary onwards.
-
-    That is the latest summary, then the messages it kept (the ones just before it in the store,
-    earlier summaries skipped), then every message after it. Without a summary it is all of them.
-    """
-    for index in range(len(stored) - 1, -1, -1):
-        mark = compaction_mark(stored[index])
-        if mark is None:
-            continue
-        kept: list[ModelMessage] = []
-        cursor = index - 1
-        while cursor >= 0 and len(kept) < mark.kept_messages:
-            if compaction_mark(stored[cursor]) is None:
-                kept.append(stored[cursor])
-            cursor -= 1
-        kept.reverse()
-        return [stored[index], *kept, *stored[index + 1 :]]
-    return list(stored)
-
-
-def load_visible_history(messages: MessageStore, session_id: str) -> list[ModelMessage]:
-    """Read what the model sees of a stored session: :func:`visible_history`, decoding only that part.
-
-    A long session's history is mostly summarised: the marks are found by SQLite in the stored
-    JSON, and only the messages from the first kept one on are decoded.
-    """
-    stored = messages.marked(session_id, MARK_PATH)
-    marks = [(seq, mark) for seq, data in stored if (mark := mark_from_data(data)) is not None]
-    if not marks:
-        return messages.list(session_id)
-    mark_positions = {seq for seq, _ in marks}
-    start, mark = marks[-1]
-    kept = 0
-    while start > 0 and kept < mark.kept_messages:  # earlier summaries are skipped, as visible_history does
-        start -= 1
-        if start not in mark_positions:
-            kept += 1
-    return visible_history(messages.list(session_id, since=start))
-
-
-def measured_from(history: Sequence[ModelMessage]) -> int:
-    """Index of the first message whose reported usage measures this visible history.
-
-    Responses kept from before a leading summary reported the size of the uncompacted history.
-    """
-    mark = compaction_mark(history[0]) if history else None
-    return 0 if mark is None else 1 + mark.kept_messages
 
 
 def find_cut(history: Sequence[ModelMessage], keep_tokens: int) -> int | None:
@@ -262,3 +206,131 @@ def _cut(text: str, limit: int) -> str:
     head = limit * 3 // 4
     tail = limit - head
     return f"{text[:head]}\n[... {len(text) - limit} characters left out ...]\n{text[len(text) - tail :]}"
+
+
+class Compaction:
+    """One agent's compaction: at the threshold, on a provider's overflow, and on request.
+
+    After a compaction that could not get under the threshold, automatic compaction waits for a
+    few more messages instead of paying for a futile summary at every request.
+
+    Attributes:
+        summarizer: The model that writes the summaries; None uses the agent's own model.
+
+    """
+
+    def __init__(self, summarizer: SummaryModel | None = None) -> None:
+        self.summarizer = summarizer
+        self._not_before = 0
+
+    async def at_threshold(self, agent: SessionAgent, state: RunState) -> None:
+        """Compact when the next request would pass the threshold.
+
+        A failed summary is reported and the run goes on uncompacted.
+        """
+        context = agent.setup.context
+        if context is None or not context.auto_compact or len(agent.history) < self._not_before:
+            return
+        if agent.context_tokens() <= context.threshold_tokens:
+            return
+        try:
+            await self.compact(agent, "threshold", state=state)
+        except ModelRequestError as exc:
+            agent.setup.bus.publish(
+                ErrorEvent(
+                    agent_id=agent.session_id,
+                    message=f"compaction failed, continuing without it: {exc}",
+                    hint=exc.hint,
+                )
+            )
+            self._not_before = len(agent.history) + _RETRY_COMPACTION_AFTER
+
+    async def on_overflow(self, agent: SessionAgent, state: RunState) -> bool:
+        """Compact after the provider refused a request as too long; True when it did."""
+        context = agent.setup.context
+        if context is None or not context.auto_compact:
+            return False
+        return await self.compact(agent, "overflow", state=state) is not None
+
+    async def compact(
+        self,
+        agent: SessionAgent,
+        trigger: CompactionTrigger,
+        *,
+        state: RunState | None = None,
+        instructions: str | None = None,
+        keep_recent_tokens: int | None = None,
+    ) -> Compacted | None:
+        """Replace the older part of the visible history by a stored summary; None if nothing to do.
+
+        Raises:
+            ModelRequestError: The summary request failed; the history is unchanged.
+
+        """
+        setup = agent.setup
+        policy = setup.context or ContextPolicy(context_window=DEFAULT_CONTEXT_WINDOW)
+        keep = policy.keep_recent_tokens if keep_recent_tokens is None else keep_recent_tokens
+        cut = find_cut(agent.history, keep)
+        if cut is None:
+            return None
+        before = agent.context_tokens()
+        publish = setup.bus.publish
+        publish(
+            CompactionStarted(
+                agent_id=agent.session_id,
+                trigger=trigger,
+                context_tokens=before,
+                context_window=policy.context_window,
+            )
+        )
+        started = time.monotonic()
+        summarizer = self.summarizer or SummaryModel(
+            model=setup.model,
+            name=setup.model_name,
+            settings=setup.model_settings,
+            priced=setup.priced,
+            context_window=policy.context_window,
+        )
+        kept = agent.history[cut:]
+        transcript = render_transcript(agent.history[:cut], summarizer.transcript_chars)
+        call = ModelCall(
+            model=summarizer.model,
+            settings=summarizer.settings,
+            parameters=ModelRequestParameters(
+                allow_text_output=True, instruction_parts=[InstructionPart(content=SUMMARY_INSTRUCTIONS)]
+            ),
+            retry=setup.retry,
+            sleep=setup.sleep,
+        )
+        prompt = ModelRequest(parts=[UserPromptPart(summarizer_prompt(transcript, instructions))])
+        response = await call.request([prompt], agent_id=agent.session_id, publish=publish, stream_text=False)
+        summary = response_text(response).strip()
+        if not summary:
+            raise ModelRequestError(
+                f"the summary model {summarizer.name} returned an empty summary",
+                hint="try /compact again, or configure another [models] large model",
+            )
+        usage = usage_from_response(response, priced=summarizer.priced)
+        mark = CompactionMark(
+            kept_messages=len(kept), summarized_messages=cut, trigger=trigger, tokens_before=before
+        )
+        message = summary_message(summary, mark)
+        setup.messages.append(agent.session_id, message, usage=usage, add_to_totals=True)
+        if state is not None:
+            state.usage.add(usage)
+        agent.history = [message, *kept]
+        after = agent.context_tokens()
+        futile = after > policy.threshold_tokens
+        self._not_before = len(agent.history) + _RETRY_COMPACTION_AFTER if futile else 0
+        event = Compacted(
+            agent_id=agent.session_id,
+            trigger=trigger,
+            tokens_before=before,
+            tokens_after=after,
+            summarized_messages=cut,
+            kept_messages=len(kept),
+            usage=usage.to_dict(),
+            duration_s=time.monotonic() - started,
+        )
+        publish(event)
+        return event

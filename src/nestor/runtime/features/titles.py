@@ -34,7 +34,7 @@ from nestor.store.messages import MessageStore
 from nestor.store.sessions import SessionStore
 
 if TYPE_CHECKING:
-    from nestor.runtime.kernel.loop import RunResult
+    from nestor.runtime.kernel.setup import RunResult
 
 TITLE_TIMEOUT_S = 20.0
 MAX_TITLE_CHARS = 80

@@ -18,7 +18,7 @@ from nestor.store.sessions import SessionStore
 from nestor.tools.todo import TodoItem, TodoList, render_items
 
 if TYPE_CHECKING:
-    from nestor.runtime.kernel.loop import RunResult
+    from nestor.runtime.kernel.setup import RunResult
 
 TODOS_METADATA_KEY = "todos"
 """The session metadata key holding the todo list (a list of ``{"content", "status"}``)."""

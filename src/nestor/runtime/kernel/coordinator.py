@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import asyncio
 
-from nestor.runtime.kernel.loop import RunResult, SessionAgent
+from nestor.runtime.kernel.loop import SessionAgent
+from nestor.runtime.kernel.setup import RunResult
 
 
 class Coordinator:

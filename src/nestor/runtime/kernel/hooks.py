@@ -30,7 +30,7 @@ from pydantic_ai.messages import ToolCallPart, ToolReturnPart
 from nestor.core.usage import Usage
 
 if TYPE_CHECKING:
-    from nestor.runtime.kernel.loop import RunResult
+    from nestor.runtime.kernel.setup import RunResult
 
 StopReason = Literal["completed", "max_iterations", "token_budget", "timeout", "cancelled", "error", "loop"]
 

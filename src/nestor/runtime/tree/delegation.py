@@ -31,14 +31,16 @@ from nestor.core.events import ErrorEvent
 from nestor.core.usage import Usage
 from nestor.permissions.child import ChildPolicy
 from nestor.providers.build import BuiltModel
-from nestor.runtime.features.compaction import SummaryModel, load_visible_history
+from nestor.runtime.features.compaction import Compaction, SummaryModel
 from nestor.runtime.features.large_results import LargeResultHook
 from nestor.runtime.features.small.harness import SmallModelHarness
 from nestor.runtime.features.small.reader import ProjectReader
 from nestor.runtime.kernel.context import ContextPolicy
+from nestor.runtime.kernel.history import load_visible_history
 from nestor.runtime.kernel.hooks import Budgets, Hook
-from nestor.runtime.kernel.loop import AgentSetup, RunResult, SessionAgent
+from nestor.runtime.kernel.loop import SessionAgent
 from nestor.runtime.kernel.permission_gate import PermissionAsker
+from nestor.runtime.kernel.setup import AgentSetup, RunResult
 from nestor.runtime.tree.background import BackgroundAgents
 from nestor.runtime.tree.pool import AgentPool, PoolKey
 from nestor.runtime.tree.subagent_hooks import (
@@ -497,7 +499,7 @@ class AgentTree:
             project_root=workspace or services.project_root,
             scratch_dir=scratch,
             context=ContextPolicy.configured(built.context_window, context),
-            summarizer=services.summarizer,
+            compactor=Compaction(services.summarizer),
             hooks=hooks,
             tree_budget=parent.setup.tree_budget,
             stream_idle_timeout_s=None if built.in_process else services.stream_idle_timeout_s,

@@ -19,7 +19,7 @@ from nestor.runtime.kernel.hooks import Hook, HookAction, RunState, Stop, StopRe
 from nestor.tools.catalogue import ToolCatalogue
 
 if TYPE_CHECKING:
-    from nestor.runtime.kernel.loop import RunResult
+    from nestor.runtime.kernel.setup import RunResult
 
 
 class DelegationGuardHook(Hook):

@@ -15,13 +15,12 @@ from nestor.runtime.features.small.retrieval import (
     Hit,
     Region,
     RunTools,
-    ToolCall,
-    ToolOutcome,
     gather_evidence,
     rank_hits,
     searched_terms,
 )
 from nestor.runtime.features.small.symbols import symbol_index
+from nestor.runtime.kernel.driver import ToolCall, ToolOutcome
 
 VERSION = '''class Version:
     """A version."""

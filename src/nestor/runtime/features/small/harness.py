@@ -36,10 +36,9 @@ import shlex
 import tempfile
 import textwrap
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Protocol
 
 from nestor.runtime.features.small import prompts
 from nestor.runtime.features.small.additions import (
@@ -91,16 +90,11 @@ from nestor.runtime.features.small.project import (
     user_python,
 )
 from nestor.runtime.features.small.reader import ProjectReader
-from nestor.runtime.features.small.retrieval import (
-    Evidence,
-    ToolCall,
-    ToolOutcome,
-    gather_evidence,
-    term_pattern,
-)
+from nestor.runtime.features.small.retrieval import Evidence, gather_evidence, term_pattern
 from nestor.runtime.features.small.symbols import SymbolIndex, symbol_index
 from nestor.runtime.features.small.tour import tour_facts
 from nestor.runtime.features.small.trace import ExecutedLines, read_executed_lines, traced_command
+from nestor.runtime.kernel.driver import HarnessHost, ToolCall
 
 ANSWER_MAX_TOKENS = 320
 TOUR_SUMMARY_MAX_TOKENS = 120
@@ -147,34 +141,6 @@ class PlannedEdit:
         if self.replace_all:
             arguments["replace_all"] = True
         return ("edit", arguments)
-
-
-class HarnessHost(Protocol):
-    """What the harness needs of the agent it drives."""
-
-    def tool_names(self) -> set[str]:
-        """The names of the agent's tools."""
-        ...
-
-    async def run_tools(self, calls: Sequence[ToolCall]) -> list[ToolOutcome]:
-        """Make ``calls`` as the agent's tool calls (in parallel) and return their outcomes."""
-        ...
-
-    async def ask(self, instructions: str, prompt: str, *, max_tokens: int, attempt: int = 0) -> str | None:
-        """One model request without tools; None when a budget stopped the run first.
-
-        ``attempt`` > 0 asks again differently: sampled warmer, with another seed, so that a retry
-        of a deterministic small model does not repeat the same reply.
-        """
-        ...
-
-    async def infill(self, before: str, after: str, *, max_tokens: int, attempt: int = 0) -> str | None:
-        """The code the model writes between ``before`` and ``after`` (fill-in-the-middle).
-
-        None when the model cannot fill in (not a code model with such tokens, or the prompt does
-        not fit) or a budget stopped the run first.
-        """
-        ...
 
 
 @dataclass(slots=True)

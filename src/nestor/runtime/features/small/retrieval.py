@@ -16,24 +16,13 @@ import re
 from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
-from typing import Any
 
 from nestor.runtime.features.small.intent import Intent, SearchTerm
 from nestor.runtime.features.small.project import project_files
 from nestor.runtime.features.small.reader import ProjectReader
 from nestor.runtime.features.small.symbols import SymbolIndex
+from nestor.runtime.kernel.driver import ToolCall, ToolOutcome
 
-
-@dataclass(frozen=True, slots=True)
-class ToolOutcome:
-    """What one tool call returned: its text for the model and its structured metadata."""
-
-    content: str
-    metadata: dict[str, Any]
-    ok: bool
-
-
-ToolCall = tuple[str, dict[str, Any]]
 RunTools = Callable[[Sequence[ToolCall]], Awaitable[list[ToolOutcome]]]
 """Runs tool calls (in parallel, through the agent's permission gate) and returns their outcomes."""
 
