@@ -41,7 +41,7 @@ from nestor.config import AgentsConfig
 from nestor.core.events import Event, ToolFinished
 from nestor.core.tokens import estimate_tokens
 from nestor.runtime.factory.prompt import build_system_prompt, builtin_agent_prompt
-from nestor.runtime.factory.toolset import CODER_TOOL_NAMES
+from nestor.runtime.factory.toolset import coder_tools
 from nestor.runtime.kernel.context import fixed_tokens, messages_tokens
 from nestor.testing import ScriptedModel, Step, call, reply
 from subagents import BenchTree, conversation_model, responses_so_far
@@ -253,7 +253,7 @@ async def run_case(
     prompt = await build_system_prompt(
         builtin_agent_prompt("coder"), project, user_config_dir=bench.data / "home" / ".config" / "nestor"
     )
-    main = bench.main(main_model, CODER_TOOL_NAMES, system_prompt=prompt)
+    main = bench.main(main_model, [tool.name for tool in coder_tools()], system_prompt=prompt)
     result = await main.run(QUESTION)
     assert result.stop_reason == "completed" and result.text == ANSWER, result
     own = session_tokens(bench, main.session_id)

@@ -182,8 +182,8 @@ def test_without_a_model_or_a_key_the_embedded_model_is_chosen_and_announced_onc
     env |= {"OLLAMA_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": " "}  # no key among them
     app = opened(settings)
 
-    assert app.model_config("large", env) == ModelConfig(model=BUNDLED_LOCAL_MODEL)
-    assert app.model_config("small", env) == ModelConfig(model=BUNDLED_LOCAL_MODEL)
+    assert app.models.config("large", env) == ModelConfig(model=BUNDLED_LOCAL_MODEL)
+    assert app.models.config("small", env) == ModelConfig(model=BUNDLED_LOCAL_MODEL)
 
     assert len(notices) == 1
     assert BUNDLED_LOCAL_MODEL in notices[0] and "NESTOR_MODEL" in notices[0] and "\n" not in notices[0]
@@ -196,7 +196,7 @@ def test_with_a_key_but_no_model_the_user_must_choose(
     app = opened(settings)
 
     with pytest.raises(ConfigError) as caught:
-        app.model_config("large", env | {"ANTHROPIC_API_KEY": "sk-ant-test"})
+        app.models.config("large", env | {"ANTHROPIC_API_KEY": "sk-ant-test"})
 
     assert caught.value.message == "no model configured"
     assert notices == []
@@ -208,8 +208,8 @@ def test_a_configured_model_is_used_without_a_notice(
     settings, env = local_project(tmp_path, '[models]\nlarge = "local:model.gguf"\n')
     app = opened(settings)
 
-    assert app.model_config("large", env).model == "local:model.gguf"
-    assert app.model_config("small", env).model == "local:model.gguf"
+    assert app.models.config("large", env).model == "local:model.gguf"
+    assert app.models.config("small", env).model == "local:model.gguf"
     assert notices == []
 
 
@@ -248,8 +248,8 @@ async def test_a_local_model_is_built_once_per_process(
     first = await app.start_main_agent(env=env)
     second = await app.start_main_agent(env=env)
 
-    built = app.build_model(app.model_config("large", env), env)
-    assert app.build_model(app.model_config("small", env), env) is built
+    built = app.models.build(app.models.config("large", env), env)
+    assert app.models.build(app.models.config("small", env), env) is built
     assert first.setup.model is second.setup.model is built.model
     assert isinstance(first.setup.compactor, Compaction)
     summarizer = first.setup.compactor.summarizer

@@ -4,9 +4,10 @@ from pathlib import Path
 
 import pytest
 
+from nestor.agents.registry import builtin_spec
 from nestor.config import SandboxConfig
-from nestor.runtime.factory.toolset import coder_tool_names, sandbox_policy
-from nestor.tools.catalogue import BuiltByOwner, ToolCatalogue
+from nestor.runtime.factory.toolset import coder_tools, main_tool_names, sandbox_policy
+from nestor.tools.catalogue import BUILTIN_TOOLS, BuiltByOwner, ToolCatalogue
 from nestor.tools.sandbox.policy import SandboxPolicy
 
 
@@ -45,16 +46,33 @@ def test_a_registered_tool_that_writes_files_gives_the_configured_sandbox() -> N
 
 def test_the_main_coder_tools_per_model_size_and_delegation() -> None:
     catalogue = ToolCatalogue()
-    assert coder_tool_names(catalogue, compact=False, can_delegate=True) == [
+    coder, compact = builtin_spec("coder"), builtin_spec("coder-compact")
+    assert main_tool_names(coder, catalogue, can_delegate=True) == [
         *("view", "ls", "glob", "grep", "write", "edit", "bash", "fetch", "todo_write"),
         *("task", "task_status", "task_output", "task_cancel", "agentic_fetch"),
     ]
-    assert coder_tool_names(catalogue, compact=False, can_delegate=False) == [
+    assert main_tool_names(coder, catalogue, can_delegate=False) == [
         *("view", "ls", "glob", "grep", "write", "edit", "bash", "fetch", "todo_write"),
     ]
-    assert coder_tool_names(catalogue, compact=True, can_delegate=True) == [
+    assert main_tool_names(compact, catalogue, can_delegate=True) == [
         *("view", "ls", "glob", "grep", "edit", "bash", "task"),
     ]
-    assert coder_tool_names(catalogue, compact=True, can_delegate=False) == [
+    assert main_tool_names(compact, catalogue, can_delegate=False) == [
         *("view", "ls", "glob", "grep", "edit", "bash"),
+    ]
+
+
+def test_coder_md_declares_every_built_in_tool_that_needs_no_owner() -> None:
+    # A new built-in tool reaches the main agent by its line in coder.md; this catches a forgotten one.
+    declared = set(builtin_spec("coder").tools or ())
+    assert {info.name for info in BUILTIN_TOOLS if info.stateless} <= declared
+    assert [tool.name for tool in coder_tools()] == [
+        "view",
+        "ls",
+        "glob",
+        "grep",
+        "write",
+        "edit",
+        "bash",
+        "fetch",
     ]

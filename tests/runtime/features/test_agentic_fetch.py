@@ -98,7 +98,7 @@ async def test_the_main_agent_delegates_research_that_searches_fetches_greps_and
         settings = settings_for(tmp_path, server.base_url)
         app = App.open(settings)
         try:
-            app.search_backend = RecordedBackend(
+            app.tools.search_backend = RecordedBackend(
                 {
                     "example 3.0 release notes": [
                         SearchHit("Release notes", article, "3.0"),

@@ -1,4 +1,4 @@
-"""The tool sets of the main coder agent, and its shell's sandbox, from the tool catalogue."""
+"""The main agent's tools (declared by its spec, ``coder.md``), and an agent shell's sandbox."""
 
 from __future__ import annotations
 
@@ -6,46 +6,36 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from nestor.agents.registry import builtin_spec
+from nestor.agents.spec import AgentSpec
 from nestor.config import SandboxConfig
 from nestor.tools.base import Tool
 from nestor.tools.catalogue import BUILTIN_TOOLS, ToolCatalogue
 from nestor.tools.sandbox.policy import SandboxPolicy
 
-CODER_TOOL_NAMES = tuple(info.name for info in BUILTIN_TOOLS if info.stateless)
-"""The main coder agent's own tools, in the order the model sees them: every built-in tool that
-needs nothing but its call context (its todo list and delegation come on top)."""
 
-_LEFT_OUT_FOR_SMALL_MODELS = frozenset({"write", "fetch"})
-COMPACT_CODER_TOOL_NAMES = tuple(name for name in CODER_TOOL_NAMES if name not in _LEFT_OUT_FOR_SMALL_MODELS)
-"""The coder's tools for a small model: reading, searching, editing and running, nothing else.
+def main_tool_names(spec: AgentSpec, catalogue: ToolCatalogue, *, can_delegate: bool) -> list[str]:
+    """The main agent's tools: the ones its spec declares (``coder.md``), in that order.
 
-Every tool definition costs prompt tokens on each request and each extra tool is one more for a
-small model to confuse; ``write`` (``edit`` covers changes) and ``fetch`` are left out.
-"""
-
-
-def coder_tool_names(catalogue: ToolCatalogue, *, compact: bool, can_delegate: bool) -> list[str]:
-    """The main coder agent's tools, in the order the model sees them.
-
-    A small model (``compact``) gets :data:`COMPACT_CODER_TOOL_NAMES`, no todo list (it gains
-    little from one, and pays for its schema) and of the delegation tools only ``task``.
+    The delegation tools are left out when ``[agents] max_depth`` allows no sub-agent.
     """
-    names = list(COMPACT_CODER_TOOL_NAMES if compact else CODER_TOOL_NAMES)
-    if not compact:
-        names.append("todo_write")
-    if can_delegate:
-        names.extend(["task"] if compact else catalogue.names("delegation"))
-    return names
+    delegation = set(catalogue.names("delegation"))
+    return [name for name in spec.tools or () if can_delegate or name not in delegation]
 
 
 def coder_tools() -> list[Tool[Any]]:
-    """Every tool of the main coder agent that needs no owner, in the order the model sees them."""
-    return ToolCatalogue().build(CODER_TOOL_NAMES)
+    """The built-in coder's tools that need no owner, in the order the model sees them."""
+    return _stateless(builtin_spec("coder"))
 
 
 def compact_coder_tools() -> list[Tool[Any]]:
-    """The coder's tools for a small model (see :data:`COMPACT_CODER_TOOL_NAMES`)."""
-    return ToolCatalogue().build(COMPACT_CODER_TOOL_NAMES)
+    """The coder's tools for a small model (``coder-compact.md``) that need no owner."""
+    return _stateless(builtin_spec("coder-compact"))
+
+
+def _stateless(spec: AgentSpec) -> list[Tool[Any]]:
+    stateless = {info.name for info in BUILTIN_TOOLS if info.stateless}
+    return ToolCatalogue().build([name for name in spec.tools or () if name in stateless])
 
 
 def sandbox_policy(

@@ -20,41 +20,26 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
-from pydantic_ai.settings import ModelSettings
 
 from nestor.agents.registry import AgentRegistry
 from nestor.agents.spec import AgentSpec, Thoroughness
 from nestor.bus import EventBus
-from nestor.config import AgentsConfig, ContextConfig
+from nestor.config import AgentsConfig
 from nestor.core.errors import DelegationError, NestorError, ToolError, UnknownAgentError
 from nestor.core.events import ErrorEvent
 from nestor.core.usage import Usage
-from nestor.permissions.child import ChildPolicy
 from nestor.providers.build import BuiltModel
-from nestor.runtime.features.compaction import Compaction, SummaryModel
-from nestor.runtime.features.large_results import LargeResultHook
-from nestor.runtime.features.small.harness import SmallModelHarness
-from nestor.runtime.features.small.reader import ProjectReader
-from nestor.runtime.kernel.context import ContextPolicy
 from nestor.runtime.kernel.history import load_visible_history
 from nestor.runtime.kernel.hooks import Budgets, Hook
 from nestor.runtime.kernel.loop import SessionAgent
-from nestor.runtime.kernel.permission_gate import PermissionAsker
-from nestor.runtime.kernel.setup import AgentSetup, RunResult
+from nestor.runtime.kernel.setup import RunResult
 from nestor.runtime.tree.background import BackgroundAgents
 from nestor.runtime.tree.pool import AgentPool, PoolKey
-from nestor.runtime.tree.subagent_hooks import (
-    DelegationGuardHook,
-    SearchBudgetHook,
-    SubAgentSafetyHook,
-    TimeoutReportHook,
-    TreeCostHook,
-)
+from nestor.runtime.tree.subagent_hooks import DelegationGuardHook, TreeCostHook
 from nestor.runtime.tree.subagent_prompt import compose_subagent_prompt
 from nestor.runtime.tree.subagent_result import SubAgentResult, ToolTracker, task_stop_reason
 from nestor.store.messages import MessageStore
 from nestor.store.sessions import Session, SessionStore
-from nestor.tools.base import Tool
 from nestor.tools.catalogue import ToolCatalogue
 
 CLAUDE_ALIASES = {"haiku": "small", "sonnet": "large", "opus": "large"}
@@ -83,19 +68,43 @@ class TaskRequest:
     only there, the network without asking (see :meth:`ChildPolicy.for_workspace`)."""
 
 
-class ToolFactory(Protocol):
-    """Builds fresh tool instances by name for a new agent session."""
+@dataclass(frozen=True, slots=True)
+class ChildRequest:
+    """What the tree decided about a new sub-agent; the :class:`ChildBuilder` makes the agent.
 
-    def __call__(self, names: Sequence[str], session_id: str) -> list[Tool[Any]]:
-        """Return the tools named ``names`` (in that order) for session ``session_id``."""
+    Attributes:
+        parent: The agent whose task call starts it.
+        session: Its session (new, or the one resumed).
+        spec: Its agent spec.
+        built: Its model.
+        tool_names: Its tools: the spec's within the parent's.
+        system_prompt: Its system prompt.
+        history: The conversation it starts from ([] for a new task).
+        tracker: Records the files and tools it uses, for its result.
+        workspace: The directory it is confined to (``agentic_fetch``), else None.
+
+    """
+
+    parent: SessionAgent
+    session: Session
+    spec: AgentSpec
+    built: BuiltModel
+    tool_names: Sequence[str]
+    system_prompt: str
+    history: list[ModelMessage]
+    tracker: ToolTracker
+    workspace: Path | None = None
+
+
+class ChildBuilder(Protocol):
+    """Builds the models and agents the tree starts (the agent factory)."""
+
+    def model(self, choice: str) -> BuiltModel:
+        """The model of a role or ``provider:model``; raises a ``NestorError`` when it cannot."""
         ...
 
-
-class ChildHooks(Protocol):
-    """Extra hooks for a new agent (the todo completion check, ...), given its tools' names."""
-
-    def __call__(self, tool_names: Sequence[str], session_id: str) -> list[Hook]:
-        """Return the hooks."""
+    def child(self, request: ChildRequest) -> SessionAgent:
+        """A new sub-agent as ``request`` says, not yet attached to the tree."""
         ...
 
 
@@ -106,23 +115,14 @@ class TreeServices:
     Attributes:
         registry: The agent specs.
         config: The ``[agents]`` settings.
-        context: The ``[context]`` settings (compaction and large results of children).
-        build_model: Builds a model from a role (``large``/``small``) or ``provider:model``.
         sessions: Session rows.
         messages: Message rows.
         bus: Where every agent's events go.
         project_root: The project all agents work in.
-        scratch_root: Parent of each session's scratch directory.
-        asker: The root UI's permission asker (None headless); children's questions go there,
-            tagged with the child's agent id.
-        tool_factory: Fresh tools by name.
-        child_hooks: Extra hooks of each new agent.
         environment: The ``<environment>`` section of system prompts.
-        summarizer: Writes compaction summaries for children (the large model).
+        builder: Builds the sub-agents' models and agents (the agent factory).
         instructions: The instruction files' text (read anew for each task, inside the project's
             bounds: see :func:`~nestor.runtime.factory.prompt.read_instructions`); None gives none.
-        stream_idle_timeout_s: Children's model streams silent this long are given up (never
-            the in-process model's); None waits as long as the provider's client.
         catalogue: The tools the tree knows (the built-ins, and any registered at run time):
             which ones delegate, face the user, search the web or are read-only.
 
@@ -130,20 +130,13 @@ class TreeServices:
 
     registry: AgentRegistry
     config: AgentsConfig
-    context: ContextConfig
-    build_model: Callable[[str], BuiltModel]
     sessions: SessionStore
     messages: MessageStore
     bus: EventBus
     project_root: Path
-    scratch_root: Path
-    asker: PermissionAsker | None
-    tool_factory: ToolFactory
-    child_hooks: ChildHooks
     environment: Callable[[], Awaitable[str]]
-    summarizer: SummaryModel | None = None
+    builder: ChildBuilder
     instructions: Callable[[], str] | None = None
-    stream_idle_timeout_s: float | None = None
     catalogue: ToolCatalogue = field(default_factory=ToolCatalogue)
 
 
@@ -450,70 +443,11 @@ class AgentTree:
         key: PoolKey | None,
         workspace: Path | None = None,
     ) -> _Child:
-        services = self.services
-        depth = parent.setup.depth + 1
-        tools = services.tool_factory(tool_names, session.id)
-        read_only = (
-            spec.is_read_only(services.catalogue)
-            or all(tool.read_only for tool in tools)
-            or workspace is not None
-        )
-        if workspace is not None:
-            policy: ChildPolicy = ChildPolicy.for_workspace(
-                parent.setup.policy, str(workspace), label=f"agent {spec.name}"
-            )
-        else:
-            policy = ChildPolicy.for_spec(
-                parent.setup.policy,
-                [(rule.action, rule.rule) for rule in spec.permission],
-                read_only=read_only,
-                label=f"agent {spec.name}",
-                source=str(spec.path) if spec.path else f"agent {spec.name}",
-            )
         tracker = ToolTracker()
-        scratch = services.scratch_root / session.id
-        context = services.context
-        config = services.config
-        hooks: list[Hook] = [
-            tracker,
-            SubAgentSafetyHook(spec.max_context_tokens or config.max_context_tokens, services.catalogue),
-            SearchBudgetHook(config.search_budget, services.catalogue),
-            TimeoutReportHook(),
-            LargeResultHook(scratch, context.tool_result_max_tokens),
-            *self.tree_hooks(depth),
-            *services.child_hooks(tool_names, session.id),
-        ]
-        setup = AgentSetup(
-            model=built.model,
-            model_name=built.name,
-            model_settings=_with_temperature(built.settings, spec.temperature),
-            priced=built.priced,
-            system_prompt=system_prompt,
-            tools=tools,
-            brief_tools=built.compact,
-            sessions=services.sessions,
-            messages=services.messages,
-            bus=services.bus,
-            policy=policy,
-            asker=None if read_only else services.asker,
-            project_root=workspace or services.project_root,
-            scratch_dir=scratch,
-            context=ContextPolicy.configured(built.context_window, context),
-            compactor=Compaction(services.summarizer),
-            hooks=hooks,
-            tree_budget=parent.setup.tree_budget,
-            stream_idle_timeout_s=None if built.in_process else services.stream_idle_timeout_s,
-            retry=parent.setup.retry,
-            sleep=parent.setup.sleep,
-            agent_type=spec.name,
-            parent_id=parent.session_id,
-            depth=depth,
-            description=session.title,
-            harness=SmallModelHarness(ProjectReader(workspace or services.project_root), read_only=read_only)
-            if built.compact
-            else None,
+        request = ChildRequest(
+            parent, session, spec, built, tool_names, system_prompt, history, tracker, workspace
         )
-        agent = SessionAgent(session.id, setup, history=history)
+        agent = self.services.builder.child(request)
         self.attach(agent)
         self._children_of.setdefault(parent.session_id, set()).add(session.id)
         return _Child(agent, spec, tracker, key)
@@ -580,7 +514,7 @@ class AgentTree:
                 in_process=setup.model.system == "local",
             )
         try:
-            return self.services.build_model(resolved)
+            return self.services.builder.model(resolved)
         except NestorError as exc:
             raise ToolError(f"cannot use model {choice!r} for the sub-agent: {exc}") from None
 
@@ -637,14 +571,6 @@ def _tracker_of(agent: SessionAgent) -> ToolTracker:
         if isinstance(hook, ToolTracker):
             return hook
     raise RuntimeError("a pooled agent lost its tool tracker")
-
-
-def _with_temperature(settings: ModelSettings, temperature: float | None) -> ModelSettings:
-    if temperature is None:
-        return settings
-    changed = ModelSettings(**settings)  # pyright: ignore[reportCallIssue]
-    changed["temperature"] = temperature
-    return changed
 
 
 def _result(

@@ -18,7 +18,7 @@ from pydantic_ai.models import Model
 from pydantic_ai.usage import RequestUsage
 
 from nestor.permissions import PermissionPolicy
-from nestor.runtime.factory.toolset import COMPACT_CODER_TOOL_NAMES
+from nestor.runtime.factory.toolset import compact_coder_tools
 from nestor.runtime.features.small.harness import SmallModelHarness
 from nestor.runtime.features.small.reader import ProjectReader
 from nestor.runtime.kernel.loop import SessionAgent
@@ -186,7 +186,7 @@ async def test_a_call_the_question_writes_out_is_run_and_its_result_is_evidence(
 def _coder(harness: Harness, model: Model, root: Path) -> SessionAgent:
     return harness.agent(
         model,
-        ToolCatalogue().build(COMPACT_CODER_TOOL_NAMES),
+        compact_coder_tools(),
         policy=PermissionPolicy(project_root=str(root), yolo=True),
         harness=SmallModelHarness(ProjectReader(root)),
     )
