@@ -12,7 +12,7 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart, Use
 from nestor.config import AgentsConfig
 from nestor.core.events import AgentFinished, AgentStarted
 from nestor.runtime.kernel.loop import SessionAgent
-from nestor.runtime.tree.delegation import resolve_model_choice
+from nestor.runtime.tree.model_choice import resolve_model_choice
 from nestor.testing import ScriptedModel, call, reply
 from nestor.tools.base import ToolError
 from tests.runtime.support import BarrierTool, EchoTool

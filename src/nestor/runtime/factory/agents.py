@@ -36,7 +36,8 @@ from nestor.runtime.kernel.hooks import Budgets, Hook, TreeBudget
 from nestor.runtime.kernel.loop import SessionAgent
 from nestor.runtime.kernel.permission_gate import PermissionAsker
 from nestor.runtime.kernel.setup import AgentSetup
-from nestor.runtime.tree.delegation import AgentTree, ChildRequest, TreeServices
+from nestor.runtime.tree.delegation import AgentTree
+from nestor.runtime.tree.services import ChildRequest, TreeServices
 from nestor.runtime.tree.subagent_hooks import (
     MAIN_AGENT_REPORT,
     SearchBudgetHook,

@@ -21,7 +21,8 @@ from pydantic import BaseModel, Field
 
 from nestor.agents.spec import AgentSpec
 from nestor.core.errors import NestorError
-from nestor.runtime.tree.delegation import AgentTree, TaskRequest
+from nestor.runtime.tree.delegation import AgentTree
+from nestor.runtime.tree.services import TaskRequest
 from nestor.tools.base import Tool, ToolContext, ToolError, ToolResult
 
 INLINE_PAGE_CHARS = 50_000

@@ -12,143 +12,29 @@ counts what it spent.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
 
 from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
 
-from nestor.agents.registry import AgentRegistry
-from nestor.agents.spec import AgentSpec, Thoroughness
-from nestor.bus import EventBus
-from nestor.config import AgentsConfig
+from nestor.agents.spec import AgentSpec
 from nestor.core.errors import DelegationError, NestorError, ToolError, UnknownAgentError
 from nestor.core.events import ErrorEvent
-from nestor.core.usage import Usage
 from nestor.providers.build import BuiltModel
 from nestor.runtime.kernel.history import load_visible_history
 from nestor.runtime.kernel.hooks import Budgets, Hook
 from nestor.runtime.kernel.loop import SessionAgent
-from nestor.runtime.kernel.setup import RunResult
 from nestor.runtime.tree.background import BackgroundAgents
+from nestor.runtime.tree.child import Child, pool_key, task_result, tracker_of, wait_ignoring_cancel
+from nestor.runtime.tree.model_choice import resolve_model_choice
 from nestor.runtime.tree.pool import AgentPool, PoolKey
+from nestor.runtime.tree.services import ChildRequest, TaskRequest, TreeServices
 from nestor.runtime.tree.subagent_hooks import DelegationGuardHook, TreeCostHook
 from nestor.runtime.tree.subagent_prompt import compose_subagent_prompt
-from nestor.runtime.tree.subagent_result import SubAgentResult, ToolTracker, task_stop_reason
-from nestor.store.messages import MessageStore
-from nestor.store.sessions import Session, SessionStore
-from nestor.tools.catalogue import ToolCatalogue
-
-CLAUDE_ALIASES = {"haiku": "small", "sonnet": "large", "opus": "large"}
-"""Claude Code's model aliases, as roles: agent files written for Claude Code keep working."""
-_ROLES = ("large", "small")
-_DEFAULT_TIERS = {"fast": "small", "standard": "large", "powerful": "large"}
-
-
-@dataclass(frozen=True, slots=True)
-class TaskRequest:
-    """One ``task`` call's arguments (see the task tool for their meaning)."""
-
-    description: str
-    prompt: str
-    subagent_type: str = "general"
-    model: str | None = None
-    max_turns: int | None = None
-    thoroughness: Thoroughness | None = None
-    run_in_background: bool | None = None
-    resume: str | None = None
-    timeout: float | None = None
-    spec: AgentSpec | None = None
-    """A spec built in code (``agentic_fetch``'s) instead of ``subagent_type`` from the registry."""
-    workspace: Path | None = None
-    """Confine the agent to this directory: its own tools (the spec's, not its parent's), reading
-    only there, the network without asking (see :meth:`ChildPolicy.for_workspace`)."""
-
-
-@dataclass(frozen=True, slots=True)
-class ChildRequest:
-    """What the tree decided about a new sub-agent; the :class:`ChildBuilder` makes the agent.
-
-    Attributes:
-        parent: The agent whose task call starts it.
-        session: Its session (new, or the one resumed).
-        spec: Its agent spec.
-        built: Its model.
-        tool_names: Its tools: the spec's within the parent's.
-        system_prompt: Its system prompt.
-        history: The conversation it starts from ([] for a new task).
-        tracker: Records the files and tools it uses, for its result.
-        workspace: The directory it is confined to (``agentic_fetch``), else None.
-
-    """
-
-    parent: SessionAgent
-    session: Session
-    spec: AgentSpec
-    built: BuiltModel
-    tool_names: Sequence[str]
-    system_prompt: str
-    history: list[ModelMessage]
-    tracker: ToolTracker
-    workspace: Path | None = None
-
-
-class ChildBuilder(Protocol):
-    """Builds the models and agents the tree starts (the agent factory)."""
-
-    def model(self, choice: str) -> BuiltModel:
-        """The model of a role or ``provider:model``; raises a ``NestorError`` when it cannot."""
-        ...
-
-    def child(self, request: ChildRequest) -> SessionAgent:
-        """A new sub-agent as ``request`` says, not yet attached to the tree."""
-        ...
-
-
-@dataclass
-class TreeServices:
-    """What every agent of one tree shares.
-
-    Attributes:
-        registry: The agent specs.
-        config: The ``[agents]`` settings.
-        sessions: Session rows.
-        messages: Message rows.
-        bus: Where every agent's events go.
-        project_root: The project all agents work in.
-        environment: The ``<environment>`` section of system prompts.
-        builder: Builds the sub-agents' models and agents (the agent factory).
-        instructions: The instruction files' text (read anew for each task, inside the project's
-            bounds: see :func:`~nestor.runtime.factory.prompt.read_instructions`); None gives none.
-        catalogue: The tools the tree knows (the built-ins, and any registered at run time):
-            which ones delegate, face the user, search the web or are read-only.
-
-    """
-
-    registry: AgentRegistry
-    config: AgentsConfig
-    sessions: SessionStore
-    messages: MessageStore
-    bus: EventBus
-    project_root: Path
-    environment: Callable[[], Awaitable[str]]
-    builder: ChildBuilder
-    instructions: Callable[[], str] | None = None
-    catalogue: ToolCatalogue = field(default_factory=ToolCatalogue)
-
-
-@dataclass
-class _Child:
-    """A sub-agent made for one task: the agent, what tracks it, and where it came from."""
-
-    agent: SessionAgent
-    spec: AgentSpec
-    tracker: ToolTracker
-    pool_key: PoolKey | None
-    resumed: bool = False
+from nestor.runtime.tree.subagent_result import SubAgentResult, ToolTracker
+from nestor.store.sessions import Session
 
 
 @dataclass
@@ -271,7 +157,7 @@ class AgentTree:
             slot = self._slots[parent_id] = asyncio.Semaphore(self.services.config.max_parallel)
         return slot
 
-    async def _run_child(self, child: _Child, request: TaskRequest) -> SubAgentResult:
+    async def _run_child(self, child: Child, request: TaskRequest) -> SubAgentResult:
         agent = child.agent
         before = self.services.sessions.get(agent.session_id).usage
         started = time.monotonic()
@@ -280,14 +166,14 @@ class AgentTree:
             result = await asyncio.shield(task)
         except asyncio.CancelledError:
             agent.cancel()
-            await _wait_ignoring_cancel(task)
+            await wait_ignoring_cancel(task)
             self._release(child)
             raise
         self._release(child)
         after = self.services.sessions.get(agent.session_id).usage
-        return _result(child, request, result, after.minus(before), time.monotonic() - started)
+        return task_result(child, request, result, after.minus(before), time.monotonic() - started)
 
-    def _release(self, child: _Child) -> None:
+    def _release(self, child: Child) -> None:
         """After a task: keep a persistent agent idle in the pool, forget an ephemeral one."""
         agent_id = child.agent.session_id
         if child.pool_key is not None:
@@ -299,7 +185,7 @@ class AgentTree:
 
     # -- building a child -------------------------------------------------------------------
 
-    async def _prepare(self, parent: SessionAgent, request: TaskRequest, tool_call_id: str) -> _Child:
+    async def _prepare(self, parent: SessionAgent, request: TaskRequest, tool_call_id: str) -> Child:
         depth = parent.setup.depth + 1
         if not self.can_delegate(parent.setup.depth):
             raise ToolError(f"delegation is limited to {self.services.config.max_depth} level(s)")
@@ -319,7 +205,7 @@ class AgentTree:
             spec, thoroughness=request.thoroughness, environment=environment, instructions=instructions
         )
         persist = spec.persist and request.workspace is None
-        key = _pool_key(parent.session_id, spec, tool_names, built.name) if persist else None
+        key = pool_key(parent.session_id, spec, tool_names, built.name) if persist else None
         if key is not None:
             for expired in self.pool.expire():
                 self.live.pop(expired.session_id, None)
@@ -367,7 +253,7 @@ class AgentTree:
                 )
             )
 
-    async def _resume(self, parent: SessionAgent, request: TaskRequest, depth: int) -> _Child:
+    async def _resume(self, parent: SessionAgent, request: TaskRequest, depth: int) -> Child:
         agent_id = request.resume or ""
         try:
             session = self.services.sessions.get(agent_id)
@@ -402,7 +288,7 @@ class AgentTree:
             self.services.sessions.reparent(session.id, parent.session_id)
         if request.description:
             self.services.sessions.set_title(session.id, request.description)
-        key = _pool_key(parent.session_id, spec, tool_names, built.name) if spec.persist else None
+        key = pool_key(parent.session_id, spec, tool_names, built.name) if spec.persist else None
         if pooled is not None:
             child = self._reuse(pooled, parent, spec, request, system_prompt, key)
             child.resumed = True
@@ -421,15 +307,15 @@ class AgentTree:
         request: TaskRequest,
         system_prompt: str,
         key: PoolKey | None,
-    ) -> _Child:
+    ) -> Child:
         """Take an idle pooled agent for a new task: fresh system prompt, budgets and tracker."""
         agent.set_system_prompt(system_prompt)
         self._configure_run(agent, spec, request)
-        tracker = _tracker_of(agent)
+        tracker = tracker_of(agent)
         tracker.reset()
         self.live[agent.session_id] = agent
         self._children_of.setdefault(parent.session_id, set()).add(agent.session_id)
-        return _Child(agent, spec, tracker, key)
+        return Child(agent, spec, tracker, key)
 
     def _build(
         self,
@@ -442,7 +328,7 @@ class AgentTree:
         history: list[ModelMessage],
         key: PoolKey | None,
         workspace: Path | None = None,
-    ) -> _Child:
+    ) -> Child:
         tracker = ToolTracker()
         request = ChildRequest(
             parent, session, spec, built, tool_names, system_prompt, history, tracker, workspace
@@ -450,7 +336,7 @@ class AgentTree:
         agent = self.services.builder.child(request)
         self.attach(agent)
         self._children_of.setdefault(parent.session_id, set()).add(session.id)
-        return _Child(agent, spec, tracker, key)
+        return Child(agent, spec, tracker, key)
 
     def _configure_run(self, agent: SessionAgent, spec: AgentSpec, request: TaskRequest) -> None:
         config = self.services.config
@@ -530,82 +416,3 @@ class AgentTree:
         for message in history:
             self.services.messages.append(child_id, message)
         return history
-
-
-def resolve_model_choice(choice: str | None, config: AgentsConfig) -> str | None:
-    """A role or ``provider:model`` for a ``model`` value; None means inherit the parent's.
-
-    Raises:
-        ToolError: ``choice`` is none of the accepted forms.
-
-    """
-    if choice is None or choice.strip() in ("", "inherit"):
-        return None
-    value = choice.strip()
-    if value in _ROLES or ":" in value:
-        return value
-    if value in CLAUDE_ALIASES:
-        return CLAUDE_ALIASES[value]
-    if value in _DEFAULT_TIERS:
-        mapped = config.tiers.get(value, _DEFAULT_TIERS[value])  # pyright: ignore[reportArgumentType, reportCallIssue]
-        return resolve_model_choice(mapped, config) or "large"
-    raise ToolError(
-        f"unknown model {choice!r}: use a role (large, small), a tier (fast, standard, powerful), "
-        "haiku/sonnet/opus/inherit, or provider:model"
-    )
-
-
-def _pool_key(parent_id: str, spec: AgentSpec, tool_names: Sequence[str], model: str) -> PoolKey:
-    digest = hashlib.sha256(spec.prompt.encode())
-    for path in (*spec.rule_files, *spec.skill_files):
-        try:
-            digest.update(path.read_bytes())
-        except OSError:
-            digest.update(str(path).encode())
-    tools = hashlib.sha256("\n".join(sorted(tool_names)).encode()).hexdigest()[:16]
-    return PoolKey(parent_id, spec.name, digest.hexdigest()[:16], tools, model)
-
-
-def _tracker_of(agent: SessionAgent) -> ToolTracker:
-    for hook in agent.setup.hooks:
-        if isinstance(hook, ToolTracker):
-            return hook
-    raise RuntimeError("a pooled agent lost its tool tracker")
-
-
-def _result(
-    child: _Child, request: TaskRequest, run: RunResult, usage: Usage, elapsed: float
-) -> SubAgentResult:
-    summary = run.text.strip()
-    stop = task_stop_reason(run.stop_reason)
-    error = run.error
-    if not error and stop != "completed":
-        error = f"stopped: {stop}"
-    if not summary and not run.is_error:
-        error = "the sub-agent ended without a report (an empty final message)"
-    return SubAgentResult(
-        success=not run.is_error and stop == "completed" and bool(summary),
-        agent_type=child.spec.name,
-        agent_id=child.agent.session_id,
-        description=request.description,
-        summary=summary,
-        files_explored=list(child.tracker.files),
-        tools_used=dict(child.tracker.tools_used),
-        iterations=run.num_turns,
-        execution_time=elapsed,
-        usage=usage.to_dict(),
-        cost_usd=usage.cost_usd,
-        stop_reason=stop if summary or run.is_error else "error",
-        error=error,
-    )
-
-
-async def _wait_ignoring_cancel(task: asyncio.Task[Any]) -> None:
-    """Wait for ``task`` to end even if the waiter is cancelled again meanwhile (no orphans)."""
-    while not task.done():
-        try:
-            await asyncio.wait({task})
-        except asyncio.CancelledError:
-            continue
-    if not task.cancelled():
-        task.exception()  # retrieved: no "exception was never retrieved" warning

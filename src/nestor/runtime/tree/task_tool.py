@@ -12,7 +12,8 @@ from pydantic import BaseModel, Field, ValidationInfo, field_validator
 
 from nestor.core.errors import NestorError
 from nestor.runtime.kernel.loop import SessionAgent
-from nestor.runtime.tree.delegation import AgentTree, TaskRequest
+from nestor.runtime.tree.delegation import AgentTree
+from nestor.runtime.tree.services import TaskRequest
 from nestor.tools.base import Tool, ToolContext, ToolError, ToolResult
 
 MAX_TASK_TIMEOUT_S = 3600
