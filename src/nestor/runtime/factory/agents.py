@@ -144,10 +144,25 @@ class AgentFactory:
         """The model of a role or ``provider:model``."""
         return self.models.choose(choice, self.env)
 
-    async def main(self, session: Session, built: BuiltModel, *, hooks: Sequence[Hook] = ()) -> SessionAgent:
-        """The main agent on ``session``: the built-in ``coder`` spec (``coder-compact`` on a small model)."""
+    async def main(
+        self,
+        session: Session,
+        built: BuiltModel,
+        *,
+        spec: AgentSpec | None = None,
+        hooks: Sequence[Hook] = (),
+    ) -> SessionAgent:
+        """The main agent on ``session``, from ``spec`` (the built-in ``coder`` by default).
+
+        The default is ``coder-compact`` on a small model, whatever the user's or the project's
+        files define.
+
+        Its tools are the spec's (without delegation when ``max_depth`` allows none), its prompt
+        the spec's with the environment and the instruction files, its budgets the run's limits,
+        shared by the whole tree.
+        """
         settings = self.settings
-        spec = builtin_spec("coder-compact" if built.compact else "coder")
+        spec = spec or builtin_spec("coder-compact" if built.compact else "coder")
         # The main agent runs on the large model, which also writes its summaries (its own and
         # its sub-agents').
         self.summarizer = SummaryModel(
