@@ -7,18 +7,11 @@ from typing import Any
 
 import pytest
 
+from nestor.runtime.features.small.evidence import Evidence, Excerpt, Hit, Region
 from nestor.runtime.features.small.intent import question_parts, read_intent, search_terms
+from nestor.runtime.features.small.ranking import rank_hits
 from nestor.runtime.features.small.reader import ProjectReader
-from nestor.runtime.features.small.retrieval import (
-    Evidence,
-    Excerpt,
-    Hit,
-    Region,
-    RunTools,
-    gather_evidence,
-    rank_hits,
-    searched_terms,
-)
+from nestor.runtime.features.small.retrieval import RunTools, gather_evidence, searched_terms
 from nestor.runtime.features.small.symbols import symbol_index
 from nestor.runtime.kernel.driver import ToolCall, ToolOutcome
 

@@ -55,6 +55,7 @@ from nestor.runtime.features.small.additions import (
 from nestor.runtime.features.small.calls import QuotedCall, call_script, import_statement, quoted_calls
 from nestor.runtime.features.small.defaults import parameter_defaults
 from nestor.runtime.features.small.edit_blocks import EditBlock, locate, parse_edit_blocks
+from nestor.runtime.features.small.evidence import Evidence
 from nestor.runtime.features.small.facts import (
     asks_for_a_default,
     cited_functions,
@@ -89,8 +90,9 @@ from nestor.runtime.features.small.project import (
     runnable_test_command,
     user_python,
 )
+from nestor.runtime.features.small.ranking import term_pattern
 from nestor.runtime.features.small.reader import ProjectReader
-from nestor.runtime.features.small.retrieval import Evidence, gather_evidence, term_pattern
+from nestor.runtime.features.small.retrieval import gather_evidence
 from nestor.runtime.features.small.symbols import SymbolIndex, symbol_index
 from nestor.runtime.features.small.tour import tour_facts
 from nestor.runtime.features.small.trace import ExecutedLines, read_executed_lines, traced_command
