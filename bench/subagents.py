@@ -25,7 +25,7 @@ from pydantic_ai.models.function import AgentInfo
 
 from nestor.agents.registry import AgentRegistry
 from nestor.bus import EventBus
-from nestor.config import AgentsConfig, ContextConfig, Settings
+from nestor.config import AgentsConfig, ContextConfig, LimitsConfig, Settings
 from nestor.core.errors import UnknownProviderError
 from nestor.permissions import PermissionPolicy
 from nestor.providers.build import BuiltModel
@@ -138,7 +138,13 @@ class BenchTree:
         self.models = models or {}
         self.registry = AgentRegistry(project, home=home, user_config_dir=home / ".config" / "nestor")
         self.factory = AgentFactory(
-            settings=Settings(project_root=project, data_dir=data, agents=config),
+            # No stream idle timeout, as before the factory: the scripted models never go silent.
+            settings=Settings(
+                project_root=project,
+                data_dir=data,
+                agents=config,
+                limits=LimitsConfig(stream_idle_timeout_s=0),
+            ),
             registry=self.registry,
             catalogue=TOOLS,
             models=self,
