@@ -43,9 +43,10 @@ from nestor.bus import EventBus
 from nestor.core.events import Compacted, CompactionStarted, Event, RequestFinished
 from nestor.core.tokens import estimate_tokens
 from nestor.permissions import PermissionPolicy
-from nestor.runtime.compaction import SummaryModel, find_cut
-from nestor.runtime.context import ContextPolicy, fixed_tokens, messages_tokens
-from nestor.runtime.loop import AgentSetup, SessionAgent
+from nestor.runtime.features.compaction import Compaction, SummaryModel, find_cut
+from nestor.runtime.kernel.context import ContextPolicy, fixed_tokens, messages_tokens
+from nestor.runtime.kernel.loop import SessionAgent
+from nestor.runtime.kernel.setup import AgentSetup
 from nestor.store.db import open_database
 from nestor.store.messages import MessageStore
 from nestor.store.sessions import SessionStore
@@ -247,12 +248,14 @@ async def run_session(root: Path, label: str, *, compact: bool, turns: int = TUR
         project_root=root,
         priced=False,
         context=ContextPolicy(context_window=CONTEXT_WINDOW) if compact else None,
-        summarizer=SummaryModel(
-            model=summariser_model(figures.summariser),
-            name="bench:summariser",
-            settings=None,
-            priced=False,
-            context_window=SUMMARISER_WINDOW,
+        compactor=Compaction(
+            SummaryModel(
+                model=summariser_model(figures.summariser),
+                name="bench:summariser",
+                settings=None,
+                priced=False,
+                context_window=SUMMARISER_WINDOW,
+            )
         ),
     )
     agent = SessionAgent(sessions.create(str(root)).id, setup, history=[])

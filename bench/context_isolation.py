@@ -13,7 +13,7 @@ calls, followed by a short report. Side by side, in one run, on real SQLite:
 The main agent is set up as the app sets up the coder: the built-in ``coder`` prompt with the real
 ``<environment>`` section, the coder's tools plus the ``task`` tools (``todo_write`` left out).
 
-Token counts are nestor's own estimate (``nestor.runtime.context``: four characters per token,
+Token counts are nestor's own estimate (``nestor.runtime.kernel.context``: four characters per token,
 plus a small overhead per message), which the scripted models report as each request's usage:
 the instructions and tool definitions sent with the request plus every message in it. The main
 agent's input tokens are summed over the responses stored in the main session only; the explore
@@ -40,9 +40,9 @@ from pydantic_ai.usage import RequestUsage
 from nestor.config import AgentsConfig
 from nestor.core.events import Event, ToolFinished
 from nestor.core.tokens import estimate_tokens
-from nestor.runtime.context import fixed_tokens, messages_tokens
-from nestor.runtime.prompt import build_system_prompt, builtin_agent_prompt
-from nestor.runtime.toolset import CODER_TOOL_NAMES
+from nestor.runtime.factory.prompt import build_system_prompt, builtin_agent_prompt
+from nestor.runtime.factory.toolset import coder_tools
+from nestor.runtime.kernel.context import fixed_tokens, messages_tokens
 from nestor.testing import ScriptedModel, Step, call, reply
 from subagents import BenchTree, conversation_model, responses_so_far
 
@@ -253,7 +253,7 @@ async def run_case(
     prompt = await build_system_prompt(
         builtin_agent_prompt("coder"), project, user_config_dir=bench.data / "home" / ".config" / "nestor"
     )
-    main = bench.main(main_model, CODER_TOOL_NAMES, system_prompt=prompt)
+    main = bench.main(main_model, [tool.name for tool in coder_tools()], system_prompt=prompt)
     result = await main.run(QUESTION)
     assert result.stop_reason == "completed" and result.text == ANSWER, result
     own = session_tokens(bench, main.session_id)

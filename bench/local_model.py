@@ -44,7 +44,6 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 from pydantic_ai.models import ModelRequestParameters
-from pydantic_ai.tools import ToolDefinition
 
 from nestor.providers.local.chat_format import ChatTemplate
 from nestor.providers.local.engine import (
@@ -247,9 +246,9 @@ def coder_parameters(project: Path) -> ModelRequestParameters:
 
     The ``task`` tool (delegation) is left out: its description lists the agents of a project.
     """
-    from nestor.runtime.loop import _brief_schema  # pyright: ignore[reportPrivateUsage]
-    from nestor.runtime.prompt import build_system_prompt, builtin_agent_prompt
-    from nestor.runtime.toolset import compact_coder_tools
+    from nestor.runtime.factory.prompt import build_system_prompt, builtin_agent_prompt
+    from nestor.runtime.factory.toolset import compact_coder_tools
+    from nestor.runtime.kernel.tool_schema import tool_definitions
 
     system_prompt = asyncio.run(
         build_system_prompt(
@@ -259,16 +258,8 @@ def coder_parameters(project: Path) -> ModelRequestParameters:
             now=datetime(2025, 1, 6, 9, 0).astimezone(),
         )
     )
-    tools = [
-        ToolDefinition(
-            name=tool.name,
-            description=tool.brief_description,
-            parameters_json_schema=_brief_schema(tool.parameters_schema(), tool.brief_parameters),
-        )
-        for tool in compact_coder_tools()
-    ]
     return ModelRequestParameters(
-        function_tools=tools,
+        function_tools=tool_definitions(compact_coder_tools(), brief=True),
         allow_text_output=True,
         instruction_parts=[InstructionPart(content=system_prompt)],
     )

@@ -26,7 +26,8 @@ from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
 
 from nestor.bus import EventBus
 from nestor.permissions import PermissionPolicy
-from nestor.runtime.loop import AgentSetup, SessionAgent
+from nestor.runtime.kernel.loop import SessionAgent
+from nestor.runtime.kernel.setup import AgentSetup
 from nestor.store.db import open_database
 from nestor.store.messages import MessageStore
 from nestor.store.sessions import SessionStore

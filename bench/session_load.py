@@ -38,7 +38,9 @@ from pydantic_ai.messages import (
 
 from nestor.cli.sessions_cmd import export_json, session_to_dict
 from nestor.core.usage import Usage
-from nestor.runtime.compaction import CompactionMark, load_visible_history, summary_message, visible_history
+from nestor.runtime.features.compaction import summary_message
+from nestor.runtime.kernel.compaction_mark import CompactionMark
+from nestor.runtime.kernel.history import load_visible_history, visible_history
 from nestor.store import Database, MessageStore, SessionStore, open_database
 
 MESSAGES = 10_000
@@ -81,7 +83,7 @@ def store_session(database: Database, root: Path, *, summaries: bool) -> str:
 
 def export_before(sessions: SessionStore, messages: MessageStore, session_id: str) -> str:
     """``show --json`` as it was: decode every message, re-encode it, indent the whole document."""
-    from nestor.runtime.compaction import compaction_mark
+    from nestor.runtime.kernel.history import compaction_mark
 
     rows: list[dict[str, Any]] = []
     for record in messages.list_records(session_id):

@@ -1,7 +1,7 @@
 """What the sub-agent benchmarks share: a real agent tree over a real SQLite store, scripted models.
 
 ``fanout.py``, ``pool_memory.py`` and ``context_isolation.py`` each build a :class:`BenchTree`: a
-main agent attached to an :class:`~nestor.runtime.delegation.AgentTree` the way ``App`` wires one
+main agent attached to an :class:`~nestor.runtime.tree.delegation.AgentTree` the way ``App`` wires one
 (the registry of built-in and project agent files, fresh tools per session, the ``task`` tools, the
 real ``<environment>`` section, a ``LargeResultHook`` on the main agent), with a SQLite file in a
 temporary data directory. It follows ``tests/runtime/tree_support.py``; benchmarks do not import
@@ -15,7 +15,7 @@ model in any interleaving, the way parallel sub-agents share their parent's mode
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,15 +25,18 @@ from pydantic_ai.models.function import AgentInfo
 
 from nestor.agents.registry import AgentRegistry
 from nestor.bus import EventBus
-from nestor.config import AgentsConfig, ContextConfig
+from nestor.config import AgentsConfig, ContextConfig, LimitsConfig, Settings
 from nestor.core.errors import UnknownProviderError
 from nestor.permissions import PermissionPolicy
 from nestor.providers.build import BuiltModel
-from nestor.runtime.delegation import AgentTree, TreeServices
-from nestor.runtime.large_results import LargeResultHook
-from nestor.runtime.loop import AgentSetup, SessionAgent
-from nestor.runtime.prompt import EnvironmentCache
-from nestor.runtime.task_tool import delegation_tools
+from nestor.runtime.factory.agents import AgentFactory
+from nestor.runtime.factory.prompt import EnvironmentCache
+from nestor.runtime.features.large_results import LargeResultHook
+from nestor.runtime.kernel.hooks import Hook
+from nestor.runtime.kernel.loop import SessionAgent
+from nestor.runtime.kernel.setup import AgentSetup
+from nestor.runtime.tree.delegation import AgentTree
+from nestor.runtime.tree.task_tool import delegation_tools
 from nestor.store.db import Database, open_database
 from nestor.store.messages import MessageStore
 from nestor.store.sessions import SessionStore
@@ -134,25 +137,29 @@ class BenchTree:
         self.bus = EventBus()
         self.models = models or {}
         self.registry = AgentRegistry(project, home=home, user_config_dir=home / ".config" / "nestor")
-        self.tree = AgentTree(
-            TreeServices(
-                registry=self.registry,
-                config=config,
-                context=ContextConfig(),
-                build_model=self._build,
-                sessions=self.sessions,
-                messages=self.messages,
-                bus=self.bus,
+        self.factory = AgentFactory(
+            # No stream idle timeout, as before the factory: the scripted models never go silent.
+            settings=Settings(
                 project_root=project,
-                scratch_root=data / "scratch",
-                asker=None,
-                tool_factory=self.tools,
-                child_hooks=lambda tool_names, session_id: [],
-                environment=EnvironmentCache(project).get,
-            )
+                data_dir=data,
+                agents=config,
+                limits=LimitsConfig(stream_idle_timeout_s=0),
+            ),
+            registry=self.registry,
+            catalogue=TOOLS,
+            models=self,
+            tools=self,
+            sessions=self.sessions,
+            messages=self.messages,
+            bus=self.bus,
+            env={},
+            asker=None,
+            environment=EnvironmentCache(project).get,
         )
+        self.tree = self.factory.tree
 
-    def _build(self, choice: str) -> BuiltModel:
+    def choose(self, choice: str, env: Mapping[str, str]) -> BuiltModel:
+        """The scripted model of ``choice`` (the factory's model source)."""
         if choice not in self.models:
             raise UnknownProviderError(f"no scripted model for {choice!r}")
         return BuiltModel(
@@ -162,6 +169,14 @@ class BenchTree:
             context_window=200_000,
             priced=False,
         )
+
+    def hooks(self, names: Sequence[str], session_id: str) -> list[Hook]:
+        """No hooks come with the bench's tools (the factory's tool source)."""
+        return []
+
+    def build(self, names: Sequence[str], session_id: str, tree: AgentTree) -> list[Tool[Any]]:
+        """Fresh tools by name (the factory's tool source)."""
+        return self.tools(names, session_id)
 
     def tools(self, names: Sequence[str], session_id: str) -> list[Tool[Any]]:
         """Fresh tools by name: nestor's stateless tools, ``echo``, and the delegation tools."""

@@ -11,9 +11,10 @@ from nestor.config import BUNDLED_LOCAL_MODEL, ModelConfig, Settings, load_setti
 from nestor.core.errors import ConfigError
 from nestor.core.events import SessionTitled
 from nestor.providers.local.loader import DEFAULT_LOCAL_CONTEXT_WINDOW
-from nestor.runtime.large_results import LargeResultHook
-from nestor.runtime.prompt import builtin_agent_prompt
-from nestor.runtime.toolset import coder_tools
+from nestor.runtime.factory.prompt import builtin_agent_prompt
+from nestor.runtime.factory.toolset import coder_tools
+from nestor.runtime.features.compaction import Compaction
+from nestor.runtime.features.large_results import LargeResultHook
 from nestor.testing import ScriptedOpenAIServer, ServerReply, ServerUsage
 from tests.providers.local.gguf_writer import COMPACT_TENSORS, LARGE_TENSORS, Tensors, write_chat_gguf
 
@@ -136,7 +137,9 @@ async def test_the_main_agent_gets_the_context_settings_and_a_scratch_directory(
         False,
         0.7,
     )
-    assert setup.summarizer is not None and setup.summarizer.name == "scripted:large-model"
+    assert isinstance(setup.compactor, Compaction)
+    summarizer = setup.compactor.summarizer
+    assert summarizer is not None and summarizer.name == "scripted:large-model"
     assert setup.scratch_dir == tmp_path / "home" / "scratch" / agent.session_id
     large = [hook for hook in setup.hooks if isinstance(hook, LargeResultHook)]
     assert len(large) == 1 and large[0].max_tokens == 5000
@@ -179,8 +182,8 @@ def test_without_a_model_or_a_key_the_embedded_model_is_chosen_and_announced_onc
     env |= {"OLLAMA_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": " "}  # no key among them
     app = opened(settings)
 
-    assert app.model_config("large", env) == ModelConfig(model=BUNDLED_LOCAL_MODEL)
-    assert app.model_config("small", env) == ModelConfig(model=BUNDLED_LOCAL_MODEL)
+    assert app.models.config("large", env) == ModelConfig(model=BUNDLED_LOCAL_MODEL)
+    assert app.models.config("small", env) == ModelConfig(model=BUNDLED_LOCAL_MODEL)
 
     assert len(notices) == 1
     assert BUNDLED_LOCAL_MODEL in notices[0] and "NESTOR_MODEL" in notices[0] and "\n" not in notices[0]
@@ -193,7 +196,7 @@ def test_with_a_key_but_no_model_the_user_must_choose(
     app = opened(settings)
 
     with pytest.raises(ConfigError) as caught:
-        app.model_config("large", env | {"ANTHROPIC_API_KEY": "sk-ant-test"})
+        app.models.config("large", env | {"ANTHROPIC_API_KEY": "sk-ant-test"})
 
     assert caught.value.message == "no model configured"
     assert notices == []
@@ -205,8 +208,8 @@ def test_a_configured_model_is_used_without_a_notice(
     settings, env = local_project(tmp_path, '[models]\nlarge = "local:model.gguf"\n')
     app = opened(settings)
 
-    assert app.model_config("large", env).model == "local:model.gguf"
-    assert app.model_config("small", env).model == "local:model.gguf"
+    assert app.models.config("large", env).model == "local:model.gguf"
+    assert app.models.config("small", env).model == "local:model.gguf"
     assert notices == []
 
 
@@ -245,10 +248,12 @@ async def test_a_local_model_is_built_once_per_process(
     first = await app.start_main_agent(env=env)
     second = await app.start_main_agent(env=env)
 
-    built = app.build_model(app.model_config("large", env), env)
-    assert app.build_model(app.model_config("small", env), env) is built
+    built = app.models.build(app.models.config("large", env), env)
+    assert app.models.build(app.models.config("small", env), env) is built
     assert first.setup.model is second.setup.model is built.model
-    assert first.setup.summarizer is not None and first.setup.summarizer.model is built.model
+    assert isinstance(first.setup.compactor, Compaction)
+    summarizer = first.setup.compactor.summarizer
+    assert summarizer is not None and summarizer.model is built.model
 
 
 async def test_a_large_local_model_gets_the_full_prompt_and_tools(

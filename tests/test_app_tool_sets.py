@@ -14,8 +14,8 @@ import pytest
 
 from nestor.app import App
 from nestor.config import Settings, load_settings
-from nestor.runtime.agentic_fetch import research_spec
-from nestor.runtime.delegation import TaskRequest
+from nestor.runtime.features.agentic_fetch import research_spec
+from nestor.runtime.tree.services import TaskRequest
 from nestor.testing import ScriptedOpenAIServer, ServerReply
 
 CLAUDE_AGENT = """---

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from nestor.bus import EventHandler
-from nestor.runtime.loop import RunResult, SessionAgent
+from nestor.runtime.kernel.loop import SessionAgent
+from nestor.runtime.kernel.setup import RunResult
 from nestor.testing import ScriptedModel, call, reply
 from tests.runtime.tree_support import RoutedScript, TreeHarness, usage
 

@@ -19,9 +19,9 @@ from nestor.cli.repl import PendingQuestion
 from nestor.cli.repl_controller import PermissionPrompter, ReadAnswer, ReplController
 from nestor.core.events import AgentFinished
 from nestor.core.permission import PermissionRequest
-from nestor.runtime.coordinator import Coordinator
-from nestor.runtime.loop import SessionAgent
-from nestor.runtime.permission_gate import PermissionAsker
+from nestor.runtime.kernel.coordinator import Coordinator
+from nestor.runtime.kernel.loop import SessionAgent
+from nestor.runtime.kernel.permission_gate import PermissionAsker
 from nestor.store.sessions import Session
 from nestor.testing.scripted_model import ScriptedModel, Step, StepFunction, StepSource, reply
 from nestor.tools.base import Tool, ToolContext

@@ -15,7 +15,8 @@ from pydantic_ai.messages import (
 )
 
 from nestor.core.usage import Usage
-from nestor.runtime.compaction import CompactionMark, summary_message
+from nestor.runtime.features.compaction import summary_message
+from nestor.runtime.kernel.compaction_mark import CompactionMark
 from nestor.store import MessageStore, SessionStore, open_database
 from tests.cli.support import clean_env, nestor, nestor_json
 

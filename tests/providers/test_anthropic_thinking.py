@@ -13,7 +13,7 @@ import pytest
 from nestor.config import ModelConfig, Settings
 from nestor.core.errors import ConfigError
 from nestor.providers.build import build_model
-from nestor.runtime.loop import SessionAgent
+from nestor.runtime.kernel.loop import SessionAgent
 from nestor.testing import AnthropicReply, ScriptedAnthropicServer
 from tests.runtime.support import Harness
 

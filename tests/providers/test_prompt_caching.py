@@ -14,7 +14,7 @@ from pydantic_ai.messages import ModelResponse
 
 from nestor.config import ModelConfig, NamedProviderConfig, Settings
 from nestor.providers.build import BuiltModel, build_model
-from nestor.runtime.loop import SessionAgent
+from nestor.runtime.kernel.loop import SessionAgent
 from nestor.testing import AnthropicReply, AnthropicUsage, ScriptedAnthropicServer, ServerToolCall
 from tests.runtime.support import EchoTool, Harness
 

@@ -18,12 +18,13 @@ from nestor.core.errors import ToolError
 from nestor.core.events import Event
 from nestor.core.permission import PermissionRequest
 from nestor.permissions import PermissionPolicy
-from nestor.runtime.compaction import SummaryModel
-from nestor.runtime.context import ContextPolicy
-from nestor.runtime.hooks import Budgets, Hook
-from nestor.runtime.loop import AgentSetup, SessionAgent
-from nestor.runtime.permission_gate import PermissionAsker
-from nestor.runtime.small.harness import SmallModelHarness
+from nestor.runtime.features.compaction import Compaction, SummaryModel
+from nestor.runtime.features.small.harness import SmallModelHarness
+from nestor.runtime.kernel.context import ContextPolicy
+from nestor.runtime.kernel.hooks import Budgets, Hook
+from nestor.runtime.kernel.loop import SessionAgent
+from nestor.runtime.kernel.permission_gate import PermissionAsker
+from nestor.runtime.kernel.setup import AgentSetup
 from nestor.store.db import Database, open_database
 from nestor.store.messages import MessageStore
 from nestor.store.sessions import SessionStore
@@ -208,7 +209,7 @@ class Harness:
             project_root=self.root,
             scratch_dir=scratch_dir,
             context=context,
-            summarizer=summarizer,
+            compactor=Compaction(summarizer),
             brief_tools=brief_tools,
             budgets=budgets or Budgets(),
             hooks=hooks,

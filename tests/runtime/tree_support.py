@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,16 +12,18 @@ from pydantic_ai.models.function import AgentInfo
 from pydantic_ai.usage import RequestUsage
 
 from nestor.agents.registry import AgentRegistry
-from nestor.config import AgentsConfig, ContextConfig
+from nestor.config import AgentsConfig, Settings
 from nestor.permissions import PermissionPolicy
 from nestor.providers.build import BuiltModel
-from nestor.runtime.delegation import AgentTree, TreeServices
-from nestor.runtime.hooks import Budgets, Hook, TreeBudget
-from nestor.runtime.loop import AgentSetup, SessionAgent
-from nestor.runtime.permission_gate import PermissionAsker
-from nestor.runtime.prompt import read_instructions
-from nestor.runtime.small.harness import SmallModelHarness
-from nestor.runtime.task_tool import delegation_tools
+from nestor.runtime.factory.agents import AgentFactory
+from nestor.runtime.factory.prompt import read_instructions
+from nestor.runtime.features.small.harness import SmallModelHarness
+from nestor.runtime.kernel.hooks import Budgets, Hook, TreeBudget
+from nestor.runtime.kernel.loop import SessionAgent
+from nestor.runtime.kernel.permission_gate import PermissionAsker
+from nestor.runtime.kernel.setup import AgentSetup
+from nestor.runtime.tree.delegation import AgentTree
+from nestor.runtime.tree.task_tool import delegation_tools
 from nestor.testing import Script, ScriptedModel, ScriptExhausted, Step
 from nestor.testing.scripted_model import StepSource
 from nestor.tools.base import Tool
@@ -106,36 +108,41 @@ class TreeHarness(Harness):
         self.models = models
         self.extra_tools = extra_tools or {}
         self.built_choices: list[str] = []
-        self.tree = AgentTree(
-            TreeServices(
-                registry=self.registry,
-                config=config or AgentsConfig(),
-                context=ContextConfig(),
-                build_model=self._build,
-                sessions=self.sessions,
-                messages=self.messages,
-                bus=self.bus,
-                project_root=root,
-                scratch_root=root / "data" / "scratch",
-                asker=asker,
-                tool_factory=self._tools,
-                child_hooks=lambda tool_names, session_id: [],
-                environment=self._environment,
-                instructions=lambda: read_instructions(root, None),
-                catalogue=self.catalogue,
-            )
+        self.factory = AgentFactory(
+            settings=Settings(project_root=root, data_dir=root / "data", agents=config or AgentsConfig()),
+            registry=self.registry,
+            catalogue=self.catalogue,
+            models=self,
+            tools=self,
+            sessions=self.sessions,
+            messages=self.messages,
+            bus=self.bus,
+            env={},
+            asker=asker,
+            environment=self._environment,
+            instructions=lambda: read_instructions(root, None),
         )
+        self.tree = self.factory.tree
 
     async def _environment(self) -> str:
         return "<environment>test project</environment>"
 
-    def _build(self, choice: str) -> BuiltModel:
+    def choose(self, choice: str, env: Mapping[str, str]) -> BuiltModel:
+        """The scripted model of ``choice`` (the factory's model source)."""
         self.built_choices.append(choice)
         if choice not in self.models:
             from nestor.core.errors import UnknownProviderError
 
             raise UnknownProviderError(f"no scripted model for {choice!r}")
         return built(self.models[choice], f"test:{choice}", compact=self.compact)
+
+    def build(self, names: Sequence[str], session_id: str, tree: AgentTree) -> list[Tool[Any]]:
+        """Fresh tools by name (the factory's tool source)."""
+        return self._tools(names, session_id)
+
+    def hooks(self, names: Sequence[str], session_id: str) -> list[Hook]:
+        """No hooks come with the test tools."""
+        return []
 
     def _tools(self, names: Sequence[str], session_id: str) -> list[Tool[Any]]:
         made: dict[str, Tool[Any]] = {tool.name: tool for tool in self.catalogue.build(names)}

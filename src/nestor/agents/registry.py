@@ -306,6 +306,20 @@ def _precedence(spec: AgentSpec) -> tuple[int, int, str]:
     return (_LEVEL_RANK[spec.source], ECOSYSTEMS.index(spec.ecosystem), str(spec.path))
 
 
+def builtin_spec(name: str) -> AgentSpec:
+    """The agent built into nestor called ``name`` (``coder-compact`` included), as shipped.
+
+    The main agent is built from this, whatever the user's or the project's files define.
+    """
+    entry = resources.files(_BUILTIN_PACKAGE).joinpath(f"{name}.md")
+    result = read_agent_text(
+        ReadContext(Path(str(entry)), "builtin", "nestor", name), entry.read_text(encoding="utf-8")
+    )
+    if result.spec is None:  # a bug in a file nestor ships: the tests read every one
+        raise RuntimeError(f"the built-in agent {name!r} cannot be read: {result.problems}")
+    return result.spec
+
+
 def _read_builtin() -> tuple[ReadResult, ...]:
     results: list[ReadResult] = []
     folder = resources.files(_BUILTIN_PACKAGE)

@@ -409,19 +409,19 @@ def _draft(options: CommonOptions, description: str, name: str | None) -> str:
     from nestor.agents.tool_names import NESTOR_TOOLS
     from nestor.app import App
     from nestor.core.errors import ConfigError
-    from nestor.runtime.agent_drafts import draft_agent_spec
+    from nestor.runtime.features.agent_drafts import draft_agent_spec
 
     application = App.open(options.load_settings(), notify=lambda message: print(message, file=sys.stderr))
     try:
         try:
-            model_config = application.model_config("large", os.environ)
+            model_config = application.models.config("large", os.environ)
         except ConfigError:
             raise ConfigError(
                 "no model configured to draft the agent",
                 hint="pass --draft-model provider:model (--model sets the new agent's own model), set "
                 'NESTOR_MODEL, or add `[models] large = "provider:model"` to nestor.toml',
             ) from None
-        built = application.build_model(model_config, os.environ)
+        built = application.models.build(model_config, os.environ)
         print(f"drafting the agent with {built.name}...", file=sys.stderr)
         return asyncio.run(draft_agent_spec(built, description, tool_names=NESTOR_TOOLS, name=name))
     finally:

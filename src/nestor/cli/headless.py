@@ -16,8 +16,9 @@ from nestor.core.usage import Usage, format_cost, format_tokens
 
 if TYPE_CHECKING:
     from nestor.app import App
-    from nestor.runtime.loop import RunResult, SessionAgent
-    from nestor.runtime.titles import TitleWriter
+    from nestor.runtime.features.titles import TitleWriter
+    from nestor.runtime.kernel.loop import SessionAgent
+    from nestor.runtime.kernel.setup import RunResult
 
 EXIT_OK = 0
 EXIT_ERROR = 1

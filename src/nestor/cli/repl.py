@@ -46,8 +46,8 @@ from nestor.core.errors import NestorError
 
 if TYPE_CHECKING:
     from nestor.config import Settings
-    from nestor.runtime.loop import SessionAgent
-    from nestor.runtime.permission_gate import PermissionAsker
+    from nestor.runtime.kernel.loop import SessionAgent
+    from nestor.runtime.kernel.permission_gate import PermissionAsker
     from nestor.store.sessions import Session
 
 __all__ = [

@@ -19,9 +19,10 @@ from nestor.core.errors import NestorError
 
 if TYPE_CHECKING:
     from nestor.core.permission import PermissionRequest
-    from nestor.runtime.coordinator import Coordinator
-    from nestor.runtime.loop import RunResult, SessionAgent
-    from nestor.runtime.permission_gate import PermissionAnswer, PermissionAsker
+    from nestor.runtime.kernel.coordinator import Coordinator
+    from nestor.runtime.kernel.loop import SessionAgent
+    from nestor.runtime.kernel.permission_gate import PermissionAnswer, PermissionAsker
+    from nestor.runtime.kernel.setup import RunResult
     from nestor.store.sessions import Session, SessionStore
 
 __all__ = ["PermissionPrompter", "ReadAnswer", "ReplController", "StartAgent", "parse_answer"]

@@ -256,7 +256,7 @@ def export_json(session: Session, rows: list[StoredRow]) -> str:
     session's export takes a fraction of the time); the session's fields are indented.
     """
     from nestor.core.usage import Usage
-    from nestor.runtime.compaction_mark import mark_from_data
+    from nestor.runtime.kernel.compaction_mark import mark_from_data
 
     lines: list[str] = []
     for seq, kind, data, usage, created_at in rows:
@@ -292,7 +292,7 @@ def render_transcript(session: Session, records: list[MessageRecord]) -> str:
 
     from nestor.cli.render import counted
     from nestor.core.usage import format_cost, format_tokens
-    from nestor.runtime.compaction import compaction_mark
+    from nestor.runtime.kernel.history import compaction_mark
 
     usage = session.usage
     lines = [

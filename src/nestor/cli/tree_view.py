@@ -2,7 +2,7 @@
 
 Each node says which agent ran, what it was asked (its title), how it ended, which tools it used,
 how long it took and what it spent. Where the parent's ``task`` tool result recorded the run
-(``metadata["subagent"]``, a :class:`~nestor.runtime.subagent_result.SubAgentResult`), its tool
+(``metadata["subagent"]``, a :class:`~nestor.runtime.tree.subagent_result.SubAgentResult`), its tool
 counts, time and stop reason are used; otherwise they are read from the session itself (its tool
 calls, and the time from its creation to its last change).
 

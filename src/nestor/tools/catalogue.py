@@ -108,7 +108,7 @@ def _lazy(module: str, attribute: str) -> LazyFactory:
     return LazyFactory(f"nestor.tools.{module}", attribute)
 
 
-_TREE = BuiltByOwner("the agent tree (nestor.runtime.task_tool.delegation_tools)")
+_TREE = BuiltByOwner("the agent tree (nestor.runtime.tree.task_tool.delegation_tools)")
 _WEB = BuiltByOwner("the app: the one web client and the session's cache")
 
 BUILTIN_TOOLS: tuple[ToolInfo, ...] = (

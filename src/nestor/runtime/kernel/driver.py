@@ -1,0 +1,169 @@
+"""What a harness drives: the protocol between the kernel and a turn-driving harness.
+
+A harness (the small-model one, ``features/small/harness.py``) runs a whole turn itself: it makes
+tool calls and asks the model narrow questions through a :class:`HarnessHost`. :class:`AgentHost`
+is the kernel's host, over one agent and its run, within the run's budgets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from pydantic_ai.exceptions import ModelContextWindowExceededError
+from pydantic_ai.messages import (
+    InstructionPart,
+    ModelRequest,
+    ModelResponse,
+    ToolCallPart,
+    UserPromptPart,
+)
+from pydantic_ai.models import ModelRequestParameters
+from pydantic_ai.settings import ModelSettings
+
+from nestor.core.ids import new_id
+from nestor.runtime.kernel.hooks import RunState, Stop
+from nestor.runtime.kernel.model_call import ModelCall, response_text
+
+if TYPE_CHECKING:
+    from nestor.runtime.kernel.loop import SessionAgent
+
+ToolCall = tuple[str, dict[str, Any]]
+"""A tool call a harness makes: the tool's name and its arguments."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutcome:
+    """What one tool call returned: its text for the model and its structured metadata."""
+
+    content: str
+    metadata: dict[str, Any]
+    ok: bool
+
+
+class HarnessHost(Protocol):
+    """What the harness needs of the agent it drives."""
+
+    def tool_names(self) -> set[str]:
+        """The names of the agent's tools."""
+        ...
+
+    async def run_tools(self, calls: Sequence[ToolCall]) -> list[ToolOutcome]:
+        """Make ``calls`` as the agent's tool calls (in parallel) and return their outcomes."""
+        ...
+
+    async def ask(self, instructions: str, prompt: str, *, max_tokens: int, attempt: int = 0) -> str | None:
+        """One model request without tools; None when a budget stopped the run first.
+
+        ``attempt`` > 0 asks again differently: sampled warmer, with another seed, so that a retry
+        of a deterministic small model does not repeat the same reply.
+        """
+        ...
+
+    async def infill(self, before: str, after: str, *, max_tokens: int, attempt: int = 0) -> str | None:
+        """The code the model writes between ``before`` and ``after`` (fill-in-the-middle).
+
+        None when the model cannot fill in (not a code model with such tokens, or the prompt does
+        not fit) or a budget stopped the run first.
+        """
+        ...
+
+
+@runtime_checkable
+class InfillModel(Protocol):
+    """A model that can fill in the middle of code (the embedded one): see ``LocalModel.infill``."""
+
+    async def infill(
+        self, before: str, after: str, *, max_tokens: int, temperature: float = 0.0, seed: int | None = None
+    ) -> ModelResponse | None:
+        """The code between ``before`` and ``after`` as a response; None when the model cannot."""
+        ...
+
+
+class AgentHost:
+    """What the small-model harness drives: an agent's tools and model, within its run's budgets.
+
+    Tool calls the harness makes are stored as a response of the harness (``nestor:harness``, no
+    usage) followed by their results, so the session reads like any other; the model's answers
+    are stored and counted as usual.
+    """
+
+    def __init__(self, agent: SessionAgent, state: RunState) -> None:
+        self._agent = agent
+        self._state = state
+        self.stop: Stop | None = None
+
+    def tool_names(self) -> set[str]:
+        """The names of the agent's tools."""
+        return set(self._agent.tool_names)
+
+    async def run_tools(self, calls: Sequence[ToolCall]) -> list[ToolOutcome]:
+        """Make ``calls`` as the agent's tool calls, stored as a response of the harness."""
+        agent = self._agent
+        parts = [ToolCallPart(name, args, tool_call_id=f"harness-{new_id('call')}") for name, args in calls]
+        agent.append(ModelResponse(parts=list(parts), model_name="harness", provider_name="nestor"))
+        results = await agent._run_tools(self._state, parts)  # pyright: ignore[reportPrivateUsage]
+        agent.append(ModelRequest(parts=list(results)))
+        return [
+            ToolOutcome(
+                content=result.model_response_str(),
+                metadata=dict(result.metadata or {}),
+                ok=result.outcome == "success",
+            )
+            for result in results
+        ]
+
+    async def ask(self, instructions: str, prompt: str, *, max_tokens: int, attempt: int = 0) -> str | None:
+        """One model request without tools, counted and stored; None when a hook stopped the run."""
+        agent = self._agent
+        action = await agent._before_request(self._state)  # pyright: ignore[reportPrivateUsage]
+        if isinstance(action, Stop):
+            self.stop = action
+            return None
+        setup = agent.setup
+        parameters = ModelRequestParameters(
+            function_tools=[],
+            allow_text_output=True,
+            instruction_parts=[InstructionPart(content=instructions)],
+        )
+        settings: ModelSettings = {**(setup.model_settings or {}), "max_tokens": max_tokens}
+        if attempt:
+            settings["temperature"] = min(1.0, 0.4 + 0.2 * attempt)
+            settings["seed"] = attempt
+        call = ModelCall(
+            setup.model, settings, parameters, setup.retry, setup.sleep, setup.stream_idle_timeout_s
+        )
+        response = await call.request(
+            [ModelRequest(parts=[UserPromptPart(prompt)])],
+            agent_id=agent.session_id,
+            publish=setup.bus.publish,
+            stream_text=True,
+        )
+        agent._requests.record(self._state, response)  # pyright: ignore[reportPrivateUsage]
+        return response_text(response)
+
+    async def infill(self, before: str, after: str, *, max_tokens: int, attempt: int = 0) -> str | None:
+        """Fill-in-the-middle on an in-process code model; None when the model cannot."""
+        agent = self._agent
+        model = agent.setup.model
+        if not isinstance(model, InfillModel):
+            return None
+        action = await agent._before_request(self._state)  # pyright: ignore[reportPrivateUsage]
+        if isinstance(action, Stop):
+            self.stop = action
+            return None
+        try:
+            response = await model.infill(
+                before,
+                after,
+                max_tokens=max_tokens,
+                temperature=min(1.0, 0.4 + 0.2 * attempt) if attempt else 0.0,
+                seed=attempt or None,
+            )
+        except ModelContextWindowExceededError:
+            return None
+        if response is None:
+            return None
+        agent._requests.record(self._state, response)  # pyright: ignore[reportPrivateUsage]
+        return response_text(response) or ""

@@ -1,0 +1,170 @@
+"""Tool execution: one response's tool calls run in parallel, each through hooks and the gate.
+
+A call is checked by the hooks' ``before_tool_call``, validated against the tool's parameters,
+asked of the :class:`PermissionGate` when the tool needs permission, run, and passed through the
+hooks' ``after_tool_result``. Nothing but a cancellation escapes: an unknown tool, invalid
+arguments, a refusal or a tool's own bug becomes a result the model reads and can act on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import ValidationError
+from pydantic_ai.messages import ModelRequest, ModelRequestPart, ToolCallPart, ToolReturnPart
+
+from nestor.core.errors import PermissionDeniedError, ToolError
+from nestor.core.events import ToolFinished, ToolStarted
+from nestor.runtime.kernel.hooks import Hook, RunState
+from nestor.runtime.kernel.permission_gate import PermissionGate
+from nestor.tools.base import Tool, ToolContext, ToolResult
+
+if TYPE_CHECKING:
+    from nestor.runtime.kernel.setup import AgentSetup
+
+_PREVIEW_CHARS = 200
+Outcome = Literal["success", "failed", "denied", "retried"]
+
+
+class ToolRunner:
+    """Runs the tool calls of one agent (its tools, hooks and permission gate)."""
+
+    def __init__(
+        self, session_id: str, setup: AgentSetup, hooks: Sequence[Hook], gate: PermissionGate
+    ) -> None:
+        self._session_id = session_id
+        self._setup = setup
+        self._hooks = hooks
+        self._gate = gate
+        self.tools: dict[str, Tool[Any]] = {tool.name: tool for tool in setup.tools}
+
+    async def run(
+        self, state: RunState, calls: list[ToolCallPart], on_interrupted: Callable[[ModelRequest], None]
+    ) -> list[ToolReturnPart]:
+        """Run ``calls`` in parallel and return their results in order.
+
+        On cancellation, ``on_interrupted`` gets the finished calls' results and the unfinished
+        ones as interrupted, then the cancellation goes on.
+        """
+        results: dict[str, ToolReturnPart] = {}
+
+        async def run_one(call: ToolCallPart) -> None:
+            result = await self._run_one(state, call)
+            for hook in self._hooks:
+                result = await hook.after_tool_result(state, call, result)
+            results[call.tool_call_id] = result
+
+        tasks = [asyncio.create_task(run_one(call)) for call in calls]
+        try:
+            await asyncio.gather(*tasks)
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            on_interrupted(ModelRequest(parts=_with_interrupted(calls, results)))
+            raise
+        finally:
+            state.tool_calls += len(calls)
+        return [results[call.tool_call_id] for call in calls]
+
+    async def _run_one(self, state: RunState, call: ToolCallPart) -> ToolReturnPart:
+        publish = self._setup.bus.publish
+        started = time.monotonic()
+        try:
+            args = call.args_as_dict()
+        except ValueError:
+            args = {}
+        publish(
+            ToolStarted(
+                agent_id=self._session_id, tool_call_id=call.tool_call_id, tool_name=call.tool_name, args=args
+            )
+        )
+        outcome, content, metadata = await self._execute(state, call)
+        publish(
+            ToolFinished(
+                agent_id=self._session_id,
+                tool_call_id=call.tool_call_id,
+                tool_name=call.tool_name,
+                outcome=outcome,
+                preview=content[:_PREVIEW_CHARS],
+                duration_s=time.monotonic() - started,
+            )
+        )
+        return ToolReturnPart(
+            call.tool_name, content, tool_call_id=call.tool_call_id, outcome=outcome, metadata=metadata
+        )
+
+    async def _execute(
+        self, state: RunState, call: ToolCallPart
+    ) -> tuple[Outcome, str, dict[str, Any] | None]:
+        """Run one call: hooks, validation, permission, the tool; never raises but for cancellation."""
+        for hook in self._hooks:
+            refusal = await hook.before_tool_call(state, call)
+            if refusal is not None:
+                return "denied", refusal, None
+        tool = self.tools.get(call.tool_name)
+        if tool is None:
+            available = ", ".join(sorted(self.tools)) or "none"
+            return "retried", f"Unknown tool {call.tool_name!r}. Available tools: {available}.", None
+        try:
+            params = tool.params_model.model_validate(call.args_as_dict(raise_if_invalid=True))
+        except ValidationError as exc:
+            return "retried", _format_validation_error(call.tool_name, exc), None
+        except (ValueError, AssertionError) as exc:  # pydantic-ai asserts the JSON is an object
+            return (
+                "retried",
+                f"The arguments of {call.tool_name} are not valid JSON ({exc}). Send a JSON object.",
+                None,
+            )
+        gate = self._gate
+        ctx = ToolContext(
+            project_root=self._setup.project_root,
+            scratch_dir=self._setup.scratch_dir,
+            session_id=self._session_id,
+            tool_call_id=call.tool_call_id,
+            emit=self._setup.bus.publish,
+            ask_permission=lambda request: gate.allows(request, call.tool_call_id),
+            withholds=gate.policy.withholds,
+        )
+        try:
+            request = tool.permission(params, ctx)
+            if request is not None:
+                verdict = await gate.settle(request, call.tool_call_id)
+                if not verdict.allowed:
+                    raise PermissionDeniedError(gate.refusal(request, verdict.decision))
+            result = await tool.run(params, ctx)
+        except PermissionDeniedError as exc:
+            return "denied", str(exc), None
+        except ToolError as exc:
+            return "failed", str(exc), None
+        except Exception as exc:  # a tool's bug must not end the run
+            return "failed", f"{call.tool_name} failed: {type(exc).__name__}: {exc}", None
+        if isinstance(result, str):
+            result = ToolResult(result)
+        return ("failed" if result.is_error else "success"), result.content, result.metadata or None
+
+
+def _with_interrupted(calls: list[ToolCallPart], done: dict[str, ToolReturnPart]) -> list[ModelRequestPart]:
+    parts: list[ModelRequestPart] = []
+    for call in calls:
+        parts.append(
+            done.get(call.tool_call_id)
+            or ToolReturnPart(
+                call.tool_name,
+                "Interrupted: the run was stopped before this call finished.",
+                tool_call_id=call.tool_call_id,
+                outcome="interrupted",
+            )
+        )
+    return parts
+
+
+def _format_validation_error(tool_name: str, error: ValidationError) -> str:
+    lines = [f"Invalid arguments for {tool_name}; fix them and call it again:"]
+    for item in error.errors(include_url=False):
+        location = ".".join(str(part) for part in item["loc"]) or "(arguments)"
+        lines.append(f"- {location}: {item['msg']}")
+    return "\n".join(lines)
