@@ -36,9 +36,7 @@ from nestor.tools.web.content import (
     page_text,
 )
 from nestor.tools.web.pages import network_permission
-from nestor.tools.web.saved import LARGE_CONTENT_BYTES, PageFiles
-
-CACHED_NOTE = "(already fetched this session; cached copy)"
+from nestor.tools.web.saved import CACHED_NOTE, LARGE_CONTENT_BYTES, PageFiles, page_result_text
 
 DEFAULT_TIMEOUT_SECONDS = 30
 MAX_TIMEOUT_SECONDS = 120
@@ -129,15 +127,10 @@ class FetchTool(Tool[FetchParams]):
             "cached": from_cache,
             "saved_path": None if body.saved_path is None else str(body.saved_path),
         }
-        parts: list[str] = [CACHED_NOTE] if from_cache else []
-        if entry.redirects:
-            parts.append(f"Redirected to {entry.url}")
-        parts.append(body.text)
-        if entry.truncated:
-            megabytes = self.client.max_bytes / (1024 * 1024)
-            parts.append(f"[Body truncated: only the first {megabytes:g} MB were read.]")
-        parts.extend(notes)
-        return ToolResult(content="\n\n".join(parts), metadata=metadata)
+        text = page_result_text(
+            entry, body, from_cache=from_cache, max_bytes=self.client.max_bytes, notes=notes
+        )
+        return ToolResult(content=text, metadata=metadata)
 
 
 async def _error_result(url: str, page: FetchedPage) -> ToolResult:

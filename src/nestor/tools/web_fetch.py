@@ -17,9 +17,13 @@ from nestor.tools.web.cache import CachedPage, WebCache
 from nestor.tools.web.client import FetchError, SafeHttpClient, check_url
 from nestor.tools.web.content import convert, error_report
 from nestor.tools.web.pages import network_permission
-from nestor.tools.web.saved import LARGE_CONTENT_BYTES, PageFiles, file_name_for
-
-CACHED_NOTE = "(already fetched this session; cached copy)"
+from nestor.tools.web.saved import (
+    CACHED_NOTE,
+    LARGE_CONTENT_BYTES,
+    PageFiles,
+    file_name_for,
+    page_result_text,
+)
 
 
 class WebFetchParams(BaseModel):
@@ -102,14 +106,8 @@ class WebFetchTool(Tool[WebFetchParams]):
             "cached": from_cache,
             "saved_path": None if body.saved_path is None else str(body.saved_path),
         }
-        parts: list[str] = [CACHED_NOTE] if from_cache else []
-        if entry.redirects:
-            parts.append(f"Redirected to {entry.url}")
-        parts.append(body.text)
-        if entry.truncated:
-            megabytes = self.client.max_bytes / (1024 * 1024)
-            parts.append(f"[Body truncated: only the first {megabytes:g} MB were read.]")
-        return ToolResult("\n\n".join(parts), metadata=metadata)
+        text = page_result_text(entry, body, from_cache=from_cache, max_bytes=self.client.max_bytes)
+        return ToolResult(text, metadata=metadata)
 
 
 __all__ = ["CACHED_NOTE", "LARGE_CONTENT_BYTES", "WebFetchParams", "WebFetchTool", "file_name_for"]

@@ -10,10 +10,12 @@ from __future__ import annotations
 import hashlib
 import re
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from nestor.tools.base import ToolContext
+from nestor.tools.web.cache import CachedPage
 from nestor.tools.web.content import ConvertedPage
 
 LARGE_CONTENT_BYTES = 50_000
@@ -21,6 +23,9 @@ LARGE_CONTENT_BYTES = 50_000
 
 SAVED_DIR_NAME = "web"
 """The folder of the scratch directory where large pages are saved."""
+
+CACHED_NOTE = "(already fetched this session; cached copy)"
+"""The first line of a page's result when it came from the session's cache."""
 
 _EXTENSIONS = {"markdown": ".md", "json": ".json", "text": ".txt"}
 _UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
@@ -41,6 +46,20 @@ class PageBody:
     text: str
     size: int
     saved_path: Path | None
+
+
+def page_result_text(
+    entry: CachedPage, body: PageBody, *, from_cache: bool, max_bytes: int, notes: Sequence[str] = ()
+) -> str:
+    """What ``fetch`` and ``web_fetch`` say of a page: cache and redirect notes, the body, a cut note."""
+    parts: list[str] = [CACHED_NOTE] if from_cache else []
+    if entry.redirects:
+        parts.append(f"Redirected to {entry.url}")
+    parts.append(body.text)
+    if entry.truncated:
+        parts.append(f"[Body truncated: only the first {max_bytes / (1024 * 1024):g} MB were read.]")
+    parts.extend(notes)
+    return "\n\n".join(parts)
 
 
 class PageFiles:
