@@ -11,6 +11,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from nestor.core.usage import Usage, UsageField
+
+StopReason = Literal["completed", "max_iterations", "token_budget", "timeout", "cancelled", "error", "loop"]
+"""Why an agent's run ended: it answered (``completed``), a budget or the loop guard stopped it, the
+user cancelled it, or an error ended it."""
+
 
 class _Event(BaseModel):
     model_config = ConfigDict(frozen=True)
@@ -80,8 +86,8 @@ class RequestFinished(_Event):
 
     type: Literal["request_finished"] = "request_finished"
     model: str
-    usage: dict[str, Any]
-    run_usage: dict[str, Any]
+    usage: UsageField
+    run_usage: UsageField
 
 
 class Retrying(_Event):
@@ -108,11 +114,11 @@ class AgentFinished(_Event):
     depth: int = 0
     agent_type: str = "coder"
     description: str = ""
-    stop_reason: str
+    stop_reason: StopReason
     result: str
     is_error: bool = False
     num_turns: int = 0
-    usage: dict[str, Any] = Field(default_factory=dict)
+    usage: UsageField = Field(default_factory=Usage)
     cost_usd: float | None = None
     duration_s: float = 0.0
 
@@ -140,7 +146,7 @@ class Compacted(_Event):
     tokens_after: int
     summarized_messages: int
     kept_messages: int
-    usage: dict[str, Any] = Field(default_factory=dict)
+    usage: UsageField = Field(default_factory=Usage)
     duration_s: float = 0.0
 
 
