@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from nestor.core.permission import PERMISSION_CHOICES, PermissionAnswer, PermissionRequest
 from nestor.core.usage import Usage, UsageField
 
 StopReason = Literal["completed", "max_iterations", "token_budget", "timeout", "cancelled", "error", "loop"]
@@ -79,6 +80,25 @@ class PermissionAsked(_Event):
     target: str
     decision: Literal["allow", "deny"] | None = None
     reason: str = ""
+
+
+class PermissionRequested(_Event):
+    """A tool call waits for the user's answer; a UI answers it by ``request_id`` through the facade.
+
+    Published only where someone can answer (the REPL, a TUI); a headless run denies without asking.
+    """
+
+    type: Literal["permission_requested"] = "permission_requested"
+    request_id: str
+    request: PermissionRequest
+    choices: tuple[PermissionAnswer, ...] = PERMISSION_CHOICES
+
+
+class PermissionWithdrawn(_Event):
+    """A question of :class:`PermissionRequested` no longer needs an answer: its run was stopped."""
+
+    type: Literal["permission_withdrawn"] = "permission_withdrawn"
+    request_id: str
 
 
 class RequestFinished(_Event):
@@ -192,6 +212,8 @@ Event = Annotated[
     | ToolStarted
     | ToolFinished
     | PermissionAsked
+    | PermissionRequested
+    | PermissionWithdrawn
     | RequestFinished
     | Retrying
     | PromptQueued
