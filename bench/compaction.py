@@ -262,7 +262,7 @@ async def run_session(root: Path, label: str, *, compact: bool, turns: int = TUR
 
     def record(event: Event) -> None:
         if isinstance(event, RequestFinished):
-            figures.request_inputs.append(int(event.usage["input_tokens"]))
+            figures.request_inputs.append(event.usage.input_tokens)
         elif isinstance(event, CompactionStarted):
             figures.histories.append(list(agent.history))
         elif isinstance(event, Compacted):
@@ -337,8 +337,8 @@ def main() -> tuple[list[SessionFigures], list[SessionFigures]]:
     a, b = compacting[0], unlimited[0]
     count = len(a.compactions)
     per = max(count, 1)
-    summary_in = sum(int(event.usage.get("input_tokens", 0)) for event in a.compactions)
-    summary_out = sum(int(event.usage.get("output_tokens", 0)) for event in a.compactions)
+    summary_in = sum(event.usage.input_tokens for event in a.compactions)
+    summary_out = sum(event.usage.output_tokens for event in a.compactions)
     sent_a, sent_b = sum(a.request_inputs), sum(b.request_inputs)
     total_a = sent_a + summary_in
     big_a, big_b = max(a.request_inputs), max(b.request_inputs)

@@ -1,4 +1,8 @@
-"""REPL test support: a real store, bus, coordinator and scripted model behind a ReplController."""
+"""REPL test support: a real store, bus, coordinator and scripted model behind a ReplController.
+
+The controller gets each main agent as the app hands it to UIs: a :class:`Conversation` whose
+permission questions are events on the bus, answered through it.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, UserPromptPart
 from pydantic_ai.models.function import AgentInfo
 from rich.console import Console
 
+from nestor.app import Conversation, Session
 from nestor.cli.render import EventRenderer
 from nestor.cli.repl import PendingQuestion
 from nestor.cli.repl_controller import PermissionPrompter, ReadAnswer, ReplController
@@ -21,8 +26,7 @@ from nestor.core.events import AgentFinished
 from nestor.core.permission import PermissionRequest
 from nestor.runtime.kernel.coordinator import Coordinator
 from nestor.runtime.kernel.loop import SessionAgent
-from nestor.runtime.kernel.permission_gate import PermissionAsker
-from nestor.store.sessions import Session
+from nestor.runtime.kernel.permission_questions import PermissionQuestions
 from nestor.testing.scripted_model import ScriptedModel, Step, StepFunction, StepSource, reply
 from nestor.tools.base import Tool, ToolContext
 from tests.runtime.support import Harness
@@ -121,27 +125,40 @@ class ReplHarness:
         self.start_error: Exception | None = None
         self.question = PendingQuestion()
         self.prompter = PermissionPrompter(read_answer or self.question.ask, self.renderer)
+        self.base.bus.subscribe(self.prompter.handle)
+        self.agents: list[SessionAgent] = []
         self.controller = ReplController(
-            coordinator=self.coordinator,
-            sessions=self.sessions,
             renderer=self.renderer,
-            start_agent=self.start_agent,
-            asker=self.prompter,
+            open_conversation=self.open_conversation,
+            prompter=self.prompter,
             project_root=str(root),
         )
 
-    async def start_agent(self, session: Session | None, asker: PermissionAsker) -> SessionAgent:
+    @property
+    def agent(self) -> SessionAgent:
+        """The main agent of the controller's conversation (the one started last)."""
+        return self.agents[-1]
+
+    async def open_conversation(self, session: Session | None) -> Conversation:
         if self.start_error is not None:
             raise self.start_error
+        questions = PermissionQuestions(self.base.bus)
         agent = self.base.agent(
             self.model,
             self.tools,
-            asker=asker,
+            asker=questions,
             session_id=session.id if session is not None else None,
             model_name="test:scripted",
         )
         self.coordinator.add(agent)
-        return agent
+        self.agents.append(agent)
+        return Conversation(
+            agent,
+            coordinator=self.coordinator,
+            sessions=self.sessions,
+            questions=questions,
+            needs_title=not (session is not None and session.title),
+        )
 
     def lines(self) -> list[str]:
         return lines_of(self.output)

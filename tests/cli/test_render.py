@@ -120,7 +120,7 @@ def test_pending_text_is_printed_before_a_tool_line(renderer: EventRenderer, buf
 
 def test_each_model_response_is_its_own_block(renderer: EventRenderer, buffer: io.StringIO) -> None:
     renderer.handle(TextDelta(agent_id=MAIN, text="first answer"))
-    renderer.handle(RequestFinished(agent_id=MAIN, model="m", usage={}, run_usage={}))
+    renderer.handle(RequestFinished(agent_id=MAIN, model="m", usage=Usage(), run_usage=Usage()))
     renderer.handle(TextDelta(agent_id=MAIN, text="second answer"))
     renderer.flush_text()
     assert [line for line in lines_of(buffer) if line] == ["first answer", "second answer"]
@@ -539,7 +539,7 @@ def test_compaction_lines_say_why_what_it_saved_and_what_it_cost(
             tokens_after=31_500,
             summarized_messages=120,
             kept_messages=6,
-            usage=Usage(input_tokens=90_000, output_tokens=1_800, cost_usd=0.297).to_dict(),
+            usage=Usage(input_tokens=90_000, output_tokens=1_800, cost_usd=0.297),
             duration_s=12.5,
         )
     )

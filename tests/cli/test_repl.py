@@ -410,7 +410,7 @@ def test_run_repl_needs_a_terminal(tmp_path: Path, capsys: pytest.CaptureFixture
 async def test_the_toolbar_has_a_line_of_counters_per_running_sub_agent(make_harness: MakeHarness) -> None:
     harness = make_harness()
     await harness.controller.open(None)
-    main_id = harness.controller.agent.session_id
+    main_id = harness.controller.conversation.session_id
     with create_pipe_input() as pipe:
         prompt = LinePrompt(harness.controller, harness.question, input=pipe, output=DummyOutput())
 
@@ -435,7 +435,7 @@ async def test_a_running_sub_agent_is_shown_once_in_the_toolbar_then_once_when_d
 ) -> None:
     harness = make_harness()
     await harness.controller.open(None)
-    main_id = harness.controller.agent.session_id
+    main_id = harness.controller.conversation.session_id
     with create_pipe_input() as pipe:
         prompt = LinePrompt(harness.controller, harness.question, input=pipe, output=DummyOutput())
 

@@ -39,7 +39,7 @@ async def test_prompter_asks_again_until_the_answer_is_understood(make_harness: 
 
     harness = make_harness()
     prompter = PermissionPrompter(read_answer, harness.renderer)
-    assert await prompter(PUSH, "") == "session"
+    assert await prompter.ask(PUSH, "") == "session"
     assert questions == ["Allow Run: git push? [y] once  [a] for this session  [n] deny"] * 3
     assert harness.lines() == ["  ⎿ ✓ allowed for this session: Run: git push"]
 
@@ -55,8 +55,8 @@ async def test_prompter_asks_one_question_at_a_time(make_harness: MakeHarness) -
         return await answers[question]
 
     prompter = PermissionPrompter(read_answer, harness.renderer)
-    first = asyncio.create_task(prompter(PUSH, ""))
-    second = asyncio.create_task(prompter(TEST, ""))
+    first = asyncio.create_task(prompter.ask(PUSH, ""))
+    second = asyncio.create_task(prompter.ask(TEST, ""))
     await eventually(lambda: len(asked) == 1)
     for _ in range(20):  # let the second ask run as far as it can: it must wait for the first
         await asyncio.sleep(0)
@@ -81,7 +81,7 @@ async def test_prompter_prints_pending_text_before_asking(make_harness: MakeHarn
         seen.extend(harness.lines())
         return "y"
 
-    await PermissionPrompter(read_answer, renderer)(PUSH, "ses_main")
+    await PermissionPrompter(read_answer, renderer).ask(PUSH, "ses_main")
     assert "I will push now." in seen
 
 
@@ -91,7 +91,7 @@ async def test_prompter_prints_pending_text_before_asking(make_harness: MakeHarn
 async def test_a_prompt_runs_and_is_summarised(make_harness: MakeHarness) -> None:
     harness = make_harness([reply("The answer is **42**.\n\nDone.", chunks=4)])
     await harness.controller.open(None)
-    session_id = harness.controller.agent.session_id
+    session_id = harness.controller.conversation.session_id
     assert harness.lines()[0].startswith(f"nestor · test:scripted · new session {session_id}")
     assert await harness.controller.handle_line("what is the answer?\nthink hard")
     result = await harness.controller.wait()
@@ -116,7 +116,7 @@ async def test_cancel_stops_the_run_and_keeps_the_conversation(make_harness: Mak
     harness = make_harness([gate.step(reply("never shown")), reply("second answer")])
     controller = harness.controller
     await controller.open(None)
-    session_id = controller.agent.session_id
+    session_id = controller.conversation.session_id
     await controller.handle_line("a long job")
     await gate.entered.wait()
     assert controller.busy
@@ -211,7 +211,7 @@ async def test_cost_and_session_commands(make_harness: MakeHarness) -> None:
     harness = make_harness([reply("hi")])
     controller = harness.controller
     await controller.open(None)
-    session_id = controller.agent.session_id
+    session_id = controller.conversation.session_id
     await controller.handle_line("hello there")
     await controller.wait()
     await controller.handle_line("/cost")
@@ -231,11 +231,11 @@ async def test_clear_starts_a_new_session(make_harness: MakeHarness) -> None:
     harness = make_harness([reply("one"), reply("two")])
     controller = harness.controller
     await controller.open(None)
-    first_id = controller.agent.session_id
+    first_id = controller.conversation.session_id
     await controller.handle_line("first question")
     await controller.wait()
     await controller.handle_line("/clear")
-    second_id = controller.agent.session_id
+    second_id = controller.conversation.session_id
     assert second_id != first_id
     assert harness.renderer.main_agent_id == second_id
     assert harness.lines()[-1] == f"new session {second_id} (the previous one stays stored)"
@@ -250,13 +250,13 @@ async def test_an_error_in_a_command_is_printed_and_the_repl_goes_on(make_harnes
     harness = make_harness([reply("still working")])
     controller = harness.controller
     await controller.open(None)
-    session_id = controller.agent.session_id
+    session_id = controller.conversation.session_id
     harness.start_error = MissingCredentialsError(
         "OPENAI_API_KEY is not set", hint="export OPENAI_API_KEY=..."
     )
     assert await controller.handle_line("/clear")
     assert harness.lines()[-2:] == ["error: OPENAI_API_KEY is not set", "hint: export OPENAI_API_KEY=..."]
-    assert controller.agent.session_id == session_id
+    assert controller.conversation.session_id == session_id
     await controller.handle_line("go on")
     await controller.wait()
     assert "still working" in harness.lines()
@@ -267,12 +267,12 @@ async def test_clear_is_refused_while_a_run_is_going(make_harness: MakeHarness) 
     harness = make_harness([gate.step(reply("done"))])
     controller = harness.controller
     await controller.open(None)
-    session_id = controller.agent.session_id
+    session_id = controller.conversation.session_id
     await controller.handle_line("work")
     await gate.entered.wait()
     await controller.handle_line("/clear")
     assert harness.lines()[-1] == "a run is in progress: stop it with Esc first, then /clear"
-    assert controller.agent.session_id == session_id
+    assert controller.conversation.session_id == session_id
     gate.release.set()
     await controller.wait()
 
@@ -283,7 +283,7 @@ async def test_clear_is_refused_while_a_run_is_going(make_harness: MakeHarness) 
 async def test_a_resumed_session_keeps_its_history(make_harness: MakeHarness) -> None:
     harness = make_harness([reply("first"), reply("second")])
     await harness.controller.open(None)
-    session_id = harness.controller.agent.session_id
+    session_id = harness.controller.conversation.session_id
     await harness.controller.handle_line("remember 7")
     await harness.controller.wait()
 
@@ -308,7 +308,8 @@ async def test_shutdown_stops_a_run_and_says_how_to_resume(make_harness: MakeHar
     await controller.shutdown()
     assert not controller.busy
     assert harness.finished()[0].stop_reason == "cancelled"
-    assert harness.lines()[-1] == f"resume this session with: nestor --resume {controller.agent.session_id}"
+    session_id = controller.conversation.session_id
+    assert harness.lines()[-1] == f"resume this session with: nestor --resume {session_id}"
 
 
 async def test_shutdown_of_an_unused_session_says_nothing(make_harness: MakeHarness) -> None:
@@ -353,7 +354,7 @@ async def test_compact_can_be_stopped_and_leaves_the_history(make_harness: MakeH
     await controller.open(None)
     await controller.handle_line("start")
     await harness.wait_finished(1)
-    before = list(controller.agent.history)
+    before = list(harness.agent.history)
 
     await controller.handle_line("/compact")
     await gate.entered.wait()
@@ -361,7 +362,7 @@ async def test_compact_can_be_stopped_and_leaves_the_history(make_harness: MakeH
     await controller.wait()
     assert not controller.busy
     assert "compaction stopped; the history is unchanged" in harness.lines()
-    assert controller.agent.history == before
+    assert harness.agent.history == before
 
 
 async def test_compact_is_refused_while_a_run_is_going_and_with_nothing_to_compact(
@@ -388,7 +389,7 @@ async def test_clear_stops_what_the_previous_agent_left_running_in_the_backgroun
     harness = make_harness([reply("one")])
     controller = harness.controller
     await controller.open(None)
-    previous = controller.agent
+    previous = harness.agent
     stopped: list[str] = []
     # The agent tree listens like this to cancel an agent's sub-agents, background ones included.
     previous.add_cancel_listener(lambda: stopped.append(previous.session_id))

@@ -27,7 +27,7 @@ from nestor.core.events import (
     ToolFinished,
     ToolStarted,
 )
-from nestor.core.usage import Usage, format_cost, format_tokens
+from nestor.core.usage import format_cost, format_tokens
 
 __all__ = [
     "SubAgent",
@@ -177,7 +177,7 @@ def done_line(event: AgentFinished, agent: SubAgent | None) -> str:
             started_at=event.timestamp - event.duration_s,
             tools=-1,
         )
-    usage = Usage.from_dict(event.usage)
+    usage = event.usage
     counters = [
         *([counted(agent.tools, "tool")] if agent.tools >= 0 else []),
         format_duration(event.duration_s),

@@ -18,9 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 if TYPE_CHECKING:
-    from nestor.agents.readers_common import AgentFileProblem, ReadContext
-    from nestor.agents.registry import AgentRegistry
-    from nestor.agents.spec import AgentSpec
+    from nestor.app.agent_files import AgentFileProblem, AgentRegistry, AgentSpec
     from nestor.cli.options import CommonOptions
 
 app = typer.Typer(help="List, show, check, create and delete agent definitions.", no_args_is_help=True)
@@ -41,7 +39,7 @@ def _registry(ctx: typer.Context) -> AgentRegistry:
     Not through :class:`~nestor.app.App`: importing it costs seconds (pydantic-ai), and listing
     agent files needs neither the database nor a model.
     """
-    from nestor.agents.registry import project_registry
+    from nestor.app.agent_files import project_registry
 
     options = _options(ctx)
     return project_registry(options.project_root, os.environ, trusted=options.project_trusted())
@@ -164,18 +162,21 @@ def create_agent(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Write a drafted agent without asking.")] = False,
 ) -> None:
     """Create a project agent in .nestor/agents/NAME.md, asking for each field or drafting it with a model."""
+    from nestor.app.agent_files import check_name, compose, draft_agent, with_overrides
+
     registry = _registry(ctx)
     if name is None and from_description is None:
         name = _ask("Name")
     if name is not None:
-        _check_name(name)
+        check_name(name)
         _check_target(registry, name, force=force)
     given = {"name": name, "description": description, "tools": tools, "model": model}
     if from_description is None:
-        text = _compose(_ask_fields(given), prompt if prompt is not None else _ask("System prompt"))
+        text = compose(_ask_fields(given), prompt if prompt is not None else _ask("System prompt"))
     else:
         drafter = _options(ctx) if draft_model is None else replace(_options(ctx), model=draft_model)
-        text = _with_overrides(_draft(drafter, from_description, name), given, prompt)
+        drafted = draft_agent(drafter.load_settings(), from_description, name, notify=_to_stderr)
+        text = with_overrides(drafted, given, prompt)
     spec = _read_new_agent(registry, text, name)
     _check_target(registry, spec.name, force=force)
     _write_agent(registry, spec, confirm=from_description is not None and not yes)
@@ -320,17 +321,6 @@ def _value_text(key: str, value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def _check_name(name: str) -> None:
-    from nestor.agents.readers_common import NAME_PATTERN
-    from nestor.core.errors import NestorError
-
-    if not NAME_PATTERN.match(name):
-        raise NestorError(
-            f"invalid agent name {name!r}",
-            hint="use letters, digits, '_', '.' and '-', starting with a letter or digit",
-        )
-
-
 def _check_target(registry: AgentRegistry, name: str, *, force: bool) -> None:
     from nestor.core.errors import NestorError
 
@@ -358,103 +348,25 @@ def _ask_fields(given: dict[str, str | None]) -> dict[str, Any]:
     model = given["model"]
     if model is None:
         model = _ask("Model (empty to inherit the parent's)", optional=True)
-    return _set_fields({"name": given["name"]}, {"description": description, "tools": tools, "model": model})
+    from nestor.app.agent_files import set_fields
 
-
-def _set_fields(data: dict[str, Any], values: dict[str, str | None]) -> dict[str, Any]:
-    """``data`` with ``values`` set; an empty ``tools`` or ``model`` removes the key (all tools, inherit)."""
-    data = dict(data)
-    for key, value in values.items():
-        if value is None:
-            continue
-        if value.strip() or key not in ("tools", "model"):
-            data[key] = value.strip()
-        else:
-            data.pop(key, None)
-    return data
-
-
-def _with_overrides(draft: str, given: dict[str, str | None], prompt: str | None) -> str:
-    """The drafted file with the values given as options in place of the drafted ones."""
-    from nestor.agents.frontmatter import parse_front_matter
-    from nestor.core.errors import AgentFileError
-
-    if all(value is None for value in given.values()) and prompt is None:
-        return draft
-    try:
-        document = parse_front_matter(draft, Path("draft.md"))
-    except AgentFileError:
-        return draft  # reading it reports where the draft is broken
-    return _compose(_set_fields(document.data, given), prompt if prompt is not None else document.body)
-
-
-def _compose(data: dict[str, Any], body: str) -> str:
-    """An agent file from front-matter values and a prompt, for the readers to check."""
-    import yaml
-
-    class InlineLists(yaml.SafeDumper):
-        """Lists on one line (``tools: [view, grep]``), as the writer writes them."""
-
-    def inline(dumper: yaml.SafeDumper, items: list[Any]) -> yaml.Node:
-        return dumper.represent_sequence("tag:yaml.org,2002:seq", items, flow_style=True)
-
-    InlineLists.add_representer(list, inline)
-    front = yaml.dump(data, Dumper=InlineLists, sort_keys=False, allow_unicode=True, width=1_000_000)
-    return f"---\n{front}---\n\n{body.strip()}\n"
-
-
-def _draft(options: CommonOptions, description: str, name: str | None) -> str:
-    import asyncio
-
-    from nestor.agents.tool_names import NESTOR_TOOLS
-    from nestor.app import App
-    from nestor.core.errors import ConfigError
-    from nestor.runtime.features.agent_drafts import draft_agent_spec
-
-    application = App.open(options.load_settings(), notify=lambda message: print(message, file=sys.stderr))
-    try:
-        try:
-            model_config = application.models.config("large", os.environ)
-        except ConfigError:
-            raise ConfigError(
-                "no model configured to draft the agent",
-                hint="pass --draft-model provider:model (--model sets the new agent's own model), set "
-                'NESTOR_MODEL, or add `[models] large = "provider:model"` to nestor.toml',
-            ) from None
-        built = application.models.build(model_config, os.environ)
-        print(f"drafting the agent with {built.name}...", file=sys.stderr)
-        return asyncio.run(draft_agent_spec(built, description, tool_names=NESTOR_TOOLS, name=name))
-    finally:
-        application.close()
-
-
-def _new_agent_context(registry: AgentRegistry, name: str) -> ReadContext:
-    from nestor.agents.readers_common import ReadContext
-
-    own = next(loc for loc in registry.locations() if loc.source == "project" and loc.ecosystem == "nestor")
-    return ReadContext(own.directory / f"{name}.md", "project", "nestor", name, own.config_dirs)
+    return set_fields({"name": given["name"]}, {"description": description, "tools": tools, "model": model})
 
 
 def _read_new_agent(registry: AgentRegistry, text: str, name: str | None) -> AgentSpec:
     """Read a new agent's text as its file would be read; print its problems; fail on an error."""
-    from nestor.agents.frontmatter import parse_front_matter
-    from nestor.agents.readers import read_agent_text
-    from nestor.agents.readers_common import NAME_PATTERN
-    from nestor.core.errors import AgentFileError, NestorError
+    from nestor.app.agent_files import drafted_name, read_new_agent
+    from nestor.core.errors import NestorError
 
     if name is None:
-        try:
-            written: Any = parse_front_matter(text, Path("draft.md")).data.get("name")
-        except AgentFileError:
-            written = "new-agent"  # the reader reports the broken front matter
-        if not written:
+        name = drafted_name(text)
+        if name is None:
             print(text, file=sys.stderr)
             raise NestorError(
                 "the drafted agent has no name, so nothing was written",
                 hint='give it one: nestor agents create NAME --from-description "..."',
             )
-        name = str(written) if NAME_PATTERN.match(str(written)) else "new-agent"
-    result = read_agent_text(_new_agent_context(registry, name), text)
+    result = read_new_agent(registry, text, name)
     for problem in result.problems:
         print(format_problem(problem), file=sys.stderr)
     if result.spec is None:
@@ -467,7 +379,7 @@ def _read_new_agent(registry: AgentRegistry, text: str, name: str | None) -> Age
 
 
 def _write_agent(registry: AgentRegistry, spec: AgentSpec, *, confirm: bool) -> None:
-    from nestor.agents.writer import render_spec_markdown
+    from nestor.app.agent_files import render_spec_markdown
 
     text = render_spec_markdown(spec)
     target = registry.project_agents_dir() / f"{spec.name}.md"
@@ -483,6 +395,10 @@ def _write_agent(registry: AgentRegistry, spec: AgentSpec, *, confirm: bool) -> 
         print(
             f"it takes precedence over the {previous.source} agent {spec.name!r} ({_display(previous.path)})"
         )
+
+
+def _to_stderr(message: str) -> None:
+    print(message, file=sys.stderr)
 
 
 def _display(path: Path | None) -> str:

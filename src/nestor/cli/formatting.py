@@ -44,7 +44,7 @@ def one_line(text: str, limit: int) -> str:
 
 def turn_summary(event: AgentFinished) -> str:
     """``2 turns · 1.2k in / 340 out · $0.0042 · 3.1s`` for a finished run."""
-    usage = Usage.from_dict(event.usage)
+    usage = event.usage
     turns = counted(event.num_turns, "turn")
     tokens = f"{format_tokens(usage.input_tokens)} in / {format_tokens(usage.output_tokens)} out"
     return f"{turns} · {tokens} · {format_cost(event.cost_usd)} · {format_duration(event.duration_s)}"
@@ -52,7 +52,7 @@ def turn_summary(event: AgentFinished) -> str:
 
 def compaction_line(event: Compacted) -> str:
     """One line saying what a compaction saved and what its summary cost."""
-    summary = Usage.from_dict(event.usage)
+    summary = event.usage
     summarised = counted(event.summarized_messages, "message")
     return (
         f"⟳ context compacted: {format_tokens(event.tokens_before)} → {format_tokens(event.tokens_after)} "

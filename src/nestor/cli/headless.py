@@ -12,13 +12,11 @@ from typing import TYPE_CHECKING, Any, TextIO
 from nestor.cli.options import CommonOptions
 from nestor.cli.run_progress import TextProgress
 from nestor.core.events import Event
-from nestor.core.usage import Usage, format_cost, format_tokens
+from nestor.core.usage import format_cost, format_tokens
 
 if TYPE_CHECKING:
-    from nestor.app import App
-    from nestor.runtime.features.titles import TitleWriter
-    from nestor.runtime.kernel.loop import SessionAgent
-    from nestor.runtime.kernel.setup import RunResult
+    from nestor.app import Outcome
+    from nestor.config import Settings
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -46,15 +44,15 @@ def run_headless(
 
 
 async def _run(
-    settings: Any, prompt: str, *, output_format: str, resume: str | None, continue_latest: bool
+    settings: Settings, prompt: str, *, output_format: str, resume: str | None, continue_latest: bool
 ) -> int:
-    from nestor.app import App, title_from_prompt
+    from nestor.app import App
 
     app = App.open(settings, notify=lambda message: print(f"nestor: {message}", file=sys.stderr, flush=True))
     try:
         session = app.find_session(resume=resume, continue_latest=continue_latest)
-        agent = await app.start_main_agent(session=session, asker=None, title=title_from_prompt(prompt))
-        app.bus.subscribe(_event_printer(output_format, sys.stdout, sys.stderr))
+        conversation = await app.conversation(session=session, interactive=False, first_prompt=prompt)
+        app.subscribe(_event_printer(output_format, sys.stdout, sys.stderr))
 
         received: list[int] = []
         terminal = terminal_outputs()
@@ -63,37 +61,27 @@ async def _run(
             received.append(signum)
             if signum == signal.SIGHUP:
                 detach_from_terminal(terminal)
-            app.coordinator.cancel(agent.session_id)
-            if app.tree is not None:
-                app.tree.background.cancel_all()
-            if app.titles is not None:
-                app.titles.cancel()
+            conversation.stop()
 
         loop = asyncio.get_running_loop()
         for signum in STOP_SIGNALS:
             loop.add_signal_handler(signum, interrupt, signum)
-        children_before = _children_usage(app, agent.session_id)
         try:
-            result = await app.coordinator.run(agent.session_id, prompt)
-            main_usage = Usage() + result.usage
-            result = await _finish_background(app, agent, result, main_usage)
-            tree_usage = main_usage + _children_usage(app, agent.session_id).minus(children_before)
+            outcome = await conversation.run_to_completion(prompt)
             if output_format == "stream-json":
                 # The title's event comes before the result line, which stays the last one.
-                await _wait_for_titles(app.titles)
-            _print_outcome(_outcome(agent, result, tree_usage, main_usage), output_format)
+                await conversation.wait_for_title(TITLE_WAIT_S)
+            _print_outcome(outcome_json(outcome), output_format)
             # After the answer is out: the session's title is worth a short wait, not a delay.
-            await _wait_for_titles(app.titles)
+            await conversation.wait_for_title(TITLE_WAIT_S)
         finally:
             for signum in STOP_SIGNALS:
                 loop.remove_signal_handler(signum)
-        code = _exit_code(result.stop_reason, result.is_error)
+        code = _exit_code(outcome.stop_reason, outcome.is_error)
         # Stopped by a signal: the shell's convention, 128 + its number (130 Ctrl-C, 129, 143).
         return 128 + received[0] if received and code == EXIT_CANCELLED else code
     finally:
-        if app.titles is not None:
-            app.titles.cancel()
-        app.close()
+        app.close()  # stops a title still being written
 
 
 def terminal_outputs() -> tuple[int, ...]:
@@ -123,65 +111,29 @@ def detach_from_terminal(fds: tuple[int, ...]) -> None:
         os.close(devnull)
 
 
-def _children_usage(app: App, session_id: str) -> Usage:
-    """What the sub-agents of a session have spent so far (each child's total includes its own)."""
-    total = Usage()
-    for child in app.sessions.children(session_id):
-        total.add(child.usage)
-    return total
-
-
-async def _finish_background(
-    app: App, agent: SessionAgent, result: RunResult, main_usage: Usage
-) -> RunResult:
-    """Wait for background sub-agents; deliver their notices in more runs of the main agent.
-
-    A headless run ends only after every background agent ended and its notice reached the main
-    agent, whose answer to them is the run's result (``main_usage`` adds up every run's usage).
-    A run that did not complete cancels them.
-    """
-    tree = app.tree
-    if tree is None:
-        return result
-    while result.stop_reason == "completed" and (tree.background.any_running() or agent.has_pending):
-        await tree.background.wait_all()
-        if agent.has_pending:
-            result = await app.coordinator.run(agent.session_id, None)
-            main_usage.add(result.usage)
-    if tree.background.any_running():
-        tree.background.cancel_all()
-        await tree.background.wait_all()
-    return result
-
-
-async def _wait_for_titles(titles: TitleWriter | None) -> None:
-    if titles is not None:
-        await titles.wait(TITLE_WAIT_S)
-
-
-def _outcome(agent: SessionAgent, result: RunResult, tree_usage: Usage, main_usage: Usage) -> dict[str, Any]:
+def outcome_json(outcome: Outcome) -> dict[str, Any]:
     """The ``result`` line: the answer, and what the whole run cost (sub-agents and summaries included).
 
     ``usage``/``cost_usd`` count the main agent's requests and its sub-agents' (the session's
     title, written in the background, is not included: it counts in the session's totals);
     ``main_usage`` only the main agent's own.
     """
-    outcome: dict[str, Any] = {
+    line: dict[str, Any] = {
         "type": "result",
-        "session_id": agent.session_id,
-        "result": result.text,
-        "is_error": result.is_error,
-        "stop_reason": result.stop_reason,
-        "num_turns": result.num_turns,
-        "duration_s": round(result.duration_s, 3),
-        "model": agent.setup.model_name,
-        "usage": tree_usage.to_dict(),
-        "cost_usd": tree_usage.cost_usd,
-        "main_usage": main_usage.to_dict(),
+        "session_id": outcome.session_id,
+        "result": outcome.text,
+        "is_error": outcome.is_error,
+        "stop_reason": outcome.stop_reason,
+        "num_turns": outcome.num_turns,
+        "duration_s": round(outcome.duration_s, 3),
+        "model": outcome.model,
+        "usage": outcome.usage.to_dict(),
+        "cost_usd": outcome.usage.cost_usd,
+        "main_usage": outcome.main_usage.to_dict(),
     }
-    if result.hint:
-        outcome["hint"] = result.hint
-    return outcome
+    if outcome.hint:
+        line["hint"] = outcome.hint
+    return line
 
 
 def _print_outcome(outcome: dict[str, Any], output_format: str) -> None:

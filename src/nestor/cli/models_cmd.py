@@ -13,9 +13,8 @@ MODEL_ROLES: tuple[Literal["large"], Literal["small"]] = ("large", "small")
 
 def show_models(options: CommonOptions | None, *, as_json: bool) -> None:
     """Print the roles, their models, and the credential status of their providers."""
+    from nestor.app.models_info import credential_status, model_for_role, parse_model_string
     from nestor.core.errors import NestorError
-    from nestor.providers.catalog import credential_status, parse_model_string
-    from nestor.providers.defaults import model_for_role
 
     settings = (options or CommonOptions()).load_settings()
     rows: list[dict[str, Any]] = []

@@ -43,9 +43,9 @@ class CommonOptions:
         """Whether the project's settings apply: ``--trust``, or the user trusts its folder."""
         if self.trust:
             return True
+        from nestor.app.records import TrustedFolders
         from nestor.config import resolve_data_dir
         from nestor.core.errors import StoreError
-        from nestor.store.trust import TrustedFolders
 
         folders = TrustedFolders(resolve_data_dir())
         try:

@@ -5,7 +5,7 @@ sent while busy is queued and the agent takes it at its next turn, Esc or Ctrl-C
 permission question takes over the prompt until it is answered with y / a / n. Because of that
 output is append-only, and assistant text streams block by block (see :mod:`nestor.cli.render`).
 
-The logic (prompts, cancellation, slash commands, the permission asker) lives in
+The logic (prompts, cancellation, slash commands, answering permission questions) lives in
 :mod:`nestor.cli.repl_controller` and the output in :mod:`nestor.cli.render`; here are the keys and
 the wiring: :class:`LinePrompt` is the prompt_toolkit session (key bindings, toolbar, the pending
 permission question), :func:`interact` the read-eval loop, and :func:`run_repl` connects them to the
@@ -45,10 +45,8 @@ from nestor.cli.trust_cmd import settings_after_asking
 from nestor.core.errors import NestorError
 
 if TYPE_CHECKING:
+    from nestor.app import Conversation, Session
     from nestor.config import Settings
-    from nestor.runtime.kernel.loop import SessionAgent
-    from nestor.runtime.kernel.permission_gate import PermissionAsker
-    from nestor.store.sessions import Session
 
 __all__ = [
     "LazyFileHistory",
@@ -350,22 +348,22 @@ async def repl_main(
         renderer = EventRenderer(console)
         question = PendingQuestion()
 
-        def start_agent(session: Session | None, asker: PermissionAsker) -> Awaitable[SessionAgent]:
-            return app.start_main_agent(session=session, asker=asker, env=env)
+        def open_conversation(session: Session | None) -> Awaitable[Conversation]:
+            return app.conversation(session=session, interactive=True, env=env)
 
+        prompter = PermissionPrompter(question.ask, renderer)
         controller = ReplController(
-            coordinator=app.coordinator,
-            sessions=app.sessions,
             renderer=renderer,
-            start_agent=start_agent,
-            asker=PermissionPrompter(question.ask, renderer),
+            open_conversation=open_conversation,
+            prompter=prompter,
             project_root=str(settings.project_root),
         )
         try:
             await controller.open(app.find_session(resume=resume, continue_latest=continue_latest))
         except NestorError as exc:
             return report_error(exc, debug=debug)
-        unsubscribe = app.bus.subscribe(renderer.handle)
+        unsubscribe = app.subscribe(renderer.handle)
+        unsubscribe_prompter = app.subscribe(prompter.handle)
         prompt = LinePrompt(
             controller,
             question,
@@ -396,8 +394,7 @@ async def repl_main(
         finally:
             for signum in stop_signals:
                 loop.remove_signal_handler(signum)
+            unsubscribe_prompter()
             unsubscribe()
     finally:
-        if app.titles is not None:
-            app.titles.cancel()  # a title still being written is not worth keeping the user waiting
-        app.close()
+        app.close()  # a title still being written is not worth keeping the user waiting: it stops

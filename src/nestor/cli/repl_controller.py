@@ -1,9 +1,11 @@
 """The REPL's logic, apart from keys and the terminal: prompts, cancellation, slash commands, permissions.
 
-:class:`ReplController` sends what the user types to the main agent through the coordinator (a new
-run, or queued while one is going), stops runs, and runs the slash commands. :class:`PermissionPrompter`
-is the main agent's permission asker: it asks one question at a time through an injected function
-(the REPL's prompt, or a test's script) and maps y / a / n to ``once`` / ``session`` / ``deny``.
+:class:`ReplController` sends what the user types to the main agent's conversation (the app's
+facade: a new run, or queued while one is going), stops runs, and runs the slash commands.
+:class:`PermissionPrompter` answers the permission questions the conversation publishes as events:
+it asks one question at a time through an injected function (the REPL's prompt, or a test's
+script), maps y / a / n to ``once`` / ``session`` / ``deny`` and answers the conversation by the
+question's id.
 """
 
 from __future__ import annotations
@@ -13,25 +15,24 @@ import contextlib
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
-from nestor.app import title_from_prompt
 from nestor.cli.render import EventRenderer, counted, usage_summary
 from nestor.core.errors import NestorError
+from nestor.core.events import Event, PermissionRequested, PermissionWithdrawn
 
 if TYPE_CHECKING:
-    from nestor.core.permission import PermissionRequest
-    from nestor.runtime.kernel.coordinator import Coordinator
-    from nestor.runtime.kernel.loop import SessionAgent
-    from nestor.runtime.kernel.permission_gate import PermissionAnswer, PermissionAsker
-    from nestor.runtime.kernel.setup import RunResult
-    from nestor.store.sessions import Session, SessionStore
+    from nestor.app import Conversation, RunResult, Session
+    from nestor.core.permission import PermissionAnswer, PermissionRequest
 
-__all__ = ["PermissionPrompter", "ReadAnswer", "ReplController", "StartAgent", "parse_answer"]
+__all__ = ["OpenConversation", "PermissionPrompter", "ReadAnswer", "ReplController", "parse_answer"]
 
 ReadAnswer = Callable[[str], Awaitable[str]]
 """Shows a question and returns the user's raw answer."""
 
-StartAgent = Callable[["Session | None", "PermissionAsker"], Awaitable["SessionAgent"]]
-"""Builds the main agent on a session (a new one for None) with this permission asker, and makes it live."""
+OpenConversation = Callable[["Session | None"], Awaitable["Conversation"]]
+"""Starts the main agent on a session (a new one for None), interactive, and returns its conversation."""
+
+Answer = Callable[[str, "PermissionAnswer"], object]
+"""Answers the permission question with this id (the conversation's ``answer``)."""
 
 
 _ANSWERS: dict[str, PermissionAnswer] = {
@@ -53,22 +54,39 @@ def parse_answer(text: str) -> PermissionAnswer | None:
 
 
 class PermissionPrompter:
-    """The main agent's permission asker: asks the user one question at a time.
+    """Answers the permission questions on the bus: asks the user one question at a time.
 
     Args:
         read_answer: Shows a question and returns what the user answered; asked again until the
             answer is y / a / n (or a word for them).
         renderer: Formats the question and keeps the answer in the scrollback.
+        answer: Sends the user's answer back by the question's id (set by the controller).
 
     """
 
-    def __init__(self, read_answer: ReadAnswer, renderer: EventRenderer) -> None:
+    def __init__(
+        self, read_answer: ReadAnswer, renderer: EventRenderer, answer: Answer = lambda _id, _answer: None
+    ) -> None:
         self._read_answer = read_answer
         self._renderer = renderer
+        self.answer = answer
         # Parallel tool calls may ask at the same time; the user answers them one after the other.
         self._lock = asyncio.Lock()
+        self._asking: dict[str, asyncio.Task[None]] = {}
 
-    async def __call__(self, request: PermissionRequest, agent_id: str) -> PermissionAnswer:
+    def handle(self, event: Event) -> None:
+        """A bus handler: ask about each :class:`PermissionRequested`, drop the withdrawn ones."""
+        if isinstance(event, PermissionRequested):
+            task = asyncio.get_running_loop().create_task(self._ask_and_answer(event), name="permission")
+            self._asking[event.request_id] = task
+            task.add_done_callback(lambda _task: self._asking.pop(event.request_id, None))
+        elif isinstance(event, PermissionWithdrawn) and event.request_id in self._asking:
+            self._asking[event.request_id].cancel()
+
+    async def _ask_and_answer(self, event: PermissionRequested) -> None:
+        self.answer(event.request_id, await self.ask(event.request, event.agent_id))
+
+    async def ask(self, request: PermissionRequest, agent_id: str) -> PermissionAnswer:
         """Ask about ``request`` from agent ``agent_id``; return ``once``, ``session`` or ``deny``."""
         async with self._lock:
             self._renderer.flush_text()
@@ -105,11 +123,9 @@ class ReplController:
     :meth:`cancel` and :attr:`busy`; output goes through the renderer.
 
     Args:
-        coordinator: Runs the agents.
-        sessions: The session store (titles, totals for ``/cost``).
         renderer: Prints.
-        start_agent: Builds the main agent on a session, or on a new one for None.
-        asker: The permission asker given to every main agent.
+        open_conversation: Starts the main agent on a session, or on a new one for None.
+        prompter: Asks the user the permission questions; answers go to the current conversation.
         project_root: Shown in the banner.
 
     """
@@ -117,37 +133,32 @@ class ReplController:
     def __init__(
         self,
         *,
-        coordinator: Coordinator,
-        sessions: SessionStore,
         renderer: EventRenderer,
-        start_agent: StartAgent,
-        asker: PermissionAsker,
+        open_conversation: OpenConversation,
+        prompter: PermissionPrompter,
         project_root: str,
     ) -> None:
         self.renderer = renderer
-        self._coordinator = coordinator
-        self._sessions = sessions
-        self._start_agent = start_agent
-        self._asker = asker
+        self._open_conversation = open_conversation
         self._project_root = project_root
-        self._agent: SessionAgent | None = None
-        self._needs_title = False
+        self._conversation: Conversation | None = None
         self._compaction: asyncio.Task[None] | None = None
         self._after_compaction: list[str] = []
+        prompter.answer = self._answer
 
     @property
-    def agent(self) -> SessionAgent:
-        """The main agent (after :meth:`open`)."""
-        if self._agent is None:
+    def conversation(self) -> Conversation:
+        """The main agent's conversation (after :meth:`open`)."""
+        if self._conversation is None:
             raise RuntimeError("ReplController.open() has not been called")
-        return self._agent
+        return self._conversation
 
     @property
     def busy(self) -> bool:
         """True while the main agent runs or compacts its history."""
         if self._compacting:
             return True
-        return self._agent is not None and self._coordinator.busy(self._agent.session_id)
+        return self._conversation is not None and self._conversation.busy
 
     @property
     def _compacting(self) -> bool:
@@ -160,15 +171,15 @@ class ReplController:
 
     async def open(self, session: Session | None) -> None:
         """Start the main agent on ``session`` (a new session for None) and print the banner."""
-        agent = await self._start_agent(session, self._asker)
-        self._use(agent, title=session.title if session else "")
+        conversation = await self._open_conversation(session)
+        self._use(conversation)
         resumed = None
         if session is not None:
-            count = len(agent.history)
+            count = conversation.message_count
             resumed = counted(count, "message") + (f", {session.title}" if session.title else "")
         self.renderer.startup(
-            model=agent.setup.model_name,
-            session_id=agent.session_id,
+            model=conversation.model,
+            session_id=conversation.session_id,
             project_root=self._project_root,
             resumed=resumed,
         )
@@ -192,16 +203,13 @@ class ReplController:
 
     def submit(self, prompt: str) -> asyncio.Task[RunResult] | None:
         """Send ``prompt`` to the main agent: a new run, or queued (None) when one is going."""
-        agent = self.agent
+        conversation = self.conversation
         if self._compacting:
             # The agent cannot run while its history is being replaced; the prompt goes right after.
             self._after_compaction.append(prompt)
             self.renderer.info("queued until the compaction ends", style="dim")
             return None
-        if self._needs_title:
-            self._needs_title = False
-            self._sessions.set_title(agent.session_id, title_from_prompt(prompt))
-        task = self._coordinator.submit(agent.session_id, prompt)
+        task = conversation.submit(prompt)
         if task is not None:
             task.add_done_callback(self._report_crash)
         return task
@@ -211,27 +219,27 @@ class ReplController:
         if self._compaction is not None and not self._compaction.done():
             self._compaction.cancel()
             return True
-        return self._agent is not None and self._coordinator.cancel(self._agent.session_id)
+        return self._conversation is not None and self._conversation.cancel()
 
     async def wait(self) -> RunResult | None:
         """Wait for the main agent's run to end (None when there is none)."""
         if self._compaction is not None:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._compaction
-        if self._agent is None or not self._coordinator.busy(self._agent.session_id):
+        if self._conversation is None:
             return None
-        return await self._coordinator.wait(self._agent.session_id)
+        return await self._conversation.wait()
 
     async def shutdown(self) -> None:
         """Stop the run in progress, if any, and wait until what it did is stored."""
-        if self._agent is None:
+        if self._conversation is None:
             return
         if self.cancel():
             with contextlib.suppress(Exception):
                 await self.wait()
-        if self._agent.history:
+        if self._conversation.message_count:
             self.renderer.info(
-                f"resume this session with: nestor --resume {self._agent.session_id}", style="dim"
+                f"resume this session with: nestor --resume {self._conversation.session_id}", style="dim"
             )
 
     # -- slash commands ---------------------------------------------------------------------
@@ -245,8 +253,8 @@ class ReplController:
                 self.renderer.info(f"{command:<10} {help_text}")
             self.renderer.info(_KEYS_HELP, style="dim")
         elif name == "/cost":
-            usage = self._sessions.get(self.agent.session_id).usage
-            self.renderer.info(f"session {self.agent.session_id}: {usage_summary(usage)}")
+            usage = self.conversation.session().usage
+            self.renderer.info(f"session {self.conversation.session_id}: {usage_summary(usage)}")
         elif name == "/session":
             self._show_session()
         elif name == "/clear":
@@ -260,11 +268,11 @@ class ReplController:
         return True
 
     def _show_session(self) -> None:
-        session = self._sessions.get(self.agent.session_id)
-        count = len(self.agent.history)
+        session = self.conversation.session()
+        count = self.conversation.message_count
         self.renderer.info(f"session {session.id}")
         self.renderer.info(f"  title    {session.title or '(none yet)'}")
-        self.renderer.info(f"  model    {self.agent.setup.model_name}")
+        self.renderer.info(f"  model    {self.conversation.model}")
         self.renderer.info(f"  project  {session.project_path}")
         self.renderer.info(f"  history  {counted(count, 'message')} · {session.status}")
 
@@ -272,13 +280,14 @@ class ReplController:
         if self.busy:
             self.renderer.info("a run is in progress: stop it with Esc first, then /clear", style="yellow")
             return
-        previous = self._agent
-        agent = await self._start_agent(None, self._asker)
+        previous = self._conversation
+        conversation = await self._open_conversation(None)
         if previous is not None:
-            previous.cancel()  # idle: this only stops its background sub-agents, whose notices would be lost
-            self._coordinator.remove(previous.session_id)
-        self._use(agent, title="")
-        self.renderer.info(f"new session {agent.session_id} (the previous one stays stored)", style="dim")
+            previous.close()
+        self._use(conversation)
+        self.renderer.info(
+            f"new session {conversation.session_id} (the previous one stays stored)", style="dim"
+        )
 
     def _start_compaction(self, focus: str | None) -> None:
         if self.busy:
@@ -286,12 +295,12 @@ class ReplController:
                 "a run is in progress: /compact when it is done, or stop it with Esc", style="yellow"
             )
             return
-        self._compaction = asyncio.create_task(self._compact(self.agent, focus), name="compact")
+        self._compaction = asyncio.create_task(self._compact(self.conversation, focus), name="compact")
 
-    async def _compact(self, agent: SessionAgent, focus: str | None) -> None:
-        """Compact ``agent``'s history; progress and results are events the renderer prints."""
+    async def _compact(self, conversation: Conversation, focus: str | None) -> None:
+        """Compact the conversation's history; progress and results are events the renderer prints."""
         try:
-            if await agent.compact(focus) is None:
+            if await conversation.compact(focus) is None:
                 self.renderer.info("nothing to compact yet", style="dim")
         except asyncio.CancelledError:
             self.renderer.info("compaction stopped; the history is unchanged", style="yellow")
@@ -305,10 +314,13 @@ class ReplController:
 
     # -- helpers ----------------------------------------------------------------------------
 
-    def _use(self, agent: SessionAgent, *, title: str) -> None:
-        self._agent = agent
-        self._needs_title = not title
-        self.renderer.main_agent_id = agent.session_id
+    def _use(self, conversation: Conversation) -> None:
+        self._conversation = conversation
+        self.renderer.main_agent_id = conversation.session_id
+
+    def _answer(self, request_id: str, answer: PermissionAnswer) -> None:
+        if self._conversation is not None:
+            self._conversation.answer(request_id, answer)
 
     def _report_crash(self, task: asyncio.Task[RunResult]) -> None:
         # The loop turns errors into an ErrorEvent; only a bug in it ends here.

@@ -14,10 +14,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 if TYPE_CHECKING:
+    from nestor.app.records import MessageRecord, MessageStore, Session, SessionStore, StoredRow
     from nestor.cli.options import CommonOptions
     from nestor.cli.tree_view import AgentNode
-    from nestor.store.messages import MessageRecord, MessageStore, StoredRow
-    from nestor.store.sessions import Session, SessionStore
 
 app = typer.Typer(help="List, show, export and delete stored sessions.", no_args_is_help=True)
 
@@ -42,7 +41,7 @@ def _options(ctx: typer.Context) -> CommonOptions:
 @contextmanager
 def _stores(ctx: typer.Context) -> Iterator[Stores]:
     """The session database's stores, without the rest of the app (the model layer costs start-up time)."""
-    from nestor.store import MessageStore, SessionStore, open_database
+    from nestor.app.records import MessageStore, SessionStore, open_database
 
     database = open_database(_options(ctx).load_settings().database_path)
     try:
@@ -255,8 +254,8 @@ def export_json(session: Session, rows: list[StoredRow]) -> str:
     The messages are printed as stored, one per line (neither decoded nor re-encoded: a long
     session's export takes a fraction of the time); the session's fields are indented.
     """
+    from nestor.app.records import mark_from_data
     from nestor.core.usage import Usage
-    from nestor.runtime.kernel.compaction_mark import mark_from_data
 
     lines: list[str] = []
     for seq, kind, data, usage, created_at in rows:
@@ -290,9 +289,9 @@ def render_transcript(session: Session, records: list[MessageRecord]) -> str:
         UserPromptPart,
     )
 
+    from nestor.app.records import compaction_mark
     from nestor.cli.render import counted
     from nestor.core.usage import format_cost, format_tokens
-    from nestor.runtime.kernel.history import compaction_mark
 
     usage = session.usage
     lines = [

@@ -24,8 +24,7 @@ from nestor.cli.formatting import counted, format_duration
 from nestor.core.usage import Usage, format_cost, format_tokens
 
 if TYPE_CHECKING:
-    from nestor.store.messages import MessageStore
-    from nestor.store.sessions import Session, SessionStore
+    from nestor.app.records import MessageStore, Session, SessionStore
 
 __all__ = ["AgentNode", "count_descendants", "load_tree", "tree_lines"]
 

@@ -20,9 +20,9 @@ def run_trust(options: CommonOptions, path: Path | None, *, remove: bool, list_f
         NestorError: The path is not a folder, or the trust list cannot be read or written.
 
     """
+    from nestor.app.records import TrustedFolders
     from nestor.config import resolve_data_dir
     from nestor.core.errors import NestorError
-    from nestor.store.trust import TrustedFolders
 
     folders = TrustedFolders(resolve_data_dir())
     if list_folders:
@@ -63,8 +63,8 @@ def settings_after_asking(options: CommonOptions, settings: Settings, ask: Calla
         return settings
     from dataclasses import replace
 
+    from nestor.app.records import TrustedFolders
     from nestor.config import resolve_data_dir
-    from nestor.store.trust import TrustedFolders
 
     question = (
         f"Do you trust the files in {settings.project_root}? Its nestor.toml sets {', '.join(untrusted)}, "

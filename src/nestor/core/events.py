@@ -11,6 +11,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from nestor.core.permission import PERMISSION_CHOICES, PermissionAnswer, PermissionRequest
+from nestor.core.usage import Usage, UsageField
+
+StopReason = Literal["completed", "max_iterations", "token_budget", "timeout", "cancelled", "error", "loop"]
+"""Why an agent's run ended: it answered (``completed``), a budget or the loop guard stopped it, the
+user cancelled it, or an error ended it."""
+
 
 class _Event(BaseModel):
     model_config = ConfigDict(frozen=True)
@@ -75,13 +82,32 @@ class PermissionAsked(_Event):
     reason: str = ""
 
 
+class PermissionRequested(_Event):
+    """A tool call waits for the user's answer; a UI answers it by ``request_id`` through the facade.
+
+    Published only where someone can answer (the REPL, a TUI); a headless run denies without asking.
+    """
+
+    type: Literal["permission_requested"] = "permission_requested"
+    request_id: str
+    request: PermissionRequest
+    choices: tuple[PermissionAnswer, ...] = PERMISSION_CHOICES
+
+
+class PermissionWithdrawn(_Event):
+    """A question of :class:`PermissionRequested` no longer needs an answer: its run was stopped."""
+
+    type: Literal["permission_withdrawn"] = "permission_withdrawn"
+    request_id: str
+
+
 class RequestFinished(_Event):
     """A model request completed; carries that request's usage and the run's totals so far."""
 
     type: Literal["request_finished"] = "request_finished"
     model: str
-    usage: dict[str, Any]
-    run_usage: dict[str, Any]
+    usage: UsageField
+    run_usage: UsageField
 
 
 class Retrying(_Event):
@@ -108,11 +134,11 @@ class AgentFinished(_Event):
     depth: int = 0
     agent_type: str = "coder"
     description: str = ""
-    stop_reason: str
+    stop_reason: StopReason
     result: str
     is_error: bool = False
     num_turns: int = 0
-    usage: dict[str, Any] = Field(default_factory=dict)
+    usage: UsageField = Field(default_factory=Usage)
     cost_usd: float | None = None
     duration_s: float = 0.0
 
@@ -140,7 +166,7 @@ class Compacted(_Event):
     tokens_after: int
     summarized_messages: int
     kept_messages: int
-    usage: dict[str, Any] = Field(default_factory=dict)
+    usage: UsageField = Field(default_factory=Usage)
     duration_s: float = 0.0
 
 
@@ -186,6 +212,8 @@ Event = Annotated[
     | ToolStarted
     | ToolFinished
     | PermissionAsked
+    | PermissionRequested
+    | PermissionWithdrawn
     | RequestFinished
     | Retrying
     | PromptQueued

@@ -7,6 +7,11 @@ from typing import Literal
 
 PermissionAction = Literal["read", "write", "execute", "network"]
 
+PermissionAnswer = Literal["once", "session", "deny"]
+"""The user's answer to a permission question: allow this call, allow such calls for the session, deny."""
+
+PERMISSION_CHOICES: tuple[PermissionAnswer, ...] = ("once", "session", "deny")
+
 
 @dataclass(frozen=True, slots=True)
 class PermissionRequest:

@@ -8,7 +8,9 @@ total is never a made-up number; a total that misses some requests says so.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, cast
+
+from pydantic import PlainSerializer, PlainValidator
 
 
 @dataclass(slots=True)
@@ -68,6 +70,10 @@ class Usage:
             unpriced_requests=self.unpriced_requests - earlier.unpriced_requests,
         )
 
+    def copy(self) -> Usage:
+        """A snapshot of this usage that later additions to it do not change."""
+        return Usage() + self
+
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dict, including ``total_tokens``."""
         # Written out: dataclasses.asdict deep-copies and is ten times slower on the loop's hot path.
@@ -88,6 +94,22 @@ class Usage:
         """Rebuild a usage from :meth:`to_dict` output, ignoring unknown keys."""
         fields = {f for f in cls.__dataclass_fields__}
         return cls(**{k: v for k, v in data.items() if k in fields})
+
+
+def _usage_from_json(value: object) -> Usage:
+    if isinstance(value, Usage):
+        return value
+    if isinstance(value, dict):
+        return Usage.from_dict(cast("dict[str, Any]", value))
+    raise ValueError("usage must be a Usage or a dict of its fields")
+
+
+UsageField = Annotated[
+    Usage,
+    PlainValidator(_usage_from_json),
+    PlainSerializer(lambda usage: usage.to_dict(), return_type=dict[str, Any]),
+]
+"""A :class:`Usage` in a pydantic model (an event): read from and written as :meth:`Usage.to_dict`'s JSON."""
 
 
 def format_tokens(count: int) -> str:

@@ -329,7 +329,7 @@ class Compaction:
             tokens_after=after,
             summarized_messages=cut,
             kept_messages=len(kept),
-            usage=usage.to_dict(),
+            usage=usage,
             duration_s=time.monotonic() - started,
         )
         publish(event)

@@ -23,16 +23,15 @@ from __future__ import annotations
 import time
 from collections import Counter, deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from pydantic_ai.messages import ToolCallPart, ToolReturnPart
 
+from nestor.core.events import StopReason as StopReason  # hooks and the tree name a stop by it
 from nestor.core.usage import Usage
 
 if TYPE_CHECKING:
     from nestor.runtime.kernel.setup import RunResult
-
-StopReason = Literal["completed", "max_iterations", "token_budget", "timeout", "cancelled", "error", "loop"]
 
 
 @dataclass(slots=True)

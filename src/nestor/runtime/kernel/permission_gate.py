@@ -14,10 +14,11 @@ from typing import Literal
 
 from nestor.bus import EventBus
 from nestor.core.events import PermissionAsked
-from nestor.core.permission import PermissionRequest
+from nestor.core.permission import PermissionAnswer, PermissionRequest
 from nestor.permissions import Decision, PermissionPolicy
 
-PermissionAnswer = Literal["once", "session", "deny"]
+__all__ = ["PermissionAnswer", "PermissionAsker", "PermissionGate", "Verdict"]
+
 PermissionAsker = Callable[[PermissionRequest, str], Awaitable[PermissionAnswer]]
 """Asks the user about ``request`` for agent ``agent_id``; None where nobody can answer (headless)."""
 

@@ -135,8 +135,8 @@ class Requests:
             RequestFinished(
                 agent_id=agent.session_id,
                 model=agent.setup.model_name,
-                usage=usage.to_dict(),
-                run_usage=state.usage.to_dict(),
+                usage=usage,
+                run_usage=state.usage.copy(),
             )
         )
 

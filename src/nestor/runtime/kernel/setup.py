@@ -196,7 +196,7 @@ async def finish_run(
             result=text,
             is_error=result.is_error,
             num_turns=state.iteration,
-            usage=state.usage.to_dict(),
+            usage=state.usage.copy(),
             cost_usd=state.usage.cost_usd,
             duration_s=result.duration_s,
         )

@@ -1,4 +1,4 @@
-"""The composition root: settings in, a ready-to-run main agent out.
+"""The composition root: settings in, a ready-to-run main agent (and its conversation) out.
 
 Nothing below this layer knows about files on disk besides what it is handed; here the settings
 choose the database and the models, and the agent factory (``runtime/factory/agents.py``) builds
@@ -17,7 +17,8 @@ from pathlib import Path
 
 from nestor.agents.registry import AgentRegistry, project_registry
 from nestor.agents.spec import AgentSpec
-from nestor.bus import EventBus
+from nestor.app.conversation import Conversation, title_from_prompt
+from nestor.bus import EventBus, EventHandler
 from nestor.config import PROJECT_CONFIG_NAME, Settings, default_user_config_path
 from nestor.core.errors import NestorError, SessionNotFoundError
 from nestor.providers.models import ModelBuilder
@@ -29,6 +30,7 @@ from nestor.runtime.kernel.coordinator import Coordinator
 from nestor.runtime.kernel.hooks import Hook
 from nestor.runtime.kernel.loop import SessionAgent
 from nestor.runtime.kernel.permission_gate import PermissionAsker
+from nestor.runtime.kernel.permission_questions import PermissionQuestions
 from nestor.runtime.tree.delegation import AgentTree
 from nestor.store.db import Database, open_database
 from nestor.store.messages import MessageStore
@@ -96,7 +98,9 @@ class App:
         )
 
     def close(self) -> None:
-        """Release the sessions this process holds and close the database."""
+        """Stop writing titles, release the sessions this process holds and close the database."""
+        if self.titles is not None:
+            self.titles.cancel()
         if self._heartbeat is not None:
             self._heartbeat.cancel()
         for session_id in self._held:
@@ -190,6 +194,48 @@ class App:
         self.coordinator.add(agent)
         return agent
 
+    async def conversation(
+        self,
+        *,
+        session: Session | None = None,
+        interactive: bool,
+        first_prompt: str = "",
+        env: Mapping[str, str] | None = None,
+    ) -> Conversation:
+        """Start the main agent on ``session`` (a new session for None) and return its conversation.
+
+        Args:
+            session: The session to resume (:meth:`find_session`), or None for a new one.
+            interactive: Someone answers permission questions (the REPL): they are asked as
+                :class:`~nestor.core.events.PermissionRequested` events. Otherwise (``nestor run``)
+                what the rules leave to the user is denied, and the model is told why.
+            first_prompt: The prompt a new session starts with (``nestor run``): its first line
+                is the session's title. Without it, the first prompt sent titles the session.
+            env: Environment for provider credentials; ``os.environ`` when None.
+
+        Raises:
+            SessionInUseError: Another nestor process runs the session.
+            NestorError: The model cannot be built (no credentials, unknown provider).
+
+        """
+        questions = PermissionQuestions(self.bus) if interactive else None
+        title = title_from_prompt(first_prompt)
+        agent = await self.start_main_agent(session=session, asker=questions, title=title, env=env)
+        existing = session.title if session is not None else title
+        return Conversation(
+            agent,
+            coordinator=self.coordinator,
+            sessions=self.sessions,
+            tree=self.tree,
+            questions=questions,
+            titles=lambda: self.titles,
+            needs_title=not existing and not first_prompt,
+        )
+
+    def subscribe(self, handler: EventHandler) -> Callable[[], None]:
+        """Call ``handler`` for every event of every agent from now on; returns the unsubscribe function."""
+        return self.bus.subscribe(handler)
+
     def agent_registry(self, env: Mapping[str, str] | None = None) -> AgentRegistry:
         """The agent specs of this project (built-in, the user's and the project's files)."""
         if self._registry is None:
@@ -260,9 +306,3 @@ def ignored_settings_notices(settings: Settings, untrusted_agents: Sequence[Agen
             f"own, so {', '.join(key_senders)} was ignored"
         )
     return lines
-
-
-def title_from_prompt(prompt: str) -> str:
-    """A session title from the first line of its first prompt (cut at 80 characters)."""
-    first_line = prompt.strip().splitlines()[0] if prompt.strip() else ""
-    return first_line if len(first_line) <= 80 else first_line[:77] + "..."
