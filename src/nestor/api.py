@@ -3,6 +3,8 @@
 Everything here is supported; everything else in the package is internal and may change. A
 typical use::
 
+    from pathlib import Path
+
     from nestor.api import App, load_settings
 
     async def main() -> None:
