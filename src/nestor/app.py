@@ -18,7 +18,8 @@ from pathlib import Path
 from nestor.agents.registry import AgentRegistry, project_registry
 from nestor.agents.spec import AgentSpec
 from nestor.bus import EventBus
-from nestor.config import PROJECT_CONFIG_NAME, Settings, default_user_config_path
+from nestor.config.paths import PROJECT_CONFIG_NAME, default_user_config_path
+from nestor.config.settings import Settings
 from nestor.core.errors import NestorError, SessionNotFoundError
 from nestor.providers.models import ModelBuilder
 from nestor.runtime.factory.agents import AgentFactory

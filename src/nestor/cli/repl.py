@@ -45,7 +45,7 @@ from nestor.cli.trust_cmd import settings_after_asking
 from nestor.core.errors import NestorError
 
 if TYPE_CHECKING:
-    from nestor.config import Settings
+    from nestor.config.settings import Settings
     from nestor.runtime.kernel.loop import SessionAgent
     from nestor.runtime.kernel.permission_gate import PermissionAsker
     from nestor.store.sessions import Session

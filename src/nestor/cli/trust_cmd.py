@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from nestor.cli.options import CommonOptions
 
 if TYPE_CHECKING:
-    from nestor.config import Settings
+    from nestor.config.settings import Settings
 
 
 def run_trust(options: CommonOptions, path: Path | None, *, remove: bool, list_folders: bool) -> None:
@@ -20,7 +20,7 @@ def run_trust(options: CommonOptions, path: Path | None, *, remove: bool, list_f
         NestorError: The path is not a folder, or the trust list cannot be read or written.
 
     """
-    from nestor.config import resolve_data_dir
+    from nestor.config.paths import resolve_data_dir
     from nestor.core.errors import NestorError
     from nestor.store.trust import TrustedFolders
 
@@ -63,7 +63,7 @@ def settings_after_asking(options: CommonOptions, settings: Settings, ask: Calla
         return settings
     from dataclasses import replace
 
-    from nestor.config import resolve_data_dir
+    from nestor.config.paths import resolve_data_dir
     from nestor.store.trust import TrustedFolders
 
     question = (
