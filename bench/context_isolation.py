@@ -37,7 +37,7 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
 from pydantic_ai.models.function import AgentInfo
 from pydantic_ai.usage import RequestUsage
 
-from nestor.config import AgentsConfig
+from nestor.config.sections import AgentsConfig
 from nestor.core.events import Event, ToolFinished
 from nestor.core.tokens import estimate_tokens
 from nestor.runtime.factory.prompt import build_system_prompt, builtin_agent_prompt

@@ -46,14 +46,13 @@ from pydantic_ai.messages import (
 from pydantic_ai.models import ModelRequestParameters
 
 from nestor.providers.local.chat_format import ChatTemplate
-from nestor.providers.local.engine import (
+from nestor.providers.local.engine import LlamaEngine, engine_available
+from nestor.providers.local.generation import (
     EngineOptions,
     Generated,
     InfillMarkers,
-    LlamaEngine,
     PrefixUse,
     PromptEvaluated,
-    engine_available,
 )
 from nestor.providers.local.gguf import read_gguf_info
 from nestor.providers.local.model import LocalModel

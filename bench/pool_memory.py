@@ -30,7 +30,7 @@ from pathlib import Path
 from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models.function import AgentInfo
 
-from nestor.config import AgentsConfig
+from nestor.config.sections import AgentsConfig
 from nestor.runtime.tree.delegation import AgentTree
 from nestor.testing import ScriptedModel, Step, call, reply
 from subagents import BenchTree, conversation_model, first_prompt, responses_so_far

@@ -25,7 +25,8 @@ from pydantic_ai.models.function import AgentInfo
 
 from nestor.agents.registry import AgentRegistry
 from nestor.bus import EventBus
-from nestor.config import AgentsConfig, ContextConfig, LimitsConfig, Settings
+from nestor.config.sections import AgentsConfig, ContextConfig, LimitsConfig
+from nestor.config.settings import Settings
 from nestor.core.errors import UnknownProviderError
 from nestor.permissions import PermissionPolicy
 from nestor.providers.build import BuiltModel

@@ -21,7 +21,7 @@ from evals.harnesses.nestor import NESTOR_HOME_NAME
 from evals.report import Row
 from evals.tasks import REPOS_DIR, Task, TaskFileError
 from evals.workspace import prepare_workspace
-from nestor.config import resolve_data_dir
+from nestor.config.paths import resolve_data_dir
 from nestor.core.errors import NestorError
 from nestor.providers.local.weights import bundled_model_path, ensure_bundled_model
 

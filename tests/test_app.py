@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 
 from nestor.app import App, title_from_prompt
-from nestor.config import BUNDLED_LOCAL_MODEL, ModelConfig, Settings, load_settings
+from nestor.config.loading import load_settings
+from nestor.config.sections import BUNDLED_LOCAL_MODEL, ModelConfig
+from nestor.config.settings import Settings
 from nestor.core.errors import ConfigError
 from nestor.core.events import SessionTitled
 from nestor.providers.local.loader import DEFAULT_LOCAL_CONTEXT_WINDOW
@@ -282,7 +284,7 @@ async def test_a_large_local_model_gets_the_full_prompt_and_tools(
 def test_the_notice_names_every_ignored_setting_and_untrusted_agent_model(tmp_path: Path) -> None:
     from nestor.agents.spec import AgentSpec
     from nestor.app import ignored_settings_notices
-    from nestor.config import IgnoredSetting
+    from nestor.config.settings import IgnoredSetting
 
     settings = Settings(
         project_root=tmp_path,

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from nestor.app import App
-from nestor.config import Settings, load_settings
+from nestor.config.loading import load_settings
+from nestor.config.settings import Settings
 from nestor.runtime.features.agentic_fetch import research_spec
 from nestor.runtime.tree.services import TaskRequest
 from nestor.testing import ScriptedOpenAIServer, ServerReply

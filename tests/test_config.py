@@ -6,19 +6,11 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from nestor.config import (
-    BUILTIN_KEY_VARIABLES,
-    BUILTIN_PROVIDER_NAMES,
-    BUNDLED_LOCAL_MODEL,
-    CliOverrides,
-    IgnoredSetting,
-    ModelConfig,
-    ModelRoles,
-    Settings,
-    default_user_config_path,
-    load_settings,
-    resolve_data_dir,
-)
+from nestor.config.loading import CliOverrides, load_settings
+from nestor.config.paths import default_user_config_path, resolve_data_dir
+from nestor.config.sections import BUNDLED_LOCAL_MODEL, ModelConfig, ModelRoles
+from nestor.config.settings import IgnoredSetting, Settings
+from nestor.config.trust import BUILTIN_KEY_VARIABLES, BUILTIN_PROVIDER_NAMES
 from nestor.core.errors import ConfigError
 
 

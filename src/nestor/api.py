@@ -43,7 +43,8 @@ if TYPE_CHECKING:
     from nestor.agents.spec import AgentSpec
     from nestor.app.conversation import Conversation, Outcome
     from nestor.app.root import App
-    from nestor.config import Settings, load_settings
+    from nestor.config.loading import load_settings
+    from nestor.config.settings import Settings
     from nestor.core.errors import (
         AgentFileError,
         ConfigError,
@@ -151,8 +152,8 @@ _HOMES: dict[str, str] = {
     "App": "nestor.app.root",
     "Conversation": "nestor.app.conversation",
     "Outcome": "nestor.app.conversation",
-    "Settings": "nestor.config",
-    "load_settings": "nestor.config",
+    "Settings": "nestor.config.settings",
+    "load_settings": "nestor.config.loading",
     "RunResult": "nestor.runtime.kernel.setup",
     "Session": "nestor.store.sessions",
     "Usage": "nestor.core.usage",

@@ -27,7 +27,8 @@ from nestor.cli.repl import (
     repl_main,
     run_repl,
 )
-from nestor.config import Settings, load_settings
+from nestor.config.loading import load_settings
+from nestor.config.settings import Settings
 from nestor.core.events import AgentFinished, AgentStarted, PromptQueued
 from nestor.testing.openai_server import ScriptedOpenAIServer, ServerReply, ServerToolCall
 from nestor.testing.scripted_model import call, reply

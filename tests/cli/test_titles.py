@@ -16,7 +16,8 @@ from prompt_toolkit.output import DummyOutput
 
 from nestor.cli.render import EventRenderer
 from nestor.cli.repl import Terminal, repl_main
-from nestor.config import Settings, load_settings
+from nestor.config.loading import load_settings
+from nestor.config.settings import Settings
 from nestor.core.events import SessionTitled
 from nestor.testing import HTTPErrorReply, ScriptedOpenAIServer, ServerReply, ServerUsage
 from tests.cli.repl_support import eventually, lines_of, plain_console

@@ -135,7 +135,7 @@ def test_trusting_the_home_folder_warns_that_everything_inside_is_trusted(tmp_pa
 def test_a_broken_trust_file_is_named_and_trusts_nothing(
     untrusted_project: CommonOptions, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from nestor.config import resolve_data_dir
+    from nestor.config.paths import resolve_data_dir
     from nestor.store.trust import TRUST_FILE_NAME
 
     path = resolve_data_dir() / TRUST_FILE_NAME

@@ -10,7 +10,8 @@ from typing import Any
 import httpx2
 import pytest
 
-from nestor.config import ModelConfig, Settings
+from nestor.config.sections import ModelConfig
+from nestor.config.settings import Settings
 from nestor.core.errors import ConfigError
 from nestor.providers.build import build_model
 from nestor.runtime.kernel.loop import SessionAgent

@@ -13,7 +13,8 @@ import pytest
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, UserPromptPart
 from pydantic_ai.models import ModelRequestParameters
 
-from nestor.config import BUNDLED_LOCAL_MODEL, LocalConfig, ModelConfig, NamedProviderConfig, Settings
+from nestor.config.sections import BUNDLED_LOCAL_MODEL, LocalConfig, ModelConfig, NamedProviderConfig
+from nestor.config.settings import Settings
 from nestor.core.errors import ConfigError, MissingCredentialsError, ProviderError, UnknownProviderError
 from nestor.providers.build import (
     DEFAULT_CONTEXT_WINDOW,
@@ -203,7 +204,8 @@ def test_building_imports_only_the_provider_in_use() -> None:
     code = (
         "import sys\n"
         "from pathlib import Path\n"
-        "from nestor.config import ModelConfig, Settings\n"
+        "from nestor.config.sections import ModelConfig\n"
+        "from nestor.config.settings import Settings\n"
         "from nestor.providers.build import build_model\n"
         "import nestor.providers.catalog, nestor.providers.usage\n"
         "assert not [m for m in sys.modules if m.startswith('pydantic_ai')]\n"

@@ -2,7 +2,8 @@ from pathlib import Path
 
 import pytest
 
-from nestor.config import NamedProviderConfig, Settings
+from nestor.config.sections import NamedProviderConfig
+from nestor.config.settings import Settings
 from nestor.core.errors import ConfigError, MissingCredentialsError, UnknownProviderError
 from nestor.providers.catalog import (
     BUILTIN_PROVIDERS,

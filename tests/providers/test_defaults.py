@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from nestor.config import BUNDLED_LOCAL_MODEL, Settings, load_settings
+from nestor.config.loading import load_settings
+from nestor.config.sections import BUNDLED_LOCAL_MODEL
+from nestor.config.settings import Settings
 from nestor.core.errors import ConfigError
 from nestor.providers.defaults import model_for_role
 

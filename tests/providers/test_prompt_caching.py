@@ -12,7 +12,8 @@ import httpx2
 import pytest
 from pydantic_ai.messages import ModelResponse
 
-from nestor.config import ModelConfig, NamedProviderConfig, Settings
+from nestor.config.sections import ModelConfig, NamedProviderConfig
+from nestor.config.settings import Settings
 from nestor.providers.build import BuiltModel, build_model
 from nestor.runtime.kernel.loop import SessionAgent
 from nestor.testing import AnthropicReply, AnthropicUsage, ScriptedAnthropicServer, ServerToolCall

@@ -12,7 +12,8 @@ from pydantic_ai.models.function import AgentInfo
 from pydantic_ai.usage import RequestUsage
 
 from nestor.agents.registry import AgentRegistry
-from nestor.config import AgentsConfig, Settings
+from nestor.config.sections import AgentsConfig
+from nestor.config.settings import Settings
 from nestor.permissions import PermissionPolicy
 from nestor.providers.build import BuiltModel
 from nestor.runtime.factory.agents import AgentFactory

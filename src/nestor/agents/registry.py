@@ -31,7 +31,7 @@ from typing import Literal, TypeAlias
 from nestor.agents.readers import ECOSYSTEMS, read_agent_file, read_agent_text
 from nestor.agents.readers_common import AgentFileProblem, ReadContext, ReadResult
 from nestor.agents.spec import AgentSource, AgentSpec
-from nestor.config import default_user_config_path
+from nestor.config.paths import default_user_config_path
 from nestor.core.errors import UnknownAgentError
 
 Layout: TypeAlias = Literal["flat", "tree", "folders"]

@@ -19,7 +19,8 @@ from nestor.agents.registry import AgentRegistry, project_registry
 from nestor.agents.spec import AgentSpec
 from nestor.app.conversation import Conversation, title_from_prompt
 from nestor.bus import EventBus, EventHandler
-from nestor.config import PROJECT_CONFIG_NAME, Settings, default_user_config_path
+from nestor.config.paths import PROJECT_CONFIG_NAME, default_user_config_path
+from nestor.config.settings import Settings
 from nestor.core.errors import NestorError, SessionNotFoundError
 from nestor.providers.models import ModelBuilder
 from nestor.runtime.factory.agents import AgentFactory

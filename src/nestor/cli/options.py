@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from nestor.config import Settings
+    from nestor.config.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class CommonOptions:
         if self.trust:
             return True
         from nestor.app.records import TrustedFolders
-        from nestor.config import resolve_data_dir
+        from nestor.config.paths import resolve_data_dir
         from nestor.core.errors import StoreError
 
         folders = TrustedFolders(resolve_data_dir())
@@ -58,7 +58,7 @@ class CommonOptions:
 
     def load_settings(self) -> Settings:
         """Load settings for the project, with these flags on top."""
-        from nestor.config import CliOverrides, load_settings
+        from nestor.config.loading import CliOverrides, load_settings
 
         overrides = CliOverrides(
             model=self.model,

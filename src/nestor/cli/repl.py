@@ -46,7 +46,7 @@ from nestor.core.errors import NestorError
 
 if TYPE_CHECKING:
     from nestor.app import Conversation, Session
-    from nestor.config import Settings
+    from nestor.config.settings import Settings
 
 __all__ = [
     "LazyFileHistory",

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from nestor.cli.options import CommonOptions
 
 if TYPE_CHECKING:
-    from nestor.config import Settings
+    from nestor.config.settings import Settings
 
 
 def run_trust(options: CommonOptions, path: Path | None, *, remove: bool, list_folders: bool) -> None:
@@ -21,7 +21,7 @@ def run_trust(options: CommonOptions, path: Path | None, *, remove: bool, list_f
 
     """
     from nestor.app.records import TrustedFolders
-    from nestor.config import resolve_data_dir
+    from nestor.config.paths import resolve_data_dir
     from nestor.core.errors import NestorError
 
     folders = TrustedFolders(resolve_data_dir())
@@ -64,7 +64,7 @@ def settings_after_asking(options: CommonOptions, settings: Settings, ask: Calla
     from dataclasses import replace
 
     from nestor.app.records import TrustedFolders
-    from nestor.config import resolve_data_dir
+    from nestor.config.paths import resolve_data_dir
 
     question = (
         f"Do you trust the files in {settings.project_root}? Its nestor.toml sets {', '.join(untrusted)}, "

@@ -9,16 +9,19 @@ reduced to its basename, and wrappers such as ``env``, ``timeout`` or ``sudo`` u
 
 What cannot be judged statically (a parse error, a command name that is an expansion, ``eval``, a
 shell reading its script from stdin) is reported as unresolved; rules never allow such a line.
+The words of a command come from :mod:`.bash_words`, and :mod:`.bash_wrappers` unwraps them.
 """
 
 from __future__ import annotations
 
 import functools
-import posixpath
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+from nestor.permissions.bash_words import Word, node_text, word_of
+from nestor.permissions.bash_wrappers import PRIVILEGED_WRAPPERS, unwrap
 
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser
@@ -29,9 +32,6 @@ _STRING_EVALUATORS = frozenset({"eval", "trap", "fc"})
 # Builtins after which a later word may run something else than it says: an alias (with
 # ``shopt -s expand_aliases``) makes ``x -rf y`` run ``rm -rf y``.
 _COMMAND_DEFINERS = frozenset({"alias", "enable"})
-# Wrappers that run their operand with more privilege: an allow rule must name them (sudo apt*),
-# so allowing "apt update" never allows "sudo apt update".
-_PRIVILEGED_WRAPPERS = frozenset({"sudo", "doas", "pkexec", "su", "runuser"})
 _MAX_SHELL_NESTING = 8
 # A command "named" like a reserved word means the grammar misread the line (tree-sitter-bash
 # reads "! { rm x; }" as a command "{"): the line is not judged, and the rest of the words are.
@@ -67,72 +67,6 @@ _COPROC = re.compile(r"^\s*coproc\s+(?:[A-Za-z_]\w*\s+(?=[{(]))?")
 _SHELL_OPTIONS_WITH_VALUE = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
 _LINE_CONTINUATION = re.compile(rb"(?:\\\n)+")
 _GLOB_CHARACTERS = frozenset("*?[")
-
-
-@dataclass(frozen=True, slots=True)
-class _Wrapper:
-    """How to find the command a wrapper runs: its options, and which of them take a value."""
-
-    flags_with_value: frozenset[str] = frozenset()
-    long_with_value: frozenset[str] = frozenset()
-    operands_before_command: int = 0
-    skips_assignments: bool = False
-    unresolvable_flags: frozenset[str] = frozenset()
-
-
-_WRAPPERS: dict[str, _Wrapper] = {
-    "command": _Wrapper(),
-    "builtin": _Wrapper(),
-    "exec": _Wrapper(flags_with_value=frozenset("a")),
-    "env": _Wrapper(
-        flags_with_value=frozenset("uC"),
-        long_with_value=frozenset({"--unset", "--chdir"}),
-        skips_assignments=True,
-        unresolvable_flags=frozenset({"-S", "--split-string"}),
-    ),
-    "nice": _Wrapper(flags_with_value=frozenset("n"), long_with_value=frozenset({"--adjustment"})),
-    "timeout": _Wrapper(
-        flags_with_value=frozenset("sk"),
-        long_with_value=frozenset({"--signal", "--kill-after"}),
-        operands_before_command=1,
-    ),
-    "xargs": _Wrapper(
-        flags_with_value=frozenset("IiLlnPsdEea"),
-        long_with_value=frozenset(
-            {"--max-lines", "--max-args", "--max-procs", "--max-chars", "--delimiter", "--arg-file"}
-        ),
-    ),
-    "sudo": _Wrapper(
-        flags_with_value=frozenset("ugCDhprtTU"),
-        long_with_value=frozenset(
-            {"--user", "--group", "--close-from", "--chdir", "--host", "--prompt", "--role", "--type"}
-        ),
-    ),
-    "doas": _Wrapper(flags_with_value=frozenset("uC")),
-    "nohup": _Wrapper(),
-    "time": _Wrapper(flags_with_value=frozenset("fo"), long_with_value=frozenset({"--format", "--output"})),
-    "stdbuf": _Wrapper(flags_with_value=frozenset("ioe")),
-    "ionice": _Wrapper(flags_with_value=frozenset("cnp")),
-    "setsid": _Wrapper(),
-    "busybox": _Wrapper(),
-    "unbuffer": _Wrapper(),
-    "watch": _Wrapper(flags_with_value=frozenset("nqd"), long_with_value=frozenset({"--interval"})),
-    "flock": _Wrapper(
-        flags_with_value=frozenset("wE"),
-        long_with_value=frozenset({"--timeout", "--conflict-exit-code"}),
-        operands_before_command=1,
-        unresolvable_flags=frozenset({"-c", "--command"}),
-    ),
-    "taskset": _Wrapper(operands_before_command=1, unresolvable_flags=frozenset({"-p", "--pid"})),
-    "chrt": _Wrapper(flags_with_value=frozenset("T"), operands_before_command=1),
-    "strace": _Wrapper(flags_with_value=frozenset("abeEIoOpPsSuUX")),
-    "ltrace": _Wrapper(flags_with_value=frozenset("aAeEFlLnopsSuwx")),
-    "unshare": _Wrapper(flags_with_value=frozenset("SGRw")),
-    "pkexec": _Wrapper(long_with_value=frozenset({"--user"})),
-    "su": _Wrapper(unresolvable_flags=frozenset({"-c", "--command"})),
-    "runuser": _Wrapper(unresolvable_flags=frozenset({"-c", "--command"})),
-    "script": _Wrapper(unresolvable_flags=frozenset({"-c", "--command"})),
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,14 +109,6 @@ class CommandLine:
 
     commands: tuple[SimpleCommand, ...]
     unresolved: tuple[str, ...] = ()
-
-
-@dataclass
-class _Word:
-    """A shell word: its value when static (no expansion), else the source text as written."""
-
-    text: str
-    static: bool
 
 
 @dataclass
@@ -231,7 +157,7 @@ def _walk(node: Node, collector: _Collector) -> None:
     elif kind == "redirected_statement":
         _redirected(node, collector)
     elif kind in ("declaration_command", "unset_command"):
-        words = [_text(child) for child in node.children if child.type != "comment"]
+        words = [node_text(child) for child in node.children if child.type != "comment"]
         collector.commands.append(SimpleCommand(" ".join(words), allow_text=" ".join(words)))
         _walk_children(node, collector)
     elif kind == "function_definition":
@@ -266,22 +192,22 @@ def _redirect_text(node: Node) -> str:
     if node.type == "heredoc_redirect":
         start = next((child for child in node.children if child.type == "heredoc_start"), None)
         nested = [_redirect_text(child) for child in node.named_children if child.type.endswith("redirect")]
-        return " ".join(["<<" + (_text(start) if start is not None else ""), *nested])
-    return " ".join(_text(node).split())
+        return " ".join(["<<" + (node_text(start) if start is not None else ""), *nested])
+    return " ".join(node_text(node).split())
 
 
 def _command(node: Node, redirects: list[str], collector: _Collector) -> None:
     name = node.child_by_field_name("name")
-    name_tokens = _text(name).split() if name is not None and name.type == "command_name" else []
+    name_tokens = node_text(name).split() if name is not None and name.type == "command_name" else []
     if name_tokens and name_tokens[0] in _RESERVED_WORDS:
         collector.unresolved.append(f"{name_tokens[0]} is read as a command name")
-        text = _text(node)
+        text = node_text(node)
         rest = (_COPROC if name_tokens[0] == "coproc" else _LEADING_RESERVED).sub("", text, count=1)
         # Nothing stripped ("if", "[[" read as names) would parse the same text forever.
         if rest.strip() and rest != text:
             _collect_source(rest, collector)
         return
-    words: list[_Word] = []
+    words: list[Word] = []
     previous: Node | None = None
     for child in node.named_children:
         joined = previous is not None and _continues(node, previous, child)
@@ -296,11 +222,11 @@ def _command(node: Node, redirects: list[str], collector: _Collector) -> None:
         if child.type == "comment":
             continue
         target = child.named_children[0] if child.type == "command_name" and child.named_children else child
-        word = _word(target)
+        word = word_of(target)
         if joined and words:
             # bash removes a backslash-newline before it splits words: "r\\<newline>m" is "rm".
             last = words[-1]
-            words[-1] = _Word(last.text + word.text, last.static and word.static)
+            words[-1] = Word(last.text + word.text, last.static and word.static)
         else:
             words.append(word)
     _add_command(words, redirects, collector)
@@ -313,20 +239,20 @@ def _continues(command: Node, previous: Node, child: Node) -> bool:
     return bool(gap) and _LINE_CONTINUATION.fullmatch(gap) is not None
 
 
-def _add_command(words: list[_Word], redirects: list[str], collector: _Collector) -> None:
-    stages = list(_unwrap(words))
+def _add_command(words: list[Word], redirects: list[str], collector: _Collector) -> None:
+    stages = list(unwrap(words))
     final, problem = stages[-1]
     if problem:
         collector.unresolved.append(problem)
     suffix = [r for r in redirects if r]
 
-    def render(stage: list[_Word]) -> str:
+    def render(stage: list[Word]) -> str:
         return " ".join([w.text for w in stage] + suffix)
 
     texts = [render(stage) for stage, _ in stages]
     allow_text = texts[-1]
     for index, (stage, _) in enumerate(stages[:-1]):
-        if _name(stage) in _PRIVILEGED_WRAPPERS:
+        if _name(stage) in PRIVILEGED_WRAPPERS:
             allow_text = texts[index]
             break
     if not final:
@@ -348,84 +274,11 @@ def _add_command(words: list[_Word], redirects: list[str], collector: _Collector
     collector.commands.append(SimpleCommand(texts[-1], tuple(dict.fromkeys(texts[:-1])), allow_text))
 
 
-def _name(words: Sequence[_Word]) -> str:
+def _name(words: Sequence[Word]) -> str:
     return words[0].text if words else ""
 
 
-def _unwrap(words: list[_Word]) -> Iterator[tuple[list[_Word], str]]:
-    """Yield the command at each unwrapping step, the last with a reason when it went wrong."""
-    current = _drop_assignments(words)
-    current = _with_basename(current)
-    while current and current[0].static and current[0].text in _WRAPPERS:
-        inner, problem = _wrapped_command(current[0].text, current[1:])
-        if problem or not inner:
-            yield current, problem
-            return
-        yield current, ""
-        current = _with_basename(inner)
-    yield current, ""
-
-
-def _drop_assignments(words: list[_Word]) -> list[_Word]:
-    index = 0
-    while index < len(words) and _is_assignment(words[index]):
-        index += 1
-    return words[index:]
-
-
-def _is_assignment(word: _Word) -> bool:
-    name, equals, _ = word.text.partition("=")
-    return bool(equals) and name.isidentifier()
-
-
-def _with_basename(words: list[_Word]) -> list[_Word]:
-    if not words or not words[0].static:
-        return words
-    return [_Word(posixpath.basename(words[0].text) or words[0].text, True), *words[1:]]
-
-
-def _wrapped_command(wrapper: str, args: list[_Word]) -> tuple[list[_Word], str]:
-    """The command ``wrapper`` runs with ``args``, or a reason it cannot be told."""
-    spec = _WRAPPERS[wrapper]
-    index = 0
-    operands = spec.operands_before_command
-    while index < len(args):
-        word = args[index]
-        text = word.text
-        if not word.static:
-            return [], f"{wrapper} is given {text}, which is not known before it runs"
-        if text == "--":
-            index += 1
-            break
-        if spec.skips_assignments and _is_assignment(word):
-            index += 1
-            continue
-        if text.startswith("--") and len(text) > 2:
-            option = text.split("=", 1)[0]
-            if option in spec.unresolvable_flags:
-                return [], f"{wrapper} {option} is not followed"
-            index += 2 if option in spec.long_with_value and "=" not in text else 1
-            continue
-        if text.startswith("-") and len(text) > 1:
-            index += 1
-            # A value-taking flag takes the rest of its cluster, or the next word.
-            for position, letter in enumerate(text[1:], start=1):
-                if "-" + letter in spec.unresolvable_flags:
-                    return [], f"{wrapper} -{letter} is not followed"
-                if letter in spec.flags_with_value:
-                    if position == len(text) - 1:
-                        index += 1
-                    break
-            continue
-        if operands:
-            operands -= 1
-            index += 1
-            continue
-        break
-    return args[index:], ""
-
-
-def _shell(words: list[_Word], collector: _Collector) -> bool:
+def _shell(words: list[Word], collector: _Collector) -> bool:
     """Parse the string of ``sh -c STRING``; True when the shell was replaced by what it runs."""
     args = words[1:]
     is_value = False
@@ -462,7 +315,7 @@ def _has_c_flag(text: str) -> bool:
     return text.startswith("-") and not text.startswith("--") and "c" in text[1:]
 
 
-def _find_exec(words: list[_Word], collector: _Collector) -> None:
+def _find_exec(words: list[Word], collector: _Collector) -> None:
     """``find ... -exec rm {} ;`` runs ``rm``: judge it like any command."""
     index = 1
     while index < len(words):
@@ -474,57 +327,3 @@ def _find_exec(words: list[_Word], collector: _Collector) -> None:
                 _add_command(words[index + 1 : end], [], collector)
             index = end
         index += 1
-
-
-def _word(node: Node) -> _Word:
-    kind = node.type
-    if kind in ("word", "number"):
-        return _Word(_unescape(_text(node)), True)
-    if kind == "raw_string":
-        return _Word(_text(node)[1:-1], True)
-    if kind == "string":
-        parts = node.named_children
-        if all(part.type == "string_content" for part in parts):
-            return _Word("".join(_unescape_double_quoted(_text(part)) for part in parts), True)
-        return _Word(_text(node), False)
-    if kind == "concatenation":
-        pieces = [_word(part) for part in node.named_children]
-        if all(piece.static for piece in pieces):
-            return _Word("".join(piece.text for piece in pieces), True)
-        return _Word(_text(node), False)
-    return _Word(_text(node), False)
-
-
-def _unescape(text: str) -> str:
-    out: list[str] = []
-    index = 0
-    while index < len(text):
-        char = text[index]
-        if char == "\\" and index + 1 < len(text):
-            if text[index + 1] != "\n":
-                out.append(text[index + 1])
-            index += 2
-            continue
-        out.append(char)
-        index += 1
-    return "".join(out)
-
-
-def _unescape_double_quoted(text: str) -> str:
-    out: list[str] = []
-    index = 0
-    while index < len(text):
-        char = text[index]
-        if char == "\\" and index + 1 < len(text) and text[index + 1] in '$`"\\\n':
-            if text[index + 1] != "\n":
-                out.append(text[index + 1])
-            index += 2
-            continue
-        out.append(char)
-        index += 1
-    return "".join(out)
-
-
-def _text(node: Node) -> str:
-    raw = node.text
-    return raw.decode("utf-8", errors="surrogateescape") if raw is not None else ""

@@ -20,7 +20,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, TypeAlias
 
-from nestor.config import ModelConfig, NamedProviderConfig, Settings
+from nestor.config.sections import ModelConfig, NamedProviderConfig
+from nestor.config.settings import Settings
 from nestor.core.errors import ConfigError, ProviderError
 from nestor.providers.catalog import (
     BUILTIN_PROVIDERS,

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from nestor.core.errors import ConfigError, MissingCredentialsError, UnknownProviderError
 
 if TYPE_CHECKING:
-    from nestor.config import Settings
+    from nestor.config.settings import Settings
 
 DEFAULT_OLLAMA_BASE_URL = "http://localhost:11434/v1"
 _KEY_OPTIONAL_WITH_BASE_URL = frozenset({"openai", "openai-chat"})

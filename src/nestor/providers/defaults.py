@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from nestor.config import BUNDLED_LOCAL_MODEL, ModelConfig, ModelRole, Settings
+from nestor.config.sections import BUNDLED_LOCAL_MODEL, ModelConfig, ModelRole
+from nestor.config.settings import Settings
 from nestor.core.errors import ConfigError
 from nestor.providers.catalog import keyed_providers
 from nestor.providers.local.engine import engine_available

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from nestor.config import ModelConfig, ModelRole, Settings
+from nestor.config.sections import ModelConfig, ModelRole
+from nestor.config.settings import Settings
 from nestor.providers.build import BuiltModel, build_model
 from nestor.providers.defaults import model_for_role
 

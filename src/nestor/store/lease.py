@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import os
 import socket
+import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 HEARTBEAT_EVERY_S = 30.0
 """How often a running nestor refreshes the heartbeat of the sessions it holds."""
@@ -76,3 +78,10 @@ def holder_is_live(holder: ProcessIdentity, heartbeat: float, *, clock: Callable
     if holder.start:
         return process_start(holder.pid) == holder.start
     return clock() - heartbeat < STALE_AFTER_S
+
+
+def holder_of(row: sqlite3.Row | tuple[Any, ...]) -> ProcessIdentity | None:
+    """The holder recorded in a row's lease columns (pid, host, start), or None."""
+    if row[0] is None:
+        return None
+    return ProcessIdentity(pid=int(row[0]), host=str(row[1] or ""), start=str(row[2] or ""))

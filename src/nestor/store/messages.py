@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 from nestor.core.errors import SessionNotFoundError, StoreError
 from nestor.core.usage import Usage
 from nestor.store.db import MOVE_ASIDE_HINT, Database
-from nestor.store.sessions import LIST_HINT, add_usage_statement
+from nestor.store.rollup import add_usage_statement
+from nestor.store.sessions import LIST_HINT
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage

@@ -1,8 +1,8 @@
 """Stored sessions: one row per conversation, forming a tree of parents and sub-agent children.
 
 A session's token and cost columns hold its own usage plus that of every descendant
-(:meth:`SessionStore.add_usage` rolls usage up the tree), so a parent's totals are live while
-its sub-agents run.
+(:meth:`SessionStore.add_usage` rolls usage up the tree with the SQL of :mod:`.rollup`), so a
+parent's totals are live while its sub-agents run.
 
 A session is run by one process at a time: :meth:`SessionStore.acquire` records this process as
 its holder (see :mod:`nestor.store.lease`) and refuses while another live process holds it. A
@@ -24,68 +24,13 @@ from nestor.core.errors import SessionInUseError, SessionNotFoundError, StoreErr
 from nestor.core.ids import new_session_id
 from nestor.core.usage import Usage
 from nestor.store.db import Database
-from nestor.store.lease import ProcessIdentity, holder_is_live
+from nestor.store.lease import ProcessIdentity, holder_is_live, holder_of
+from nestor.store.rollup import LINEAGE_IDS, USAGE_COLUMNS, add_usage_statement
 
 LIST_HINT = "run `nestor sessions list` to see the stored sessions and their ids"
 
 # A character above every character an id can hold: ids starting with p sort in [p, p + this).
 _PREFIX_END = "\U0010ffff"
-
-_USAGE_COLUMNS = (
-    "input_tokens",
-    "output_tokens",
-    "cache_read_tokens",
-    "cache_write_tokens",
-    "reasoning_tokens",
-    "requests",
-    "unpriced_requests",
-)
-
-_ADD_USAGE_ASSIGNMENTS = ", ".join(f"{column} = {column} + ?" for column in _USAGE_COLUMNS)
-
-# Walks parent_id links up from one session; UNION (not UNION ALL) stops on a cycle. The WITH sits
-# inside the WHERE because the sqlite3 module reports no rowcount for a statement starting with WITH.
-_ADD_USAGE_TO_LINEAGE = f"""
-    UPDATE sessions SET {_ADD_USAGE_ASSIGNMENTS},
-        cost_usd = CASE WHEN ? IS NULL THEN cost_usd ELSE coalesce(cost_usd, 0) + ? END,
-        updated_at = ?
-    WHERE id IN (
-        WITH RECURSIVE lineage(id, parent_id) AS (
-            SELECT id, parent_id FROM sessions WHERE id = ?
-            UNION
-            SELECT sessions.id, sessions.parent_id
-            FROM sessions JOIN lineage ON sessions.id = lineage.parent_id
-        )
-        SELECT id FROM lineage
-    )
-"""
-
-_LINEAGE_IDS = """
-    WITH RECURSIVE lineage(id, parent_id) AS (
-        SELECT id, parent_id FROM sessions WHERE id = ?
-        UNION
-        SELECT sessions.id, sessions.parent_id FROM sessions JOIN lineage ON sessions.id = lineage.parent_id
-    )
-    SELECT id FROM lineage
-"""
-
-_ADD_USAGE_TO_ONE = f"""
-    UPDATE sessions SET {_ADD_USAGE_ASSIGNMENTS},
-        cost_usd = CASE WHEN ? IS NULL THEN cost_usd ELSE coalesce(cost_usd, 0) + ? END,
-        updated_at = ?
-    WHERE id = ?
-"""
-
-
-def add_usage_statement(session_id: str, usage: Usage, *, now: float, roll_up: bool) -> tuple[str, list[Any]]:
-    """The SQL and parameters adding ``usage`` to a session (and, when ``roll_up``, its ancestors).
-
-    Shared by :meth:`SessionStore.add_usage` and by :meth:`MessageStore.append`, which runs it in
-    the same transaction as the response it stores, so totals never disagree with the messages.
-    """
-    counts = [getattr(usage, column) for column in _USAGE_COLUMNS]
-    statement = _ADD_USAGE_TO_LINEAGE if roll_up else _ADD_USAGE_TO_ONE
-    return statement, [*counts, usage.cost_usd, usage.cost_usd, now, session_id]
 
 
 @dataclass(slots=True)
@@ -125,7 +70,7 @@ class Session:
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> Session:
         """Build a session from a ``SELECT * FROM sessions`` row."""
-        usage = Usage(**{column: row[column] for column in _USAGE_COLUMNS}, cost_usd=row["cost_usd"])
+        usage = Usage(**{column: row[column] for column in USAGE_COLUMNS}, cost_usd=row["cost_usd"])
         return cls(
             id=row["id"],
             parent_id=row["parent_id"],
@@ -338,7 +283,7 @@ class SessionStore:
             ).fetchone()
             if row is None:
                 raise _not_found(session_id)
-            current = _holder_of(row)
+            current = holder_of(row)
             live = current is not None and holder_is_live(current, row[3] or 0.0, clock=lambda: now)
             if current is not None and current != holder and live:
                 where = "" if current.host == holder.host else f" on {current.host}"
@@ -403,7 +348,7 @@ class SessionStore:
         with self._db.transaction() as connection:
             if not _exists(connection, parent_id):
                 raise _not_found(parent_id)
-            ancestors = connection.execute(_LINEAGE_IDS, (parent_id,)).fetchall()
+            ancestors = connection.execute(LINEAGE_IDS, (parent_id,)).fetchall()
             if any(row[0] == session_id for row in ancestors):
                 raise StoreError(
                     f"cannot make {session_id} a child of its own descendant {parent_id}",
@@ -470,7 +415,7 @@ class SessionStore:
         """The session of a ``SELECT *`` row; ``running`` becomes ``interrupted`` when its holder is gone."""
         session = Session.from_row(row)
         if session.status == "running":
-            holder = _holder_of((row["lease_pid"], row["lease_host"], row["lease_start"]))
+            holder = holder_of((row["lease_pid"], row["lease_host"], row["lease_start"]))
             heartbeat = row["lease_heartbeat"] or 0.0
             if holder is None or not holder_is_live(holder, heartbeat, clock=self._clock):
                 session.status = "interrupted"
@@ -483,13 +428,6 @@ class SessionStore:
         )
         if cursor.rowcount == 0:
             raise _not_found(session_id)
-
-
-def _holder_of(row: sqlite3.Row | tuple[Any, ...]) -> ProcessIdentity | None:
-    """The holder recorded in a row's lease columns (pid, host, start), or None."""
-    if row[0] is None:
-        return None
-    return ProcessIdentity(pid=int(row[0]), host=str(row[1] or ""), start=str(row[2] or ""))
 
 
 def _exists(connection: sqlite3.Connection, session_id: str) -> bool:

@@ -32,13 +32,8 @@ from pydantic_ai.models import ModelRequestParameters
 
 from nestor.core.errors import ProviderError
 from nestor.providers.local.chat_format import ChatTemplate, tools_for_template
-from nestor.providers.local.engine import (
-    EngineOptions,
-    Generated,
-    InfillMarkers,
-    LlamaEngine,
-    PromptEvaluated,
-)
+from nestor.providers.local.engine import LlamaEngine
+from nestor.providers.local.generation import EngineOptions, Generated, InfillMarkers, PromptEvaluated
 from nestor.providers.local.model import LocalModel
 from nestor.providers.local.prefix_cache import PrefixCache
 from nestor.providers.local.weights import ensure_bundled_model, find_bundled_parts

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from nestor.agents.spec import AgentSpec
-from nestor.config import AgentsConfig
+from nestor.config.sections import AgentsConfig
 from nestor.runtime.features.compaction import Compaction
 from nestor.runtime.features.large_results import LargeResultHook
 from nestor.runtime.kernel.loop import SessionAgent

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from nestor.agents.registry import builtin_spec
-from nestor.config import SandboxConfig
+from nestor.config.sections import SandboxConfig
 from nestor.runtime.factory.toolset import coder_tools, main_tool_names, sandbox_policy
 from nestor.tools.catalogue import BUILTIN_TOOLS, BuiltByOwner, ToolCatalogue
 from nestor.tools.sandbox.policy import SandboxPolicy

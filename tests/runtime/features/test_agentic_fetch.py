@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from nestor.app import App
-from nestor.config import Settings, load_settings
+from nestor.config.loading import load_settings
+from nestor.config.settings import Settings
 from nestor.testing import ScriptedOpenAIServer, ServerReply, ServerToolCall, ServerUsage
 from nestor.tools.search_backends import RecordedBackend, SearchHit
 from tests.server_routes import Route, first_user_text, router, tool_texts

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart, UserPromptPart
 
-from nestor.config import AgentsConfig
+from nestor.config.sections import AgentsConfig
 from nestor.core.events import AgentFinished, AgentStarted
 from nestor.runtime.kernel.loop import SessionAgent
 from nestor.runtime.tree.model_choice import resolve_model_choice

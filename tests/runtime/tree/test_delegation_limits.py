@@ -10,7 +10,7 @@ import pytest
 from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo
 
-from nestor.config import AgentsConfig
+from nestor.config.sections import AgentsConfig
 from nestor.core.events import AgentFinished
 from nestor.runtime.kernel.hooks import Budgets, Hook, RunState, StopReason
 from nestor.runtime.kernel.loop import SessionAgent

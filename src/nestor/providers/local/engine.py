@@ -27,11 +27,26 @@ import threading
 import time
 from collections.abc import AsyncIterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any
 
 from nestor.core.errors import ProviderError
+from nestor.providers.local.generation import (
+    EngineOptions,
+    Generated,
+    InfillMarkers,
+    PrefixUse,
+    PromptEvaluated,
+    PromptTooLongError,
+)
+from nestor.providers.local.llama_context import (
+    common_prefix,
+    engine_version,
+    find_infill_markers,
+    restore,
+    snapshot,
+    tokenize,
+)
 from nestor.providers.local.prefix_cache import PrefixCache, model_identity, prefix_key
 
 if TYPE_CHECKING:
@@ -48,131 +63,6 @@ def missing_dependency(missing: ImportError) -> ProviderError:
     return ProviderError(
         f"the local model needs the Python package {name!r}, which is not installed", hint=INSTALL_HINT
     )
-
-
-@dataclass(frozen=True, slots=True)
-class Generated:
-    """The end of one generation.
-
-    Attributes:
-        text: Everything generated.
-        prompt_tokens: Tokens of the prompt.
-        completion_tokens: Tokens generated.
-        finish_reason: ``stop`` (end of turn or a stop string), ``length`` (``max_tokens``), or
-            ``cancelled``.
-
-    """
-
-    text: str
-    prompt_tokens: int
-    completion_tokens: int
-    finish_reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class PromptEvaluated:
-    """The first item of every generation: the prompt fits, and its size in tokens.
-
-    Attributes:
-        prompt_tokens: Tokens of the prompt.
-        reused_tokens: Of those, the tokens this request does not evaluate: kept in the context
-            from the previous request, or loaded from the prefix cache.
-
-    """
-
-    prompt_tokens: int
-    reused_tokens: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class InfillMarkers:
-    """The special tokens with which a code model fills in the middle (FIM) between two texts.
-
-    A fill-in-the-middle prompt is ``prefix + before + suffix + after + middle``; the model then
-    writes what goes between ``before`` and ``after`` and ends with an end-of-generation token.
-    """
-
-    prefix: str
-    suffix: str
-    middle: str
-
-    def prompt(self, before: str, after: str) -> str:
-        """The prompt that asks for the text between ``before`` and ``after``."""
-        return f"{self.prefix}{before}{self.suffix}{after}{self.middle}"
-
-
-class PromptTooLongError(Exception):
-    """The prompt does not fit the context window with room for the answer."""
-
-    def __init__(self, prompt_tokens: int, context_window: int) -> None:
-        super().__init__(
-            f"the prompt has {prompt_tokens} tokens, more than the local model's context of {context_window}"
-        )
-        self.prompt_tokens = prompt_tokens
-        self.context_window = context_window
-
-
-@dataclass(frozen=True, slots=True)
-class EngineOptions:
-    """How the engine loads its model.
-
-    Attributes:
-        context_window: Tokens of context (llama.cpp's ``n_ctx``).
-        threads: CPU threads for generation and prompt evaluation.
-        seed: Sampling seed, for reproducible runs.
-        prefix_cache_dir: Where the evaluated state of stable prompt prefixes is kept between
-            runs (see :mod:`~nestor.providers.local.prefix_cache`); None keeps nothing.
-
-    """
-
-    context_window: int
-    threads: int
-    seed: int = 0
-    prefix_cache_dir: Path | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class PrefixUse:
-    """What a request did with its stable prefix (benchmarks and tests read it).
-
-    Attributes:
-        tokens: The prefix's tokens.
-        source: ``context`` (already evaluated there), ``disk`` (loaded from the prefix cache) or
-            ``evaluated`` (then saved to the cache).
-        seconds: Time spent loading or evaluating it (0 when the context held it).
-        saved_bytes: The size of the state file written (0 when none was).
-        save_seconds: Time spent reading the state out of llama.cpp and writing the file.
-
-    """
-
-    tokens: int
-    source: Literal["context", "disk", "evaluated"]
-    seconds: float = 0.0
-    saved_bytes: int = 0
-    save_seconds: float = 0.0
-
-
-class TextEngine(Protocol):
-    """What :class:`~nestor.providers.local.model.LocalModel` needs of an engine (tests script one)."""
-
-    def generate(
-        self,
-        prompt: str,
-        *,
-        max_tokens: int,
-        temperature: float,
-        stop: Sequence[str] = (),
-        json_schema: dict[str, Any] | None = None,
-        top_p: float = 0.9,
-        seed: int | None = None,
-        stable_prefix: int = 0,
-    ) -> AsyncIterator[str | PromptEvaluated | Generated]:
-        """See :meth:`LlamaEngine.generate`."""
-        ...
-
-    async def infill_markers(self) -> InfillMarkers | None:
-        """See :meth:`LlamaEngine.infill_markers`."""
-        ...
 
 
 def engine_available() -> bool:
@@ -279,7 +169,7 @@ class LlamaEngine:
 
         None when the model has none (it is not a code model trained to fill in). Loads the model.
         """
-        future = self._executor.submit(lambda: _infill_markers(self._load()))
+        future = self._executor.submit(lambda: find_infill_markers(self._load()))
         return await asyncio.wrap_future(future)
 
     def reset_cache(self) -> None:
@@ -320,17 +210,17 @@ class LlamaEngine:
     ) -> Generated:
         llama = self._load()
         self._current_cancel = cancelled
-        tokens = _tokenize(llama, prompt)
+        tokens = tokenize(llama, prompt)
         room = self.options.context_window - len(tokens)
         if room < 16:
             raise PromptTooLongError(len(tokens), self.options.context_window)
         evaluated = 0
         if 0 < stable_prefix < len(prompt) and self._prefix_cache is not None and self._model_identity:
-            prefix = _tokenize(llama, prompt[:stable_prefix])
+            prefix = tokenize(llama, prompt[:stable_prefix])
             evaluated = self._use_prefix(llama, self._prefix_cache, tokens, prefix)
         # What llama-cpp-python's generate keeps of the context: the longest common prefix, less
         # the last prompt token when the whole prompt is there (its logits are needed again).
-        reused = min(_common_prefix(llama, tokens), len(tokens) - 1) - evaluated
+        reused = min(common_prefix(llama, tokens), len(tokens) - 1) - evaluated
         emit(PromptEvaluated(len(tokens), reused))
         grammar = self._grammar(json_schema) if json_schema is not None else None
         pieces: list[str] = []
@@ -370,20 +260,20 @@ class LlamaEngine:
         if not prefix or len(prefix) >= len(tokens) or tokens[: len(prefix)] != prefix:
             # The prefix does not tokenize as the start of the prompt: no state of it can serve.
             return 0
-        held = _common_prefix(llama, prefix)
+        held = common_prefix(llama, prefix)
         if held == len(prefix):
             self.last_prefix = PrefixUse(len(prefix), "context")
             return 0
         key = prefix_key(
             model=self._model_identity,
             context_window=self.options.context_window,
-            engine_version=_engine_version(),
+            engine_version=engine_version(),
             tokens=prefix,
         )
         started = time.perf_counter()
         state = cache.load(key, prefix)
         if state is not None:
-            if _restore(llama, prefix, state):
+            if restore(llama, prefix, state):
                 self.last_prefix = PrefixUse(len(prefix), "disk", time.perf_counter() - started)
                 return 0
             cache.discard(key)
@@ -393,7 +283,7 @@ class LlamaEngine:
         llama.n_tokens = held
         llama.eval(prefix[held:])
         evaluated_at = time.perf_counter()
-        state = _snapshot(llama)
+        state = snapshot(llama)
         saved_bytes = cache.store(key, prefix, state) if state is not None else 0
         self.last_prefix = PrefixUse(
             len(prefix),
@@ -456,87 +346,3 @@ class LlamaEngine:
             grammar = LlamaGrammar.from_json_schema(json.dumps(json_schema), verbose=False)
             self._grammars[key] = grammar
         return grammar
-
-
-def _tokenize(llama: Llama, text: str) -> list[int]:
-    """``text``'s tokens as llama-cpp-python would prompt them: BOS when the model wants one, once."""
-    tokens = llama.tokenize(text.encode("utf-8"), add_bos=True, special=True)
-    bos = llama.token_bos()
-    if len(tokens) >= 2 and tokens[0] == tokens[1] == bos:
-        del tokens[0]  # the chat template printed the BOS itself
-    return tokens
-
-
-def _infill_markers(llama: Llama) -> InfillMarkers | None:
-    import llama_cpp
-
-    api: Any = llama_cpp  # its ctypes declarations type token ids as c_int32; they come back as int
-    vocabulary = api.llama_model_get_vocab(llama.model)
-    tokens: list[int] = [
-        int(api.llama_vocab_fim_pre(vocabulary)),
-        int(api.llama_vocab_fim_suf(vocabulary)),
-        int(api.llama_vocab_fim_mid(vocabulary)),
-    ]
-    if min(tokens) < 0:
-        return None
-    texts = [llama.detokenize([token], special=True).decode("utf-8", "replace") for token in tokens]
-    # The prompt is tokenized as text: each marker must come back as its one special token.
-    if any(_tokenize_special(llama, text) != [token] for text, token in zip(texts, tokens, strict=True)):
-        return None
-    return InfillMarkers(*texts)
-
-
-def _tokenize_special(llama: Llama, text: str) -> list[int]:
-    return llama.tokenize(text.encode("utf-8"), add_bos=False, special=True)
-
-
-def _common_prefix(llama: Llama, tokens: Sequence[int]) -> int:
-    """How many of ``tokens`` the context holds already, from the start."""
-    import numpy as np
-
-    held = llama.input_ids[: llama.n_tokens]
-    length = min(len(held), len(tokens))
-    differ = np.flatnonzero(held[:length] != np.asarray(tokens[:length], dtype=held.dtype))
-    return int(differ[0]) if differ.size else length
-
-
-def _snapshot(llama: Llama) -> bytearray | None:
-    """The KV cells of sequence 0 (the only one), as llama.cpp serialises them; None if it cannot."""
-    import llama_cpp
-
-    sequence = llama_cpp.llama_seq_id(0)
-    size = llama_cpp.llama_state_seq_get_size(llama.ctx, sequence)
-    if size <= 0:
-        return None
-    state = bytearray(size)
-    buffer = (ctypes.c_uint8 * size).from_buffer(state)
-    written = llama_cpp.llama_state_seq_get_data(llama.ctx, buffer, size, sequence)
-    del buffer  # releases the export, so the bytearray may shrink
-    if written <= 0:
-        return None
-    del state[written:]
-    return state
-
-
-def _restore(llama: Llama, prefix: list[int], state: bytearray) -> bool:
-    """Replace the context with ``state``, the saved cells of ``prefix``; False if llama.cpp refuses it."""
-    import llama_cpp
-
-    memory = llama_cpp.llama_get_memory(llama.ctx)
-    llama.n_tokens = 0
-    if memory is not None:
-        llama_cpp.llama_memory_clear(memory, True)
-    buffer = (ctypes.c_uint8 * len(state)).from_buffer(state)
-    if llama_cpp.llama_state_seq_set_data(llama.ctx, buffer, len(state), llama_cpp.llama_seq_id(0)) == 0:
-        if memory is not None:
-            llama_cpp.llama_memory_clear(memory, True)
-        return False
-    llama.input_ids[: len(prefix)] = prefix
-    llama.n_tokens = len(prefix)
-    return True
-
-
-def _engine_version() -> str:
-    import llama_cpp
-
-    return str(llama_cpp.__version__)

@@ -387,7 +387,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     ``python -m nestor.providers.local.weights [MODELS_DIR]``: ``make install`` runs it so the first
     ``nestor`` run does not pay for the join. ``MODELS_DIR`` defaults to the one nestor uses,
-    ``$NESTOR_HOME/models`` (see :func:`nestor.config.resolve_data_dir`).
+    ``$NESTOR_HOME/models`` (see :func:`nestor.config.paths.resolve_data_dir`).
 
     Returns:
         0 when the model is ready, 1 when it cannot be prepared (the cause and hint on stderr).
@@ -400,7 +400,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("models_dir", nargs="?", type=Path, help="default: $NESTOR_HOME/models")
     models_dir: Path | None = parser.parse_args(argv).models_dir
     if models_dir is None:
-        from nestor.config import resolve_data_dir
+        from nestor.config.paths import resolve_data_dir
 
         models_dir = resolve_data_dir() / "models"
     progress = ProgressBar(sys.stderr)

@@ -21,7 +21,7 @@ from pydantic_ai.settings import ModelSettings
 from nestor.agents.registry import AgentRegistry, builtin_spec
 from nestor.agents.spec import AgentSpec
 from nestor.bus import EventBus
-from nestor.config import Settings
+from nestor.config.settings import Settings
 from nestor.permissions import PermissionPolicy
 from nestor.permissions.child import ChildPolicy
 from nestor.providers.build import BuiltModel

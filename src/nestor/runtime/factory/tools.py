@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nestor.config import Settings
+from nestor.config.settings import Settings
 from nestor.runtime.factory.toolset import sandbox_policy
 from nestor.runtime.features.agentic_fetch import AgenticFetchTool
 from nestor.runtime.features.todos import CompletionCheckHook, persist_todos, todo_list_from_metadata

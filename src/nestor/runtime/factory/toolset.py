@@ -8,7 +8,7 @@ from typing import Any
 
 from nestor.agents.registry import builtin_spec
 from nestor.agents.spec import AgentSpec
-from nestor.config import SandboxConfig
+from nestor.config.sections import SandboxConfig
 from nestor.tools.base import Tool
 from nestor.tools.catalogue import BUILTIN_TOOLS, ToolCatalogue
 from nestor.tools.sandbox.policy import SandboxPolicy

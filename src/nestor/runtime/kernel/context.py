@@ -30,7 +30,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.tools import ToolDefinition
 
-from nestor.config import ContextConfig
+from nestor.config.sections import ContextConfig
 from nestor.core.tokens import estimate_tokens
 
 DEFAULT_COMPACT_THRESHOLD = 0.85

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nestor.config import AgentsConfig
+from nestor.config.sections import AgentsConfig
 from nestor.core.errors import ToolError
 
 CLAUDE_ALIASES = {"haiku": "small", "sonnet": "large", "opus": "large"}

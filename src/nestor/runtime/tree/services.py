@@ -12,7 +12,7 @@ from pydantic_ai.messages import ModelMessage
 from nestor.agents.registry import AgentRegistry
 from nestor.agents.spec import AgentSpec, Thoroughness
 from nestor.bus import EventBus
-from nestor.config import AgentsConfig
+from nestor.config.sections import AgentsConfig
 from nestor.providers.build import BuiltModel
 from nestor.runtime.kernel.loop import SessionAgent
 from nestor.runtime.tree.subagent_result import ToolTracker

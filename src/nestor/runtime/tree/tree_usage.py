@@ -2,7 +2,7 @@
 
 A session's stored totals are its own usage plus every descendant's: the store adds each
 response's usage to the session and to all its ancestors in the same transaction as the message
-(``add_usage_statement`` in ``store/sessions.py``; that SQL stays with the store). What the rest
+(``add_usage_statement`` in ``store/rollup.py``; that SQL stays with the store). What the rest
 of nestor asks of those totals is answered here:
 
 - what one run of an agent spent, its sub-agents' included: what its session's total gained

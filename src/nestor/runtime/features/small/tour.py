@@ -6,6 +6,7 @@ front of it. So the model now writes only what it does well, a sentence or two o
 project is, from its README; the layout and the test command are read from the files and
 written here, each directory with what it holds (a package with its modules and the first line
 of their docstrings, the tests, the docs) and the command with the file that says so.
+:func:`tour` is the harness's step for a tour request: the model's summary, then these facts.
 """
 
 from __future__ import annotations
@@ -15,10 +16,13 @@ import re
 from collections.abc import Iterable
 from pathlib import PurePosixPath
 
+from nestor.runtime.features.small import prompts
 from nestor.runtime.features.small.functions import parsed
-from nestor.runtime.features.small.project import find_test_command, project_files
+from nestor.runtime.features.small.project import find_test_command, project_card, project_files
 from nestor.runtime.features.small.reader import ProjectReader
+from nestor.runtime.features.small.workspace import Workspace
 
+TOUR_SUMMARY_MAX_TOKENS = 120
 MAX_DIRECTORIES = 10
 MAX_NAMES = 8
 MAX_DESCRIBED_MODULES = 4
@@ -51,6 +55,25 @@ _TOP_FILES = (
     "noxfile.py",
     "pytest.ini",
 )
+
+
+async def tour(work: Workspace, prompt: str) -> str | None:
+    """Answer a tour request: what the project is, in the model's words, then the facts nestor read."""
+    # The README and layout are read here; listing the root makes the look visible as a call.
+    await work.host.run_tools([("ls", {"path": "."})])
+    card = project_card(work.reader)
+    about = "\n\n".join(
+        f"{fact.source}:\n{fact.text}" for fact in (card.description, card.readme) if fact is not None
+    )
+    summary = await work.host.ask(
+        prompts.TOUR,
+        f"<project>\n{about or 'The project has no README and no description.'}\n</project>\n\n"
+        f"Request: {prompt}",
+        max_tokens=TOUR_SUMMARY_MAX_TOKENS,
+    )
+    if summary is None:
+        return None
+    return f"{summary.strip()}\n\n{tour_facts(work.reader)}"
 
 
 def tour_facts(reader: ProjectReader) -> str:

