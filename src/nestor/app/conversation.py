@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from nestor.core.usage import Usage
+from nestor.runtime.tree.tree_usage import TreeUsage
 
 if TYPE_CHECKING:
     from nestor.core.events import Compacted, StopReason
@@ -162,7 +163,8 @@ class Conversation:
         main agent, whose answer to them is the outcome's text. A run that did not complete
         cancels the background agents still going.
         """
-        children_before = self._children_usage()
+        tree_usage = TreeUsage(self._sessions)
+        children_before = tree_usage.children(self.session_id)
         result = await self._run(prompt)
         main_usage = result.usage.copy()
         tree, agent = self._tree, self._agent
@@ -175,7 +177,7 @@ class Conversation:
             if tree.background.any_running():
                 tree.background.cancel_all()
                 await tree.background.wait_all()
-        usage = main_usage + self._children_usage().minus(children_before)
+        usage = tree_usage.prompt(self.session_id, main_runs=main_usage, children_before=children_before)
         return Outcome(
             session_id=self.session_id,
             text=result.text,
@@ -210,13 +212,6 @@ class Conversation:
             assert result is not None
             return result
         return await task
-
-    def _children_usage(self) -> Usage:
-        """What the sub-agents of the session have spent so far (each child's total includes its own)."""
-        total = Usage()
-        for child in self._sessions.children(self.session_id):
-            total.add(child.usage)
-        return total
 
 
 def title_from_prompt(prompt: str) -> str:

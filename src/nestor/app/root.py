@@ -153,8 +153,9 @@ class App:
         asker: PermissionAsker | None = None,
         title: str = "",
         env: Mapping[str, str] | None = None,
+        hooks: Sequence[Hook] = (),
     ) -> SessionAgent:
-        """Build the coder agent on ``session`` (or a new session) and make it live."""
+        """Build the coder agent on ``session`` (or a new session), with ``hooks`` too, and make it live."""
         settings = self.settings
         environment = os.environ if env is None else env
         if not self._ignored_notice_given:
@@ -166,7 +167,7 @@ class App:
         if session is not None:
             self.hold(session.id)  # before anything slow: a session in use is refused at once
         built = self.models.build(self.models.config("large", environment), environment)
-        hooks: list[Hook] = []
+        hooks = list(hooks)
         if session is None:
             session = self.sessions.create(
                 str(settings.project_root), agent_name="coder", model=built.name, title=title
@@ -202,6 +203,7 @@ class App:
         interactive: bool,
         first_prompt: str = "",
         env: Mapping[str, str] | None = None,
+        hooks: Sequence[Hook] = (),
     ) -> Conversation:
         """Start the main agent on ``session`` (a new session for None) and return its conversation.
 
@@ -213,6 +215,8 @@ class App:
             first_prompt: The prompt a new session starts with (``nestor run``): its first line
                 is the session's title. Without it, the first prompt sent titles the session.
             env: Environment for provider credentials; ``os.environ`` when None.
+            hooks: The embedder's own hooks (:class:`nestor.extensions.Hook`), added to the main
+                agent's (sub-agents do not get them).
 
         Raises:
             SessionInUseError: Another nestor process runs the session.
@@ -221,7 +225,9 @@ class App:
         """
         questions = PermissionQuestions(self.bus) if interactive else None
         title = title_from_prompt(first_prompt)
-        agent = await self.start_main_agent(session=session, asker=questions, title=title, env=env)
+        agent = await self.start_main_agent(
+            session=session, asker=questions, title=title, env=env, hooks=hooks
+        )
         existing = session.title if session is not None else title
         return Conversation(
             agent,

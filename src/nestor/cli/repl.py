@@ -36,7 +36,7 @@ from prompt_toolkit.patch_stdout import patch_stdout
 from prompt_toolkit.styles import Style
 from rich.console import Console
 
-from nestor.cli.entry import report_error
+from nestor.cli.error_report import report_error
 from nestor.cli.headless import detach_from_terminal, terminal_outputs
 from nestor.cli.options import CommonOptions
 from nestor.cli.render import EventRenderer

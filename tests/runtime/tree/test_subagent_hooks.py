@@ -16,7 +16,6 @@ from nestor.runtime.tree.subagent_hooks import (
     SearchBudgetHook,
     SubAgentSafetyHook,
     TimeoutReportHook,
-    TreeCostHook,
 )
 from nestor.testing import ScriptedModel, call, last_tool_results, reply
 from nestor.tools.base import Tool, ToolContext
@@ -161,18 +160,6 @@ async def test_timeout_report_hook_asks_for_a_tool_less_report_naming_the_stop()
     assert "cannot call tools" in prompt and "final report" in prompt
     fallback = await hook.final_turn(state(), "loop", "")
     assert fallback is not None and "stopped: loop" in fallback
-
-
-async def test_tree_cost_hook_stops_once_the_tree_reached_the_cap() -> None:
-    spent: list[float | None] = [None]
-    hook = TreeCostHook(0.01, lambda: spent[0])
-    assert await hook.before_request(state()) is None  # nothing priced yet
-    spent[0] = 0.0099
-    assert await hook.before_request(state()) is None
-    spent[0] = 0.01
-    action = await hook.before_request(state())
-    assert isinstance(action, Stop) and action.reason == "token_budget"
-    assert "$0.0100" in action.message and "max_cost_usd = 0.01" in action.message
 
 
 # -- end to end: what a sub-agent may never call ----------------------------------------------

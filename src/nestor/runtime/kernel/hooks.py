@@ -14,7 +14,7 @@ The loop calls every hook at these points:
   may ask for one last request without tools, so the agent reports what it found;
 - :meth:`Hook.on_run_end` when a run ends, whatever the reason.
 
-Built-in hooks live here too: :class:`BudgetHook` enforces iteration and token budgets,
+Built-in hooks live here too: :class:`BudgetHook` enforces turn (``max_iterations``) and token budgets,
 :class:`LoopGuardHook` stops an agent repeating the same tool call, or a short cycle of calls.
 """
 
@@ -40,7 +40,8 @@ class RunState:
 
     agent_id: str
     agent_type: str
-    iteration: int = 0
+    num_turns: int = 0
+    """Model requests made so far in this run (what ``max_iterations`` limits)."""
     usage: Usage = field(default_factory=Usage)
     started_at: float = field(default_factory=time.monotonic)
     tool_calls: int = 0
@@ -171,7 +172,7 @@ class TreeBudget:
 
 
 class BudgetHook(Hook):
-    """Ends a run gracefully when its iteration or token budget, or its tree's, is spent."""
+    """Ends a run gracefully when its turn or token budget, or its tree's, is spent."""
 
     def __init__(self, budgets: Budgets, tree: TreeBudget | None = None) -> None:
         self.budgets = budgets
@@ -180,10 +181,10 @@ class BudgetHook(Hook):
     async def before_request(self, state: RunState) -> HookAction:
         """Stop before a request that would exceed a budget."""
         budgets = self.budgets
-        if budgets.max_iterations and state.iteration >= budgets.max_iterations:
+        if budgets.max_iterations and state.num_turns >= budgets.max_iterations:
             return Stop(
                 "max_iterations",
-                f"Stopped after {state.iteration} model requests "
+                f"Stopped after {state.num_turns} model requests "
                 f"(max_iterations = {budgets.max_iterations}).",
             )
         if budgets.max_total_tokens and state.usage.total_tokens >= budgets.max_total_tokens:

@@ -123,7 +123,7 @@ class Requests:
     def _count(self, state: RunState, response: ModelResponse) -> Usage:
         setup = self._agent.setup
         usage = usage_from_response(response, priced=setup.priced)
-        state.iteration += 1
+        state.num_turns += 1
         state.usage.add(usage)
         if setup.tree_budget is not None:
             setup.tree_budget.record(usage)

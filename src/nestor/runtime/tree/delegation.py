@@ -31,9 +31,10 @@ from nestor.runtime.tree.child import Child, pool_key, task_result, tracker_of, 
 from nestor.runtime.tree.model_choice import resolve_model_choice
 from nestor.runtime.tree.pool import AgentPool, PoolKey
 from nestor.runtime.tree.services import ChildRequest, TaskRequest, TreeServices
-from nestor.runtime.tree.subagent_hooks import DelegationGuardHook, TreeCostHook
+from nestor.runtime.tree.subagent_hooks import DelegationGuardHook
 from nestor.runtime.tree.subagent_prompt import compose_subagent_prompt
 from nestor.runtime.tree.subagent_result import SubAgentResult, ToolTracker
+from nestor.runtime.tree.tree_usage import TreeCostHook, TreeUsage
 from nestor.store.sessions import Session
 
 
@@ -74,7 +75,7 @@ class AgentTree:
         """The root session's total cost so far (its own and every descendant's)."""
         if not self.root_id:
             return None
-        return self.services.sessions.get(self.root_id).usage.cost_usd
+        return TreeUsage(self.services.sessions).cost(self.root_id)
 
     def tree_hooks(self, depth: int) -> list[Hook]:
         """Hooks every agent of the tree gets: the cost cap, and the delegation guard where allowed."""
@@ -159,7 +160,8 @@ class AgentTree:
 
     async def _run_child(self, child: Child, request: TaskRequest) -> SubAgentResult:
         agent = child.agent
-        before = self.services.sessions.get(agent.session_id).usage
+        usage = TreeUsage(self.services.sessions)
+        before = usage.total(agent.session_id)
         started = time.monotonic()
         task = asyncio.create_task(agent.run(request.prompt), name=f"sub-agent {agent.session_id}")
         try:
@@ -170,8 +172,8 @@ class AgentTree:
             self._release(child)
             raise
         self._release(child)
-        after = self.services.sessions.get(agent.session_id).usage
-        return task_result(child, request, result, after.minus(before), time.monotonic() - started)
+        spent = usage.gained(agent.session_id, before)
+        return task_result(child, request, result, spent, time.monotonic() - started)
 
     def _release(self, child: Child) -> None:
         """After a task: keep a persistent agent idle in the pool, forget an ephemeral one."""

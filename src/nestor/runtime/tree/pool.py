@@ -23,7 +23,7 @@ class PoolKey:
     """What must match for an idle agent to take a task."""
 
     parent_id: str
-    agent_name: str
+    agent_type: str
     prompt_hash: str
     tools_hash: str
     model: str

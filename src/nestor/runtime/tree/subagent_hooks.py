@@ -1,4 +1,7 @@
-"""The hooks of the agent tree: delegation guard, sub-agent safety, search budget, report, tree cost.
+"""The hooks of the agent tree: delegation guard, sub-agent safety, search budget, report.
+
+The tree's cost cap, :class:`~nestor.runtime.tree.tree_usage.TreeCostHook`, lives with the rest of
+the tree's usage roll-up in ``tree_usage.py``.
 
 Which agent gets which (after seed 002)::
 
@@ -156,30 +159,6 @@ class TimeoutReportHook(Hook):
         return self.prompt.format(message=message or reason)
 
 
-class TreeCostHook(Hook):
-    """Stops every agent of a tree once the tree's total cost reaches ``max_cost_usd``.
-
-    Args:
-        max_cost_usd: The cap.
-        tree_cost: Returns the root session's total cost so far (its own plus every descendant's).
-
-    """
-
-    def __init__(self, max_cost_usd: float, tree_cost: Callable[[], float | None]) -> None:
-        self.max_cost_usd = max_cost_usd
-        self._tree_cost = tree_cost
-
-    async def before_request(self, state: RunState) -> HookAction:
-        """Stop before a request once the cap is reached."""
-        spent = self._tree_cost() or 0.0
-        if spent >= self.max_cost_usd:
-            return Stop(
-                "token_budget",
-                f"Stopped: the agent tree has spent ${spent:.4f} (max_cost_usd = {self.max_cost_usd:g}).",
-            )
-        return None
-
-
 __all__ = [
     "MAIN_AGENT_REPORT",
     "SUBAGENT_REPORT",
@@ -187,5 +166,4 @@ __all__ = [
     "SearchBudgetHook",
     "SubAgentSafetyHook",
     "TimeoutReportHook",
-    "TreeCostHook",
 ]
