@@ -15,7 +15,10 @@ def test_an_agent_is_read_only_when_it_lists_only_read_only_tools() -> None:
     assert not spec(("view", "bash")).is_read_only()
     assert spec(("view", "bash"), disallowed=("bash",)).is_read_only()
     assert not spec(None).is_read_only()  # its parent's tools, whatever they are
-    assert not spec(("view", "fetch")).is_read_only()
+    # fetch changes no file: a child with these tools was read-only before too (the factory also
+    # asked the tool classes then; the catalogue is now the one source).
+    assert spec(("view", "fetch")).is_read_only()
+    assert not spec(("view", "task")).is_read_only()
 
 
 def test_a_registered_read_only_tool_keeps_an_agent_read_only() -> None:

@@ -18,6 +18,7 @@ from nestor.tools.bash import (
     BashTool,
     OutputBuffer,
 )
+from nestor.tools.catalogue import ToolCatalogue
 from tests.processes import is_running
 
 
@@ -284,7 +285,7 @@ def test_permission_asks_to_execute_the_command(ctx: ToolContext) -> None:
     assert request.target == "git status"
     assert request.description == "Run: git status"
     assert request.grant_key == "git status"
-    assert tool.read_only is False
+    assert not ToolCatalogue().has(tool.name, "read_only")
 
 
 def test_permission_description_shows_a_shortened_first_line(ctx: ToolContext) -> None:

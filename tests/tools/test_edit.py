@@ -5,6 +5,7 @@ import pytest
 from nestor.core.errors import ToolError
 from nestor.permissions import PermissionPolicy
 from nestor.tools.base import ToolContext
+from nestor.tools.catalogue import ToolCatalogue
 from nestor.tools.edit import EditParams, EditTool
 
 
@@ -140,7 +141,7 @@ def test_description_and_schema_are_model_ready() -> None:
     tool = EditTool()
 
     assert tool.name == "edit"
-    assert not tool.read_only
+    assert not ToolCatalogue().has(tool.name, "read_only")
     assert "old_string" in tool.description
     properties = tool.parameters_schema()["properties"]
     assert set(properties) == {"path", "old_string", "new_string", "replace_all"}

@@ -12,6 +12,7 @@ import pytest
 from pydantic import ValidationError
 
 from nestor.tools.base import ToolContext, ToolError
+from nestor.tools.catalogue import ToolCatalogue
 from nestor.tools.fetch import (
     MAX_BODY_BYTES,
     MAX_TIMEOUT_SECONDS,
@@ -367,7 +368,7 @@ def test_permission_asks_for_network_access_to_the_origin(ctx: ToolContext) -> N
     assert request.target == "https://Docs.Example.com/a/b?q=1"
     assert request.description == "Fetch https://Docs.Example.com/a/b?q=1"
     assert request.grant_key == "https://docs.example.com"
-    assert tool.read_only is True
+    assert ToolCatalogue().has(tool.name, "read_only")
 
 
 @pytest.mark.parametrize(

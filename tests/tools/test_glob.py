@@ -9,6 +9,7 @@ from nestor.permissions import PermissionPolicy
 from nestor.tools._globbing import basename_prefilter, compile_glob
 from nestor.tools._search import RipgrepLookup
 from nestor.tools.base import ToolContext
+from nestor.tools.catalogue import ToolCatalogue
 from nestor.tools.glob import MAX_RESULTS, GlobParams, GlobTool
 
 BACKENDS = {"ripgrep": RipgrepLookup.AUTO, "python": None}
@@ -173,7 +174,7 @@ def test_description_and_schema_are_model_ready() -> None:
     tool = GlobTool()
 
     assert tool.name == "glob"
-    assert tool.read_only
+    assert ToolCatalogue().has(tool.name, "read_only")
     assert "newest" in tool.description
     properties = tool.parameters_schema()["properties"]
     assert set(properties) == {"pattern", "path"}

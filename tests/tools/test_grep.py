@@ -10,6 +10,7 @@ from nestor.core.errors import ToolError
 from nestor.permissions import PermissionPolicy
 from nestor.tools._search import RipgrepLookup, run_streaming
 from nestor.tools.base import ToolContext
+from nestor.tools.catalogue import ToolCatalogue
 from nestor.tools.grep import (
     MAX_FALLBACK_LINE_CHARS,
     MAX_MATCH_LINE_CHARS,
@@ -182,7 +183,7 @@ def test_description_and_schema_are_model_ready() -> None:
     tool = GrepTool()
 
     assert tool.name == "grep"
-    assert tool.read_only
+    assert ToolCatalogue().has(tool.name, "read_only")
     assert "literal_text" in tool.description
     properties = tool.parameters_schema()["properties"]
     assert set(properties) == {"pattern", "path", "include", "literal_text"}

@@ -5,6 +5,7 @@ import pytest
 
 from nestor.core.errors import ToolError
 from nestor.tools.base import ToolContext
+from nestor.tools.catalogue import ToolCatalogue
 from nestor.tools.ls import MAX_ENTRIES, LsParams, LsTool
 
 
@@ -140,7 +141,7 @@ def test_description_and_schema_are_model_ready() -> None:
     tool = LsTool()
 
     assert tool.name == "ls"
-    assert tool.read_only
+    assert ToolCatalogue().has(tool.name, "read_only")
     assert ".gitignore" in tool.description
     properties = tool.parameters_schema()["properties"]
     assert set(properties) == {"path", "ignore"}

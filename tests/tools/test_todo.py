@@ -9,6 +9,7 @@ from pydantic import ValidationError
 
 from nestor.core.events import Event, TodosUpdated
 from nestor.tools.base import ToolContext
+from nestor.tools.catalogue import ToolCatalogue
 from nestor.tools.todo import TodoItem, TodoList, TodoWriteParams, TodoWriteTool
 
 
@@ -173,7 +174,7 @@ def test_replace_says_whether_it_changed_the_list() -> None:
 
 def test_the_tool_is_read_only_needs_no_permission_and_says_when_to_use_it(todo_ctx: ToolContext) -> None:
     tool = TodoWriteTool(TodoList())
-    assert tool.name == "todo_write" and tool.read_only
+    assert tool.name == "todo_write" and ToolCatalogue().has(tool.name, "read_only")
     assert tool.permission(params(("Read", "pending")), todo_ctx) is None
     description = tool.description
     assert "3 or more" in description and "in_progress" in description and "WHOLE list" in description

@@ -5,6 +5,7 @@ import pytest
 from nestor.core.errors import ToolError
 from nestor.permissions import PermissionPolicy
 from nestor.tools.base import ToolContext
+from nestor.tools.catalogue import ToolCatalogue
 from nestor.tools.view import MAX_OUTPUT_CHARS, ViewParams, ViewTool
 
 
@@ -172,7 +173,7 @@ def test_description_and_schema_are_model_ready() -> None:
     tool = ViewTool()
 
     assert tool.name == "view"
-    assert tool.read_only
+    assert ToolCatalogue().has(tool.name, "read_only")
     assert "offset" in tool.description
     properties = tool.parameters_schema()["properties"]
     assert set(properties) == {"path", "offset", "limit"}

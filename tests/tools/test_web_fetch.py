@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from nestor.tools.base import ToolContext, ToolError
+from nestor.tools.catalogue import ToolCatalogue
 from nestor.tools.web.cache import WebCache
 from nestor.tools.web.client import SafeHttpClient
 from nestor.tools.web_fetch import (
@@ -170,7 +171,7 @@ def test_permission_asks_for_network_access_to_the_origin(ctx: ToolContext) -> N
     assert request.action == "network"
     assert request.target == "https://Docs.Example.com/a?q=1"
     assert request.grant_key == "https://docs.example.com"
-    assert tool.read_only is True
+    assert ToolCatalogue().has(tool.name, "read_only")
 
 
 def test_description_and_parameters() -> None:

@@ -10,6 +10,7 @@ from ddgs.exceptions import DDGSException, RatelimitException, TimeoutException
 from pydantic import ValidationError
 
 from nestor.tools.base import ToolContext, ToolError
+from nestor.tools.catalogue import ToolCatalogue
 from nestor.tools.search_backends import (
     DEFAULT_DDGS_BACKENDS,
     DdgsBackend,
@@ -236,7 +237,7 @@ def test_permission_asks_for_network_access_naming_the_query(ctx: ToolContext) -
 
 def test_the_tool_is_read_only_and_described_from_its_markdown_file() -> None:
     tool = WebSearchTool(backend=RecordedBackend())
-    assert tool.read_only
+    assert ToolCatalogue().has(tool.name, "read_only")
     assert tool.description.startswith("Search the web")
     assert set(tool.parameters_schema()["properties"]) == {"query", "max_results"}
 

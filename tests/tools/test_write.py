@@ -5,6 +5,7 @@ import pytest
 from nestor.core.errors import ToolError
 from nestor.permissions import PermissionPolicy
 from nestor.tools.base import ToolContext
+from nestor.tools.catalogue import ToolCatalogue
 from nestor.tools.write import WriteParams, WriteTool
 
 
@@ -78,7 +79,7 @@ def test_description_and_schema_are_model_ready() -> None:
     tool = WriteTool()
 
     assert tool.name == "write"
-    assert not tool.read_only
+    assert not ToolCatalogue().has(tool.name, "read_only")
     assert "edit" in tool.description
     properties = tool.parameters_schema()["properties"]
     assert set(properties) == {"path", "content"}

@@ -125,14 +125,14 @@ ParamsT = TypeVar("ParamsT", bound=BaseModel)
 class Tool(ABC, Generic[ParamsT]):
     """Base class of every tool.
 
-    Subclasses set ``name``, ``params_model`` and ``read_only``, put their description in
+    Subclasses set ``name`` and ``params_model`` (what a tool is, read-only for instance, is its
+    entry in :mod:`nestor.tools.catalogue`), put their description in
     ``<module>.md`` beside their module (or override :attr:`description`), and implement
     :meth:`run`; tools that touch paths, commands or the network override :meth:`permission`.
     """
 
     name: ClassVar[str]
     params_model: ClassVar[type[BaseModel]]
-    read_only: ClassVar[bool] = False
     brief_parameters: ClassVar[tuple[str, ...]] = ()
     """Optional parameters a small model still sees (it sees the required ones and these)."""
 

@@ -139,7 +139,6 @@ class BashTool(Tool[BashParams]):
 
     name: ClassVar[str] = "bash"
     params_model: ClassVar[type[BaseModel]] = BashParams
-    read_only: ClassVar[bool] = False
 
     def __init__(
         self,

@@ -159,7 +159,13 @@ BUILTIN_TOOLS: tuple[ToolInfo, ...] = (
     ToolInfo("bash", _lazy("bash", "BashTool"), aliases=("run_shell_command",), rule_target="command"),
     # Claude Code's WebFetch permission rule is fetch's (it governs web_fetch too); in an agent
     # file, WebFetch means web_fetch.
-    ToolInfo("fetch", _lazy("fetch", "FetchTool"), rule_aliases=("webfetch",), rule_target="url"),
+    ToolInfo(
+        "fetch",
+        _lazy("fetch", "FetchTool"),
+        frozenset({"read_only"}),
+        rule_aliases=("webfetch",),
+        rule_target="url",
+    ),
     ToolInfo("task", _TREE, frozenset({"delegation"}), aliases=("agent",), rule_aliases=("agent",)),
     ToolInfo(
         "todo_write",
@@ -167,8 +173,8 @@ BUILTIN_TOOLS: tuple[ToolInfo, ...] = (
         frozenset({"read_only"}),
         aliases=("todowrite", "write_todos"),
     ),
-    ToolInfo("task_status", _TREE, frozenset({"delegation"}), comes_with="task"),
-    ToolInfo("task_output", _TREE, frozenset({"delegation"}), comes_with="task"),
+    ToolInfo("task_status", _TREE, frozenset({"delegation", "read_only"}), comes_with="task"),
+    ToolInfo("task_output", _TREE, frozenset({"delegation", "read_only"}), comes_with="task"),
     ToolInfo("task_cancel", _TREE, frozenset({"delegation"}), comes_with="task"),
     ToolInfo(
         "web_search",
@@ -190,7 +196,7 @@ BUILTIN_TOOLS: tuple[ToolInfo, ...] = (
     ToolInfo(
         "agentic_fetch",
         BuiltByOwner("the app: the agent tree and the web client"),
-        frozenset({"delegation"}),
+        frozenset({"delegation", "read_only"}),
     ),
 )
 """nestor's own tools, in the order tool lists are shown."""

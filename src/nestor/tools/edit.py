@@ -33,7 +33,6 @@ class EditTool(Tool[EditParams]):
 
     name = "edit"
     params_model = EditParams
-    read_only = False
 
     def permission(self, params: EditParams, ctx: ToolContext) -> PermissionRequest | None:
         """Every edit needs a permission decision."""

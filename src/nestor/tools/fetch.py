@@ -71,7 +71,6 @@ class FetchTool(Tool[FetchParams]):
 
     name: ClassVar[str] = "fetch"
     params_model: ClassVar[type[BaseModel]] = FetchParams
-    read_only: ClassVar[bool] = True
 
     def __init__(self, *, client: SafeHttpClient | None = None, cache: WebCache | None = None) -> None:
         self._client = client

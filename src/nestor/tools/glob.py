@@ -56,7 +56,6 @@ class GlobTool(Tool[GlobParams]):
 
     name = "glob"
     params_model = GlobParams
-    read_only = True
 
     def __init__(self, rg_path: RipgrepSetting = RipgrepLookup.AUTO) -> None:
         self.rg_path = resolve_ripgrep(rg_path)

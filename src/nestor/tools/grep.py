@@ -155,7 +155,6 @@ class GrepTool(Tool[GrepParams]):
 
     name = "grep"
     params_model = GrepParams
-    read_only = True
 
     def __init__(self, rg_path: RipgrepSetting = RipgrepLookup.AUTO) -> None:
         self.rg_path = resolve_ripgrep(rg_path)

@@ -42,7 +42,6 @@ class LsTool(Tool[LsParams]):
 
     name = "ls"
     params_model = LsParams
-    read_only = True
 
     async def run(self, params: LsParams, ctx: ToolContext) -> ToolResult:
         """List the directory, breadth first, up to :data:`MAX_ENTRIES` entries."""

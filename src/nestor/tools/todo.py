@@ -143,7 +143,6 @@ class TodoWriteTool(Tool[TodoWriteParams]):
 
     name = "todo_write"
     params_model = TodoWriteParams
-    read_only = True
 
     def __init__(self, todos: TodoList, on_change: Callable[[list[TodoItem]], None] | None = None) -> None:
         self.todos = todos

@@ -35,7 +35,6 @@ class ViewTool(Tool[ViewParams]):
 
     name = "view"
     params_model = ViewParams
-    read_only = True
 
     async def run(self, params: ViewParams, ctx: ToolContext) -> ToolResult:
         """Read the file and render the requested lines, with a footer when more remain."""

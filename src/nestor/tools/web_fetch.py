@@ -45,7 +45,6 @@ class WebFetchTool(Tool[WebFetchParams]):
 
     name: ClassVar[str] = "web_fetch"
     params_model: ClassVar[type[BaseModel]] = WebFetchParams
-    read_only: ClassVar[bool] = True
 
     def __init__(self, client: SafeHttpClient | None = None, cache: WebCache | None = None) -> None:
         self._client = client

@@ -133,7 +133,6 @@ class WebSearchTool(Tool[WebSearchParams]):
 
     name: ClassVar[str] = "web_search"
     params_model: ClassVar[type[BaseModel]] = WebSearchParams
-    read_only: ClassVar[bool] = True
 
     def __init__(
         self,

@@ -25,7 +25,6 @@ class WriteTool(Tool[WriteParams]):
 
     name = "write"
     params_model = WriteParams
-    read_only = False
 
     def permission(self, params: WriteParams, ctx: ToolContext) -> PermissionRequest | None:
         """Every write needs a permission decision."""

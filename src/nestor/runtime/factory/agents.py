@@ -225,7 +225,7 @@ class AgentFactory:
         tools = self.tools.build(request.tool_names, session.id, self.tree)
         read_only = (
             spec.is_read_only(self.catalogue)
-            or all(tool.read_only for tool in tools)
+            or all(self.catalogue.has(tool.name, "read_only") for tool in tools)
             or request.workspace is not None
         )
         if request.workspace is not None:

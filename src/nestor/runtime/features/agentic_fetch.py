@@ -63,7 +63,6 @@ class AgenticFetchTool(Tool[AgenticFetchParams]):
 
     name: ClassVar[str] = "agentic_fetch"
     params_model: ClassVar[type[BaseModel]] = AgenticFetchParams
-    read_only: ClassVar[bool] = True
 
     def __init__(
         self, tree: AgentTree, fetch_page: PageFetcher, *, workspace_root: Path | None = None

@@ -132,7 +132,6 @@ class TaskStatusTool(Tool[TaskStatusParams]):
 
     name: ClassVar[str] = "task_status"
     params_model: ClassVar[type[BaseModel]] = TaskStatusParams
-    read_only: ClassVar[bool] = True
 
     def __init__(self, tree: AgentTree) -> None:
         self.tree = tree
@@ -166,7 +165,6 @@ class TaskOutputTool(Tool[TaskOutputParams]):
 
     name: ClassVar[str] = "task_output"
     params_model: ClassVar[type[BaseModel]] = TaskOutputParams
-    read_only: ClassVar[bool] = True
 
     def __init__(self, tree: AgentTree) -> None:
         self.tree = tree
