@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -210,15 +208,6 @@ def test_continue_and_resume_carry_the_conversation_on(repo: Path, tmp_path: Pat
 def _started_then_sleep(started: Path, token: str) -> str:
     """A command that marks it started, then sleeps long enough to be found by ``sleep TOKEN``."""
     return f"echo started > {started}; sleep {token}"
-
-
-@pytest.fixture
-def cleanup_pids() -> Iterator[list[int]]:
-    pids: list[int] = []
-    yield pids
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pid, signal.SIGKILL)
 
 
 def test_sigkill_mid_run_loses_nothing_completed_and_the_session_resumes(

@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import subprocess
 import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from nestor.testing import ScriptedOpenAIServer, ServerReply, ServerToolCall
 from tests.cli.support import git_repo, nestor, nestor_json, openai_env
+from tests.processes import find_command
 
 MODEL = ["--model", "openai-chat:gpt-4o"]
 
@@ -25,32 +21,17 @@ def repo(tmp_path: Path) -> Path:
     return git_repo(tmp_path / "repo", {"README.md": "# demo\n"})
 
 
-@pytest.fixture
-def cleanup_pids() -> Iterator[list[int]]:
-    pids: list[int] = []
-    yield pids
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pid, signal.SIGKILL)
-
-
-def _wait_for_pid_file(pid_file: Path, process: subprocess.Popen[Any]) -> int:
-    deadline = time.monotonic() + 60
-    while not pid_file.exists() or not pid_file.read_text().strip():
-        assert process.poll() is None, process.stderr.read() if process.stderr else ""
-        assert time.monotonic() < deadline, "the command never started"
-        time.sleep(0.05)
-    return int(pid_file.read_text())
-
-
 def test_a_second_resume_of_a_running_session_is_refused_and_a_killed_run_frees_it(
     repo: Path, tmp_path: Path, cleanup_pids: list[int]
 ) -> None:
-    pid_file = tmp_path / "sleep.pid"
+    # The sleep is found on the host by its command line: inside the sandbox the shell's $$ is a
+    # pid of its own namespace, and killing that number's group on the host would miss it.
+    started, token = tmp_path / "started", f"120.{os.getpid()}5"
+    command = f"echo started > {started}; sleep {token}"
     script = [
         ServerReply(text="first"),
         ServerReply(text="A title"),
-        ServerReply(tool_calls=(ServerToolCall("bash", {"command": f"echo $$ > {pid_file}; sleep 120"}),)),
+        ServerReply(tool_calls=(ServerToolCall("bash", {"command": command}),)),
         ServerReply(text="resumed after the kill"),
     ]
     with ScriptedOpenAIServer(script) as server:
@@ -64,7 +45,8 @@ def test_a_second_resume_of_a_running_session_is_refused_and_a_killed_run_frees_
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )
-        cleanup_pids.append(_wait_for_pid_file(pid_file, holder))
+        sleep = find_command(["sleep", token], started, lambda: holder.poll() is None)
+        cleanup_pids.append(os.getpgid(sleep))
         requests_before = len(server.requests)
 
         second = nestor(["run", *MODEL, "--resume", session_id, "interleave"], cwd=repo, env=env)

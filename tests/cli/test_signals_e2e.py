@@ -16,7 +16,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -31,15 +31,6 @@ MODEL = ["--model", "openai-chat:gpt-4o"]
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     return git_repo(tmp_path / "repo", {"README.md": "# demo\n"})
-
-
-@pytest.fixture
-def cleanup_pids() -> Iterator[list[int]]:
-    pids: list[int] = []
-    yield pids
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pid, signal.SIGKILL)
 
 
 def _sleep_script(started: Path, token: str) -> list[ServerReply]:
