@@ -154,8 +154,12 @@ class App:
         title: str = "",
         env: Mapping[str, str] | None = None,
         hooks: Sequence[Hook] = (),
+        subagent_hooks: Callable[[], Sequence[Hook]] | None = None,
     ) -> SessionAgent:
-        """Build the coder agent on ``session`` (or a new session), with ``hooks`` too, and make it live."""
+        """Build the coder agent on ``session`` (or a new session) and make it live.
+
+        ``hooks`` join the main agent's; ``subagent_hooks`` makes hooks for each sub-agent.
+        """
         settings = self.settings
         environment = os.environ if env is None else env
         if not self._ignored_notice_given:
@@ -190,6 +194,7 @@ class App:
             environment=EnvironmentCache(project_root).get,
             instructions=lambda: read_instructions(project_root, user_config_dir),
             user_config_dir=user_config_dir,
+            subagent_hooks=subagent_hooks,
         )
         self.tree = factory.tree
         agent = await factory.main(session, built, hooks=hooks)
@@ -204,6 +209,7 @@ class App:
         first_prompt: str = "",
         env: Mapping[str, str] | None = None,
         hooks: Sequence[Hook] = (),
+        subagent_hooks: Callable[[], Sequence[Hook]] | None = None,
     ) -> Conversation:
         """Start the main agent on ``session`` (a new session for None) and return its conversation.
 
@@ -216,7 +222,11 @@ class App:
                 is the session's title. Without it, the first prompt sent titles the session.
             env: Environment for provider credentials; ``os.environ`` when None.
             hooks: The embedder's own hooks (:class:`nestor.extensions.Hook`), added to the main
-                agent's (sub-agents do not get them).
+                agent's.
+            subagent_hooks: Makes the embedder's hooks for a sub-agent, called once for each
+                sub-agent built (``task``, ``agentic_fetch``; a reused idle one keeps its
+                hooks), so that agents never share a hook's state. ``RunState.agent_type`` and
+                ``agent_id`` tell the hook whose run it sees.
 
         Raises:
             SessionInUseError: Another nestor process runs the session.
@@ -226,7 +236,12 @@ class App:
         questions = PermissionQuestions(self.bus) if interactive else None
         title = title_from_prompt(first_prompt)
         agent = await self.start_main_agent(
-            session=session, asker=questions, title=title, env=env, hooks=hooks
+            session=session,
+            asker=questions,
+            title=title,
+            env=env,
+            hooks=hooks,
+            subagent_hooks=subagent_hooks,
         )
         existing = session.title if session is not None else title
         return Conversation(

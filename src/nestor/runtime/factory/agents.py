@@ -90,6 +90,8 @@ class AgentFactory:
         user_config_dir: nestor's user config directory (the user's ``AGENTS.md``); None reads none.
         summarizer: Writes compaction summaries for every agent of the tree (the main agent's
             model: set when the main agent is built).
+        subagent_hooks: Makes an embedder's hooks for each sub-agent (called once per sub-agent
+            built, so that no two agents share a hook's state); None adds none.
         tree: The tree of the agents this factory builds.
 
     """
@@ -108,6 +110,7 @@ class AgentFactory:
     instructions: Callable[[], str] | None = None
     user_config_dir: Path | None = None
     summarizer: SummaryModel | None = None
+    subagent_hooks: Callable[[], Sequence[Hook]] | None = None
     tree: AgentTree = field(init=False)
 
     def __post_init__(self) -> None:
@@ -261,6 +264,7 @@ class AgentFactory:
                 self._large_results(session.id),
                 *self.tree.tree_hooks(parent.setup.depth + 1),
                 *self.tools.hooks(request.tool_names, session.id),
+                *(self.subagent_hooks() if self.subagent_hooks is not None else ()),
             ],
             harness=SmallModelHarness(ProjectReader(root), read_only=read_only) if built.compact else None,
             parent=parent,
