@@ -37,6 +37,7 @@ from nestor.store.db import Database, open_database
 from nestor.store.messages import MessageStore
 from nestor.store.sessions import Session, SessionStore
 from nestor.tools.catalogue import ToolCatalogue
+from nestor.tools.mcp.servers import McpServers
 
 
 @dataclass
@@ -70,6 +71,7 @@ class App:
     models: ModelBuilder = field(init=False)
     tools: ToolBuilder = field(init=False)
     _registry: AgentRegistry | None = None
+    _mcp: McpServers | None = None
     _held: list[str] = field(default_factory=list[str])
     _heartbeat: asyncio.Task[None] | None = None
     _ignored_notice_given: bool = False
@@ -108,6 +110,27 @@ class App:
             self.sessions.release(session_id)
         self._held.clear()
         self.database.close()
+
+    async def aclose(self) -> None:
+        """Stop the MCP servers this process started, then :meth:`close`."""
+        if self._mcp is not None:
+            await self._mcp.close()
+        self.close()
+
+    def mcp_servers(self) -> McpServers | None:
+        """The configured MCP servers (``[mcp_servers]``, a trusted project's ``.mcp.json``), or None.
+
+        Nothing starts here: a server starts when an agent that gets its tools is built.
+        """
+        if self._mcp is None and self.settings.mcp_servers:
+            self._mcp = McpServers(
+                self.settings.mcp_servers,
+                catalogue=self.catalogue,
+                log_dir=mcp_log_dir(self.settings),
+                project_root=Path(self.settings.project_root),
+                notify=self.notify,
+            )
+        return self._mcp
 
     def hold(self, session_id: str) -> None:
         """Hold the main agent's session until :meth:`close` (or until another main session is held).
@@ -190,6 +213,7 @@ class App:
             environment=EnvironmentCache(project_root).get,
             instructions=lambda: read_instructions(project_root, user_config_dir),
             user_config_dir=user_config_dir,
+            mcp=self.mcp_servers(),
         )
         self.tree = factory.tree
         agent = await factory.main(session, built, hooks=hooks)
@@ -288,6 +312,11 @@ class App:
                 priced=small.priced,
             )
         return [TitleHook(self.titles, self.messages)]
+
+
+def mcp_log_dir(settings: Settings) -> Path:
+    """Where MCP servers' stderr logs go: ``<data dir>/mcp/logs/<server>.log``."""
+    return settings.data_dir / "mcp" / "logs"
 
 
 def ignored_settings_notices(settings: Settings, untrusted_agents: Sequence[AgentSpec]) -> list[str]:

@@ -48,6 +48,7 @@ from nestor.store.messages import MessageStore
 from nestor.store.sessions import Session, SessionStore
 from nestor.tools.base import Tool
 from nestor.tools.catalogue import ToolCatalogue
+from nestor.tools.mcp.servers import McpServers
 
 
 class ModelSource(Protocol):
@@ -88,6 +89,7 @@ class AgentFactory:
         environment: The ``<environment>`` section of system prompts.
         instructions: The instruction files' text (read anew for each task); None gives none.
         user_config_dir: nestor's user config directory (the user's ``AGENTS.md``); None reads none.
+        mcp: The process's MCP servers (None without any): the main agent gets all their tools.
         summarizer: Writes compaction summaries for every agent of the tree (the main agent's
             model: set when the main agent is built).
         tree: The tree of the agents this factory builds.
@@ -108,6 +110,7 @@ class AgentFactory:
     instructions: Callable[[], str] | None = None
     user_config_dir: Path | None = None
     summarizer: SummaryModel | None = None
+    mcp: McpServers | None = None
     tree: AgentTree = field(init=False)
 
     def __post_init__(self) -> None:
@@ -192,6 +195,8 @@ class AgentFactory:
         )
         registry = self.registry
         tool_names = main_tool_names(spec, self.catalogue, can_delegate=self.tree.can_delegate(0))
+        if self.mcp is not None:
+            tool_names += await self.mcp.tool_names()
         agent = self._build(
             spec,
             session,

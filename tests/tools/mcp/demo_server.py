@@ -1,0 +1,89 @@
+"""A real MCP server for nestor's tests, written with the SDK: ``python demo_server.py [--http PORT]``.
+
+Its tools: ``echo`` (read-only), ``picture`` (an image and structured content), ``document`` (an
+embedded text resource), ``crash`` (the process dies mid-call), ``hang`` (never answers),
+``big`` (a large text), ``add_tool`` (a new tool appears, with ``tools/list_changed``).
+With ``--hang-at-start`` it never answers anything (a server stuck while starting).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import sys
+import time
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import EmbeddedResource, ImageContent, TextResourceContents, ToolAnnotations
+
+PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 16).decode()
+
+app = MCPServer("demo")
+
+
+@app.tool(annotations=ToolAnnotations(read_only_hint=True))
+def echo(text: str) -> str:
+    """Return the text, prefixed with 'echo:'."""
+    print(f"echo called with {text!r}", file=sys.stderr, flush=True)
+    return f"echo: {text}"
+
+
+@app.tool()
+def picture() -> list[ImageContent]:
+    """Return a small PNG image."""
+    return [ImageContent(type="image", data=PNG, mime_type="image/png")]
+
+
+@app.tool()
+def document() -> list[EmbeddedResource]:
+    """Return an embedded text resource."""
+    resource = TextResourceContents(uri="file:///notes.txt", text="the notes", mime_type="text/plain")
+    return [EmbeddedResource(type="resource", resource=resource)]
+
+
+@app.tool()
+def total(numbers: list[int]) -> dict[str, int]:
+    """Sum numbers, as structured content."""
+    return {"sum": sum(numbers), "count": len(numbers)}
+
+
+@app.tool()
+def crash() -> str:
+    """Kill the server process mid-call."""
+    os._exit(3)
+
+
+@app.tool()
+def hang() -> str:
+    """Never return."""
+    time.sleep(3600)
+    return "unreachable"
+
+
+@app.tool()
+def big(lines: int) -> str:
+    """Return many lines of text."""
+    return "\n".join(f"line {number} of a long result" for number in range(lines))
+
+
+@app.tool()
+async def add_tool(ctx: Context) -> str:
+    """Add the tool 'extra' and say that the tool list changed."""
+
+    @app.tool()
+    def extra() -> str:
+        """A tool added at run time."""
+        return "extra!"
+
+    await ctx.notify_tools_changed()
+    await ctx.session.send_tool_list_changed()
+    return "added"
+
+
+if __name__ == "__main__":
+    if "--hang-at-start" in sys.argv:
+        time.sleep(3600)
+    elif "--http" in sys.argv:
+        app.run("streamable-http", host="127.0.0.1", port=int(sys.argv[sys.argv.index("--http") + 1]))
+    else:
+        app.run()
