@@ -11,6 +11,7 @@ import pytest
 
 from nestor.testing import ScriptedOpenAIServer, ServerReply, ServerToolCall
 from tests.cli.support import git_repo, nestor, openai_env
+from tests.server_routes import Route, first_user_text, router
 from tests.tools.mcp.support import DEMO_SERVER
 
 pytestmark = pytest.mark.timeout(120)
@@ -117,3 +118,67 @@ def test_a_run_without_mcp_servers_never_imports_the_sdk(tmp_path: Path) -> None
     assert not {
         name for name in modules if name == "mcp" or name.startswith(("mcp.", "mcp_types", "tomlkit"))
     }
+
+
+GH_AGENT = f"""---
+name: gh
+description: Asks the project's own MCP server.
+tools: Read
+mcpServers:
+  - mine:
+      command: {sys.executable}
+      args: ["{DEMO_SERVER}"]
+---
+You ask the server.
+"""
+
+
+def delegating_routes() -> list[Route]:
+    return router(
+        {
+            "USER": [
+                ServerReply(
+                    tool_calls=(
+                        ServerToolCall(
+                            "task", {"description": "ask", "prompt": "ask the server", "subagent_type": "gh"}
+                        ),
+                    )
+                ),
+                ServerReply(text="The sub-agent asked."),
+            ],
+            "ask the server": [
+                ServerReply(tool_calls=(ServerToolCall("mcp__mine__echo", {"text": "from the child"}),)),
+                ServerReply(text="It answered."),
+            ],
+        }
+    )
+
+
+def test_an_agent_files_own_mcp_server_is_its_alone(tmp_path: Path) -> None:
+    repo = git_repo(tmp_path / "repo", {".claude/agents/gh.md": GH_AGENT})
+    with ScriptedOpenAIServer(delegating_routes()) as server:
+        env = openai_env(tmp_path, server)
+        user_config(env, '[permissions]\nallow = ["mcp__mine__echo"]\n')
+        done = nestor(["run", "--trust", "-o", "json", *MODEL, "USER: use gh"], cwd=repo, env=env)
+
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["result"] == "The sub-agent asked."
+    main = [request for request in server.requests if first_user_text(request).startswith("USER")]
+    child = [request for request in server.requests if first_user_text(request) == "ask the server"]
+    assert not any(tool["function"]["name"].startswith("mcp__") for tool in main[0]["tools"])
+    # gh lists only read tools, so it is read-only: of its server's tools, only those that only read.
+    assert {tool["function"]["name"] for tool in child[0]["tools"]} == {"view", "mcp__mine__echo"}
+    assert tool_messages(child[1]) == ["echo: from the child"]
+
+
+def test_an_untrusted_agent_files_own_servers_do_not_start(tmp_path: Path) -> None:
+    repo = git_repo(tmp_path / "repo", {".claude/agents/gh.md": GH_AGENT})
+    with ScriptedOpenAIServer(delegating_routes()) as server:
+        env = openai_env(tmp_path, server)
+        done = nestor(["run", "-o", "json", *MODEL, "USER: use gh"], cwd=repo, env=env)
+
+    assert done.returncode == 0, done.stderr
+    assert "agent gh's MCP servers" in done.stderr
+    child = [request for request in server.requests if first_user_text(request) == "ask the server"]
+    assert {tool["function"]["name"] for tool in child[0]["tools"]} == {"view"}
+    assert not (Path(env["NESTOR_HOME"]) / "mcp" / "logs" / "mine.log").exists()

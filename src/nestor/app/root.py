@@ -72,6 +72,7 @@ class App:
     tools: ToolBuilder = field(init=False)
     _registry: AgentRegistry | None = None
     _mcp: McpServers | None = None
+    _factories: list[AgentFactory] = field(default_factory=list[AgentFactory])
     _held: list[str] = field(default_factory=list[str])
     _heartbeat: asyncio.Task[None] | None = None
     _ignored_notice_given: bool = False
@@ -112,7 +113,9 @@ class App:
         self.database.close()
 
     async def aclose(self) -> None:
-        """Stop the MCP servers this process started, then :meth:`close`."""
+        """Stop the MCP servers this process started (sub-agents' own too), then :meth:`close`."""
+        for factory in self._factories:
+            await factory.close()
         if self._mcp is not None:
             await self._mcp.close()
         self.close()
@@ -183,8 +186,9 @@ class App:
         environment = os.environ if env is None else env
         if not self._ignored_notice_given:
             self._ignored_notice_given = True
+            registry = self.agent_registry(environment)
             for line in ignored_settings_notices(
-                settings, self.agent_registry(environment).untrusted_models()
+                settings, registry.untrusted_models(), registry.untrusted_servers()
             ):
                 self.notify(line)
         if session is not None:
@@ -214,7 +218,9 @@ class App:
             instructions=lambda: read_instructions(project_root, user_config_dir),
             user_config_dir=user_config_dir,
             mcp=self.mcp_servers(),
+            notify=self.notify,
         )
+        self._factories.append(factory)
         self.tree = factory.tree
         agent = await factory.main(session, built, hooks=hooks)
         self.coordinator.add(agent)
@@ -319,11 +325,14 @@ def mcp_log_dir(settings: Settings) -> Path:
     return settings.data_dir / "mcp" / "logs"
 
 
-def ignored_settings_notices(settings: Settings, untrusted_agents: Sequence[AgentSpec]) -> list[str]:
+def ignored_settings_notices(
+    settings: Settings, untrusted_agents: Sequence[AgentSpec], agents_with_servers: Sequence[AgentSpec] = ()
+) -> list[str]:
     """One line per reason project settings were not applied; [] when everything applied."""
     lines: list[str] = []
     untrusted = [item.key for item in settings.ignored if item.reason == "untrusted"]
     untrusted += [f"agent {spec.name}'s model" for spec in untrusted_agents]
+    untrusted += [f"agent {spec.name}'s MCP servers" for spec in agents_with_servers]
     if untrusted:
         lines.append(
             f"this folder is not trusted, so its settings that would widen what nestor may do or where data "

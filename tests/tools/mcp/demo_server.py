@@ -3,7 +3,8 @@
 Its tools: ``echo`` (read-only), ``picture`` (an image and structured content), ``document`` (an
 embedded text resource), ``crash`` (the process dies mid-call), ``hang`` (never answers),
 ``big`` (a large text), ``add_tool`` (a new tool appears, with ``tools/list_changed``).
-With ``--hang-at-start`` it never answers anything (a server stuck while starting).
+With ``--hang-at-start`` it never answers anything (a server stuck while starting). With
+``DEMO_PID_FILE`` set, it writes its process id there.
 """
 
 from __future__ import annotations
@@ -81,6 +82,9 @@ async def add_tool(ctx: Context) -> str:
 
 
 if __name__ == "__main__":
+    if pid_file := os.environ.get("DEMO_PID_FILE"):  # tests check the process stops
+        with open(pid_file, "w") as written:
+            written.write(str(os.getpid()))
     if "--hang-at-start" in sys.argv:
         time.sleep(3600)
     elif "--http" in sys.argv:
