@@ -143,6 +143,19 @@ def remove(ctx: typer.Context, name: NameArgument) -> None:
         print(f"removed MCP server {name} from {path}")
 
 
+@app.command("serve")
+def serve(ctx: typer.Context) -> None:
+    """Serve nestor's agents (explore, plan, general, agent files) over stdio as MCP tools.
+
+    Each tool runs its agent on this project as a sub-agent and returns its final report; nobody
+    can be asked, so what the permission rules would ask about is refused (allow rules or --yolo
+    widen that). Point an MCP client at: nestor mcp serve (with -C DIR for another project).
+    """
+    from nestor.app.mcp_serve import serve as serve_agents
+
+    asyncio.run(serve_agents(_options(ctx).load_settings()))
+
+
 def _states(settings: Settings, names: list[str] | None) -> list[ServerState]:
     from nestor.app.mcp_config import server_states
 
