@@ -91,7 +91,9 @@ def test_a_project_server_goes_to_mcp_json_and_applies_only_once_trusted(
         "mcpServers": {"demo": {"type": "stdio", "command": sys.executable, "args": [str(DEMO_SERVER)]}}
     }
 
-    assert nestor_json(["mcp", "list", "--json"], cwd=project, env=env) == {"servers": []}
+    untrusted = nestor(["mcp", "list", "--json"], cwd=project, env=env)
+    assert json.loads(untrusted.stdout) == {"servers": []}
+    assert ".mcp.json server demo were ignored" in untrusted.stderr and "nestor trust" in untrusted.stderr
     trusted = nestor_json(["--trust", "mcp", "list", "--json"], cwd=project, env=env)
     assert [server["name"] for server in trusted["servers"]] == ["demo"]
 

@@ -182,3 +182,23 @@ def test_an_untrusted_agent_files_own_servers_do_not_start(tmp_path: Path) -> No
     child = [request for request in server.requests if first_user_text(request) == "ask the server"]
     assert {tool["function"]["name"] for tool in child[0]["tools"]} == {"view"}
     assert not (Path(env["NESTOR_HOME"]) / "mcp" / "logs" / "mine.log").exists()
+
+
+def test_a_large_mcp_result_goes_to_a_file_like_any_tools(tmp_path: Path) -> None:
+    repo = git_repo(tmp_path / "repo", {"README.md": "# r\n"})
+    script = [
+        ServerReply(tool_calls=(ServerToolCall("mcp__demo__big", {"lines": 3000}),)),
+        ServerReply(text="Long."),
+    ]
+    with ScriptedOpenAIServer(script) as server:
+        env = openai_env(tmp_path, server)
+        config = '\n[permissions]\nallow = ["mcp__demo"]\n[context]\ntool_result_max_tokens = 1000\n'
+        user_config(env, demo_server_toml() + config)
+        done = nestor(["run", "-o", "json", *MODEL, "get a lot"], cwd=repo, env=env)
+
+    assert done.returncode == 0, done.stderr
+    (shown,) = tool_messages(server.requests[1])
+    assert "The mcp__demo__big result was" in shown and "too large to show in full" in shown
+    saved = Path(shown.split("It was saved to ", 1)[1].split(";", 1)[0])
+    assert saved.read_text().count("of a long result") == 3000
+    assert len(shown) < 20_000

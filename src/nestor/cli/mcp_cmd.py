@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sys
 from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -107,6 +108,13 @@ def add(
 def list_servers(ctx: typer.Context, as_json: JsonOption = False) -> None:
     """List the configured servers, each started to show its status and its number of tools."""
     settings = _options(ctx).load_settings()
+    ignored = [item.key for item in settings.ignored if item.reason == "untrusted" and "mcp" in item.key]
+    if ignored:
+        print(
+            f"nestor: this folder is not trusted, so {', '.join(ignored)} were ignored; "
+            "run `nestor trust` or pass --trust if you trust it",
+            file=sys.stderr,
+        )
     states = _states(settings, None)
     if as_json:
         print(json.dumps({"servers": [_state_dict(settings, state) for state in states]}, indent=2))

@@ -1,4 +1,4 @@
-"""A real MCP server for nestor's tests, written with the SDK: ``python demo_server.py [--http PORT]``.
+"""A real MCP server for nestor's tests, written with the SDK: ``demo_server.py [--http|--sse PORT]``.
 
 Its tools: ``echo`` (read-only), ``picture`` (an image and structured content), ``document`` (an
 embedded text resource), ``crash`` (the process dies mid-call), ``hang`` (never answers),
@@ -89,5 +89,7 @@ if __name__ == "__main__":
         time.sleep(3600)
     elif "--http" in sys.argv:
         app.run("streamable-http", host="127.0.0.1", port=int(sys.argv[sys.argv.index("--http") + 1]))
+    elif "--sse" in sys.argv:
+        app.run("sse", host="127.0.0.1", port=int(sys.argv[sys.argv.index("--sse") + 1]))
     else:
         app.run()

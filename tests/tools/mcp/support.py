@@ -31,15 +31,15 @@ def free_port() -> int:
 
 
 @contextmanager
-def http_demo_server() -> Iterator[str]:
-    """The demo server over streamable HTTP on 127.0.0.1; yields its URL."""
+def http_demo_server(transport: str = "http") -> Iterator[str]:
+    """The demo server over streamable HTTP (or ``sse``) on 127.0.0.1; yields its URL."""
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, str(DEMO_SERVER), "--http", str(port)],
+        [sys.executable, str(DEMO_SERVER), f"--{transport}", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    url = f"http://127.0.0.1:{port}/mcp"
+    url = f"http://127.0.0.1:{port}/{'sse' if transport == 'sse' else 'mcp'}"
     try:
         deadline = time.monotonic() + 30
         while True:

@@ -196,3 +196,12 @@ async def test_a_streamable_http_server_lists_and_calls(open_servers: Open, tmp_
             await call(servers, "mcp__remote__echo", {"text": "over http"}, tmp_path)
         ).content == "echo: over http"
         await servers.close()
+
+
+async def test_an_older_servers_sse_endpoint_lists_and_calls(open_servers: Open, tmp_path: Path) -> None:
+    with http_demo_server("sse") as url:
+        servers = open_servers({"old": McpServerConfig(url=url, transport="sse")})
+        assert "mcp__old__echo" in await servers.tool_names()
+        result = await call(servers, "mcp__old__echo", {"text": "over sse"}, tmp_path)
+        assert result.content == "echo: over sse"
+        await servers.close()
