@@ -1,8 +1,9 @@
 """A real MCP server for nestor's tests, written with the SDK: ``demo_server.py [--http|--sse PORT]``.
 
-Its tools: ``echo`` (read-only), ``picture`` (an image and structured content), ``document`` (an
-embedded text resource), ``crash`` (the process dies mid-call), ``hang`` (never answers),
-``big`` (a large text), ``add_tool`` (a new tool appears, with ``tools/list_changed``).
+Its tools: ``echo`` (read-only), ``picture`` (an image), ``document`` (an embedded text resource),
+``total`` (structured content), ``crash`` (the process dies mid-call), ``refuse`` (a JSON-RPC
+error), ``hang`` (never answers), ``big`` (a large text), ``add_tool`` (a new tool appears, with
+``tools/list_changed``).
 With ``--hang-at-start`` it never answers anything (a server stuck while starting). With
 ``DEMO_PID_FILE`` set, it writes its process id there.
 """
@@ -15,7 +16,8 @@ import sys
 import time
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.types import EmbeddedResource, ImageContent, TextResourceContents, ToolAnnotations
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS, EmbeddedResource, ImageContent, TextResourceContents, ToolAnnotations
 
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 16).decode()
 
@@ -52,6 +54,12 @@ def total(numbers: list[int]) -> dict[str, int]:
 def crash() -> str:
     """Kill the server process mid-call."""
     os._exit(3)
+
+
+@app.tool()
+def refuse() -> str:
+    """Answer with a JSON-RPC error (the server itself is fine)."""
+    raise MCPError(INVALID_PARAMS, "no such item")
 
 
 @app.tool()

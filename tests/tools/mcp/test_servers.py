@@ -113,6 +113,16 @@ async def test_bad_arguments_are_the_tools_error_and_the_server_keeps_running(
     ).content == "echo: still here"
 
 
+async def test_a_json_rpc_error_is_the_tools_error_and_no_restart(open_servers: Open, tmp_path: Path) -> None:
+    servers = open_servers({"demo": stdio_config()})
+    await servers.tool_names()
+    with pytest.raises(ToolError, match="MCP server 'demo': refuse: no such item"):
+        await call(servers, "mcp__demo__refuse", {}, tmp_path)
+    assert servers.connection("demo").status == "running"
+    assert (await call(servers, "mcp__demo__echo", {"text": "same"}, tmp_path)).content == "echo: same"
+    assert (tmp_path / "logs" / "demo.log").read_text().count("starting") == 1
+
+
 async def test_a_crashed_server_is_a_clear_tool_error_and_restarts_on_the_next_call(
     open_servers: Open, tmp_path: Path
 ) -> None:

@@ -19,7 +19,7 @@ from typing import Any, Literal, TextIO, TypeAlias
 import anyio
 from mcp import Client, StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
-from mcp.types import CallToolResult, Tool, ToolListChangedNotification
+from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT, CallToolResult, Tool, ToolListChangedNotification
 
 from nestor.config.sections import McpServerConfig
 from nestor.core.errors import ToolError
@@ -91,7 +91,7 @@ class McpConnection:
         except TimeoutError:
             await self._fail(f"the call to {tool} did not finish within {timeout:g} s")
         except MCPError as exc:
-            if exc.code > -32000:  # a JSON-RPC error of the tool's (-32602 bad arguments...): no crash
+            if exc.code not in (CONNECTION_CLOSED, REQUEST_TIMEOUT):  # the server answered: no crash
                 raise ToolError(f"MCP server {self.name!r}: {tool}: {exc}") from None
             await self._fail(f"the call to {tool} failed: {_describe(exc)}")
         except Exception as exc:
