@@ -37,6 +37,7 @@ from nestor.store.db import Database, open_database
 from nestor.store.messages import MessageStore
 from nestor.store.sessions import Session, SessionStore
 from nestor.tools.catalogue import ToolCatalogue
+from nestor.tools.mcp.servers import McpServers
 
 
 @dataclass
@@ -70,6 +71,8 @@ class App:
     models: ModelBuilder = field(init=False)
     tools: ToolBuilder = field(init=False)
     _registry: AgentRegistry | None = None
+    _mcp: McpServers | None = None
+    _factories: list[AgentFactory] = field(default_factory=list[AgentFactory])
     _held: list[str] = field(default_factory=list[str])
     _heartbeat: asyncio.Task[None] | None = None
     _ignored_notice_given: bool = False
@@ -108,6 +111,29 @@ class App:
             self.sessions.release(session_id)
         self._held.clear()
         self.database.close()
+
+    async def aclose(self) -> None:
+        """Stop the MCP servers this process started (sub-agents' own too), then :meth:`close`."""
+        for factory in self._factories:
+            await factory.close()
+        if self._mcp is not None:
+            await self._mcp.close()
+        self.close()
+
+    def mcp_servers(self) -> McpServers | None:
+        """The configured MCP servers (``[mcp_servers]``, a trusted project's ``.mcp.json``), or None.
+
+        Nothing starts here: a server starts when an agent that gets its tools is built.
+        """
+        if self._mcp is None and self.settings.mcp_servers:
+            self._mcp = McpServers(
+                self.settings.mcp_servers,
+                catalogue=self.catalogue,
+                log_dir=mcp_log_dir(self.settings),
+                project_root=Path(self.settings.project_root),
+                notify=self.notify,
+            )
+        return self._mcp
 
     def hold(self, session_id: str) -> None:
         """Hold the main agent's session until :meth:`close` (or until another main session is held).
@@ -164,8 +190,9 @@ class App:
         environment = os.environ if env is None else env
         if not self._ignored_notice_given:
             self._ignored_notice_given = True
+            registry = self.agent_registry(environment)
             for line in ignored_settings_notices(
-                settings, self.agent_registry(environment).untrusted_models()
+                settings, registry.untrusted_models(), registry.untrusted_servers()
             ):
                 self.notify(line)
         if session is not None:
@@ -195,7 +222,10 @@ class App:
             instructions=lambda: read_instructions(project_root, user_config_dir),
             user_config_dir=user_config_dir,
             subagent_hooks=subagent_hooks,
+            mcp=self.mcp_servers(),
+            notify=self.notify,
         )
+        self._factories.append(factory)
         self.tree = factory.tree
         agent = await factory.main(session, built, hooks=hooks)
         self.coordinator.add(agent)
@@ -305,11 +335,19 @@ class App:
         return [TitleHook(self.titles, self.messages)]
 
 
-def ignored_settings_notices(settings: Settings, untrusted_agents: Sequence[AgentSpec]) -> list[str]:
+def mcp_log_dir(settings: Settings) -> Path:
+    """Where MCP servers' stderr logs go: ``<data dir>/mcp/logs/<server>.log``."""
+    return settings.data_dir / "mcp" / "logs"
+
+
+def ignored_settings_notices(
+    settings: Settings, untrusted_agents: Sequence[AgentSpec], agents_with_servers: Sequence[AgentSpec] = ()
+) -> list[str]:
     """One line per reason project settings were not applied; [] when everything applied."""
     lines: list[str] = []
     untrusted = [item.key for item in settings.ignored if item.reason == "untrusted"]
     untrusted += [f"agent {spec.name}'s model" for spec in untrusted_agents]
+    untrusted += [f"agent {spec.name}'s MCP servers" for spec in agents_with_servers]
     if untrusted:
         lines.append(
             f"this folder is not trusted, so its settings that would widen what nestor may do or where data "
