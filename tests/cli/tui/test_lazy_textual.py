@@ -1,4 +1,4 @@
-"""Textual is loaded only by the TUI: `--help`, `run`, `--plain` and `nestor` off a terminal never import it."""
+"""Textual is loaded only by the TUI: `--help`, `run`, `--plain`, `nestor` off a terminal never import it."""
 
 from __future__ import annotations
 
