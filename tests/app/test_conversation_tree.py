@@ -11,7 +11,7 @@ from nestor.app import App
 from nestor.core.events import AgentFinished, AgentStarted, Event
 from nestor.testing import ScriptedOpenAIServer, ServerReply, ServerToolCall
 from tests.app.test_conversation import settings_for
-from tests.server_routes import router
+from tests.server_routes import Route, router
 
 
 def task_call(description: str, prompt: str, **extra: object) -> ServerToolCall:
@@ -26,11 +26,11 @@ async def until(predicate: Callable[[], bool]) -> None:
 
 @asynccontextmanager
 async def opened(
-    tmp_path: Path, routes: dict[str, list[ServerReply]]
+    tmp_path: Path, routes: dict[str, list[ServerReply | Route]]
 ) -> AsyncIterator[tuple[App, list[Event]]]:
     """An app whose model answers each conversation from its route, and the events it publishes."""
     events: list[Event] = []
-    with ScriptedOpenAIServer(router(dict(routes))) as server:  # type: ignore[arg-type]
+    with ScriptedOpenAIServer(router(routes)) as server:
         app = App.open(settings_for(tmp_path, server.base_url))
         app.subscribe(events.append)
         try:
@@ -39,12 +39,9 @@ async def opened(
             app.close()
 
 
-def started(events: list[Event], description: str) -> AgentStarted | None:
-    return next((e for e in events if isinstance(e, AgentStarted) and e.description == description), None)
-
-
-async def test_cancelling_one_sub_agent_stops_it_alone_and_its_parent_carries_on(tmp_path: Path) -> None:
-    routes = {
+def slow_and_quick() -> dict[str, list[ServerReply | Route]]:
+    """The main agent starts two general agents at once: one slow (30 s), one quick (2 s); then it answers."""
+    return {
         "USER": [
             ServerReply(
                 tool_calls=(
@@ -55,8 +52,16 @@ async def test_cancelling_one_sub_agent_stops_it_alone_and_its_parent_carries_on
             ServerReply(text="One was stopped, the other answered."),
         ],
         "SLOW": [ServerReply(text="never seen", delay=30)],
-        "QUICK": [ServerReply(text="quick answer", delay=0.5)],
+        "QUICK": [ServerReply(text="quick answer", delay=2.0)],
     }
+
+
+def started(events: list[Event], description: str) -> AgentStarted | None:
+    return next((e for e in events if isinstance(e, AgentStarted) and e.description == description), None)
+
+
+async def test_cancelling_one_sub_agent_stops_it_alone_and_its_parent_carries_on(tmp_path: Path) -> None:
+    routes = slow_and_quick()
     async with opened(tmp_path, routes) as (app, events):
         conversation = await app.conversation(interactive=True, env={})
         run = asyncio.ensure_future(conversation.run_to_completion("USER: two things"))
@@ -76,7 +81,7 @@ async def test_cancelling_one_sub_agent_stops_it_alone_and_its_parent_carries_on
 
 
 async def test_background_agents_are_known_and_the_context_use_is_measured(tmp_path: Path) -> None:
-    routes = {
+    routes: dict[str, list[ServerReply | Route]] = {
         "USER": [
             ServerReply(tool_calls=(task_call("scan", "SCAN: look around", run_in_background=True),)),
             ServerReply(text="Started."),

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from textual.widgets import Markdown
+import pytest
+from textual.widgets import Button, Markdown, Static
 
-from nestor.cli.tui.panes import ConversationPane
+from nestor.cli.tui.dialogs import PermissionScreen
+from nestor.cli.tui.panes import AgentTreePanel, ConversationPane
 from nestor.cli.tui.transcript import TextBlock
-from nestor.testing import ServerReply
-from tests.cli.tui.support import running_tui
+from nestor.testing import ServerReply, ServerToolCall
+from tests.app.test_conversation_tree import slow_and_quick
+from tests.cli.tui.support import running_tui, task_call
+from tests.server_routes import Route, router
 
 
 async def test_the_final_answer_is_rendered_as_markdown(tmp_path: Path) -> None:
@@ -24,3 +28,66 @@ async def test_the_final_answer_is_rendered_as_markdown(tmp_path: Path) -> None:
         prompts = [e.text for e in pane.transcript.entries if isinstance(e, TextBlock) and e.user]
     assert prompts == ["what is the answer?"]
     assert sources == ["The answer is **42**.\n\n```python\nprint(42)\n```\n"]
+
+
+def _general_writes(answer_text: str) -> dict[str, list[ServerReply | Route]]:
+    return {
+        "USER": [
+            ServerReply(tool_calls=(task_call("write the notes", "NOTES: write notes.txt"),)),
+            ServerReply(text=answer_text),
+        ],
+        "NOTES": [
+            ServerReply(tool_calls=(ServerToolCall("write", {"path": "notes.txt", "content": "hi\n"}),)),
+            ServerReply(text="done writing"),
+        ],
+    }
+
+
+@pytest.mark.parametrize(("key", "written"), [("y", True), ("n", False)])
+async def test_a_sub_agents_permission_question_is_a_dialog_and_its_answer_is_honoured(
+    tmp_path: Path, key: str, written: bool
+) -> None:
+    async with running_tui(tmp_path, router(_general_writes("The notes are handled."))) as running:
+        tui = running.tui
+        await running.send("USER: write the notes")
+        await running.until(lambda: isinstance(tui.screen, PermissionScreen))
+        dialog = tui.screen
+        assert isinstance(dialog, PermissionScreen)
+        shown = " ".join(str(widget.render()) for widget in dialog.query(Static))
+        assert "general · write the notes asks" in shown
+        assert f'allow = ["write({tmp_path / "project" / "notes.txt"})"]' in shown
+        assert [str(button.label) for button in dialog.query(Button)] == [
+            "[y] allow once",
+            "[a] allow for this agent's session",
+            "[n] deny",
+        ]
+        child = next(agent for agent in tui.live_tree.agents.values() if agent.depth == 1)
+        assert child.state == "waiting" and "waiting for permission" in child.counters(0)
+        await running.pilot.press(key)
+        await running.until(lambda: tui.live_tree.agents[tui.live_tree.main_id].state == "done")
+        assert not isinstance(tui.screen, PermissionScreen)
+    notes = tmp_path / "project" / "notes.txt"
+    assert notes.exists() is written
+    assert child.state == "done"
+
+
+async def test_cancelling_one_sub_agent_from_the_tree_stops_it_alone(tmp_path: Path) -> None:
+    async with running_tui(tmp_path, router(slow_and_quick())) as running:
+        tui = running.tui
+        await running.send("USER: two things")
+        tree = tui.live_tree
+        await running.until(lambda: len(tree.running()) == 3)
+        panel = tui.query_one(AgentTreePanel)
+        panel.focus()
+        slow = next(agent for agent in tree.agents.values() if agent.description == "slow one")
+        quick = next(agent for agent in tree.agents.values() if agent.description == "quick one")
+        await running.until(lambda: slow.agent_id in [option.id for option in panel.options])
+        panel.highlighted = [option.id for option in panel.options].index(slow.agent_id)
+        await running.pilot.press("x")
+        await running.until(lambda: slow.state == "cancelled")
+        assert quick.running  # the other sub-agent goes on
+        await running.until(lambda: tree.agents[tree.main_id].state == "done")
+        await running.pilot.pause(0.2)
+        sources = [widget.source for widget in tui.query_one(ConversationPane).query(Markdown)]
+    assert (slow.state, quick.state) == ("cancelled", "done")
+    assert sources[-1] == "One was stopped, the other answered."

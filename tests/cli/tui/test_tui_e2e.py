@@ -22,38 +22,15 @@ from pathlib import Path
 import pyte
 import pytest
 
-from nestor.testing import ScriptedOpenAIServer, ServerReply, ServerToolCall, ServerUsage
+from nestor.testing import ScriptedOpenAIServer
 from tests.cli.support import git_repo, openai_env
-from tests.cli.tui.support import task_call
-from tests.server_routes import Route, router
+from tests.cli.tui.support import EXPLORED, three_explorers
+from tests.server_routes import router
 
 COLUMNS, ROWS = 120, 36
-NAMES = ("alpha", "beta", "gamma")
+NAMES = EXPLORED
 # Each explore agent: one grep, two requests of 1,000 + 100 tokens at gpt-4o's prices.
 TOTALS = re.compile(r"done · 1 tool · [\d.]+s · 2\.2k tok · \$0\.0070")
-
-
-def explore_script() -> dict[str, list[ServerReply | Route]]:
-    usage = ServerUsage(prompt_tokens=1000, completion_tokens=100)
-    routes: dict[str, list[ServerReply | Route]] = {
-        "USER": [
-            ServerReply(
-                text="Three searches at once.",
-                tool_calls=tuple(
-                    task_call(f"find {name}", f"{name.upper()}: find it", subagent_type="explore")
-                    for name in NAMES
-                ),
-                usage=usage,
-            ),
-            ServerReply(text="All three were **found**.", usage=usage),
-        ]
-    }
-    for name in NAMES:
-        routes[name.upper()] = [
-            ServerReply(tool_calls=(ServerToolCall("grep", {"pattern": name}),), usage=usage),
-            ServerReply(text=f"{name} is in src/{name}.py", usage=usage, delay=2.0),
-        ]
-    return routes
 
 
 class Terminal:
@@ -116,7 +93,7 @@ def test_the_tree_shows_three_explore_agents_while_they_run_then_their_totals(
     repo: Path, tmp_path: Path
 ) -> None:
     nestor = str(Path(sys.executable).parent / "nestor")
-    with ScriptedOpenAIServer(router(explore_script())) as server:
+    with ScriptedOpenAIServer(router(three_explorers("All three were **found**.", delay=2.0))) as server:
         env = {
             **openai_env(tmp_path, server),
             "TERM": "xterm-256color",

@@ -156,25 +156,34 @@ class NestorTui(App[int]):
 
     def compose(self) -> ComposeResult:
         """The conversation and the prompt on the left, the agent tree and todos on the right."""
+        # Kept, not queried: while a dialog is open, queries look at the dialog's screen.
+        self.shown_agent = Label("", id="shown-agent")
+        self.pane = ConversationPane(id="conversation")
+        self.editor = PromptEditor(
+            id="prompt", soft_wrap=True, show_line_numbers=False, placeholder="a prompt, or /help"
+        )
+        self.agent_panel = AgentTreePanel(id="agents")
+        self.todos = TodoPanel(id="todos")
+        self.status_bar = StatusBar(id="status")
         with Horizontal(id="body"):
             with Vertical(id="conversation-column"):
-                yield Label("", id="shown-agent")
-                yield ConversationPane(id="conversation")
-                yield PromptEditor(id="prompt", soft_wrap=True, show_line_numbers=False)
+                yield self.shown_agent
+                yield self.pane
+                yield self.editor
             with Vertical(id="side"):
-                yield AgentTreePanel(id="agents")
-                yield TodoPanel(id="todos")
-        yield StatusBar(id="status")
+                yield self.agent_panel
+                yield self.todos
+        yield self.status_bar
 
     async def on_mount(self) -> None:
         """Subscribe to the bus, show the main transcript, start the tick."""
         self.theme = "textual-dark"
         self._unsubscribe = self.nestor.subscribe(self._pending.append)
-        self.query_one(TodoPanel).display = False
-        await self._show(self.live_tree.main_id)
+        self.todos.display = False
+        await self.show_agent(self.live_tree.main_id)
         self.set_interval(self._tick_s, self._tick, name="redraw")
         await self._tick()
-        self.query_one(PromptEditor).focus()
+        self.editor.focus()
 
     def on_unmount(self) -> None:
         """Stop receiving events."""
@@ -189,19 +198,19 @@ class NestorTui(App[int]):
         for line in self._lines.take():
             self._transcript(self.live_tree.main_id).note(line, _line_style(line))
         self._ticks += 1
-        pane = self.query_one(ConversationPane)
+        pane = self.pane
         await pane.sync()
         now = self._clock()
         running = bool(self.live_tree.running())
         if self.live_tree.version != self._drawn_version or (running and self._ticks % 3 == 0):
             self._drawn_version = self.live_tree.version
-            self.query_one(AgentTreePanel).redraw(self.live_tree, now)
+            self.agent_panel.redraw(self.live_tree, now)
         self._draw_status()
         self._ask_next()
 
     def _apply(self, event: Event) -> None:
-        if isinstance(event, AgentStarted) and event.agent_id not in self._transcripts:
-            self._transcripts[event.agent_id] = Transcript()
+        if isinstance(event, AgentStarted) and event.agent_id not in self.transcripts:
+            self.transcripts[event.agent_id] = Transcript()
         self.live_tree.handle(event)
         agent_id = event.agent_id
         if agent_id not in self.live_tree.agents:
@@ -214,7 +223,7 @@ class NestorTui(App[int]):
             case PermissionWithdrawn():
                 self._withdraw(event.request_id)
             case TodosUpdated() if agent_id == self.live_tree.main_id:
-                self.query_one(TodoPanel).show_todos(event.todos)
+                self.todos.show_todos(event.todos)
             case SessionTitled():
                 self._title = event.title
             case AgentFinished():
@@ -236,9 +245,7 @@ class NestorTui(App[int]):
         else:
             activity = "Enter sends · /help"
         title = f" · {self._title}" if self._title else ""
-        self.query_one(StatusBar).show(
-            model=conversation.model + title, context=context, cost=cost, activity=activity
-        )
+        self.status_bar.show(model=conversation.model + title, context=context, cost=cost, activity=activity)
 
     # -- permission questions ---------------------------------------------------------------
 
@@ -290,9 +297,9 @@ class NestorTui(App[int]):
             return
         if self.controller.conversation is not before:  # /clear
             self._reset(self.controller.conversation)
-            await self._show(self.live_tree.main_id)
-        if self._shown != self.live_tree.main_id:
-            await self._show(self.live_tree.main_id)
+            await self.show_agent(self.live_tree.main_id)
+        if self.shown_agent_id != self.live_tree.main_id:
+            await self.show_agent(self.live_tree.main_id)
 
     async def _command(self, name: str, argument: str, main: Transcript) -> None:
         if name == "/help":
@@ -331,16 +338,16 @@ class NestorTui(App[int]):
             return
         previous.close()
         self._reset(self.controller.conversation)
-        await self._show(self.live_tree.main_id)
+        await self.show_agent(self.live_tree.main_id)
 
     def on_option_list_option_selected(self, message: OptionList.OptionSelected) -> None:
         """Enter on an agent of the tree shows its transcript."""
         if isinstance(message.option_list, AgentTreePanel) and message.option.id is not None:
-            self.run_worker(self._show(message.option.id), exclusive=True, group="show")
+            self.run_worker(self.show_agent(message.option.id), exclusive=True, group="show")
 
     def on_key(self, event: events.Key) -> None:
         """``x`` (or Delete) in the agent tree stops the highlighted agent and its sub-agents."""
-        panel = self.query_one(AgentTreePanel)
+        panel = self.agent_panel
         if event.key in ("x", "delete") and panel.has_focus and panel.selected_agent is not None:
             event.stop()
             self.cancel_agent(panel.selected_agent)
@@ -379,21 +386,22 @@ class NestorTui(App[int]):
 
     def _reset(self, conversation: Conversation) -> None:
         main_id = conversation.session_id
-        self.live_tree = LiveTree(main_id, conversation.is_background)
-        self._transcripts: dict[str, Transcript] = {main_id: Transcript()}
-        self._shown = ""
+        self.live_tree = LiveTree(main_id, conversation.is_background, self._clock)
+        self.transcripts: dict[str, Transcript] = {main_id: Transcript()}
+        self.shown_agent_id = ""
         self._title = conversation.session().title
         self._drawn_version = -1
 
     def _transcript(self, agent_id: str) -> Transcript:
-        return self._transcripts.setdefault(agent_id, Transcript())
+        return self.transcripts.setdefault(agent_id, Transcript())
 
-    async def _show(self, agent_id: str) -> None:
-        self._shown = agent_id
+    async def show_agent(self, agent_id: str) -> None:
+        """Show the transcript of ``agent_id`` in the conversation pane (the main agent's by default)."""
+        self.shown_agent_id = agent_id
         agent = self.live_tree.get(agent_id)
         label = "main agent" if agent_id == self.live_tree.main_id or agent is None else agent.title()
-        self.query_one("#shown-agent", Label).update(Text(label, style="bold"))
-        await self.query_one(ConversationPane).show(self._transcript(agent_id))
+        self.shown_agent.update(Text(label, style="bold"))
+        await self.pane.show(self._transcript(agent_id))
 
 
 def _line_style(line: str) -> str:

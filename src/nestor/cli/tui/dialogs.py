@@ -74,9 +74,9 @@ class PermissionScreen(ModalScreen["PermissionAnswer | None"]):
             hint = f'to stop being asked, add to nestor.toml: [permissions] allow = ["{rule}"]'
             yield Static(Text(hint, style="dim"), id="permission-rule")
             with Horizontal(id="permission-buttons"):
-                yield Button("[y] allow once", id="once", variant="primary")
-                yield Button(f"[a] allow {session}", id="session")
-                yield Button("[n] deny", id="deny", variant="error")
+                yield Button(Text("[y] allow once"), id="once", variant="primary")
+                yield Button(Text(f"[a] allow {session}"), id="session")
+                yield Button(Text("[n] deny"), id="deny", variant="error")
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         """A button answers as its key does."""

@@ -8,6 +8,7 @@ requests and compactions count into it, a permission question marks it waiting, 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
@@ -131,12 +132,20 @@ class LiveTree:
     Args:
         main_id: The main agent's id: the root.
         is_background: Tells whether a sub-agent was started in the background (the facade's).
+        clock: When an event is applied, the time its start or end is counted from: the UI's
+            clock, so that a fixed one (tests, snapshots) draws fixed times.
 
     """
 
-    def __init__(self, main_id: str, is_background: Callable[[str], bool] = lambda _id: False) -> None:
+    def __init__(
+        self,
+        main_id: str,
+        is_background: Callable[[str], bool] = lambda _id: False,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.main_id = main_id
         self._is_background = is_background
+        self._clock = clock
         root = LiveAgent(main_id, "coder", "", None, 0, started_at=0.0, state="idle", ended_at=0.0)
         self.agents: dict[str, LiveAgent] = {main_id: root}
         self.version = 0
@@ -228,7 +237,7 @@ class LiveTree:
                 description=event.description,
                 parent_id=parent,
                 depth=event.depth,
-                started_at=event.timestamp,
+                started_at=self._clock(),
                 background=parent is not None and self._is_background(event.agent_id),
             )
             self.agents[event.agent_id] = agent
@@ -238,14 +247,14 @@ class LiveTree:
         else:  # a pooled, resumed or main agent's next run
             if agent.ended_at is not None:
                 agent.earlier_s += max(agent.ended_at - agent.started_at, 0.0)
-            agent.started_at, agent.ended_at = event.timestamp, None
+            agent.started_at, agent.ended_at = self._clock(), None
             agent.description = event.description or agent.description
             agent.outcome = ""
         agent.state = "running"
         self.version += 1
 
     def _finished(self, agent: LiveAgent, event: AgentFinished) -> None:
-        agent.ended_at = max(event.timestamp, agent.started_at)
+        agent.ended_at = max(self._clock(), agent.started_at)
         agent.running_tools.clear()
         agent.questions.clear()
         failure = agent.outcome if agent.outcome.startswith("failed") else ""
