@@ -81,8 +81,8 @@ async def test_cancelling_one_sub_agent_from_the_tree_stops_it_alone(tmp_path: P
         panel.focus()
         slow = next(agent for agent in tree.agents.values() if agent.description == "slow one")
         quick = next(agent for agent in tree.agents.values() if agent.description == "quick one")
-        await running.until(lambda: slow.agent_id in [option.id for option in panel.options])
-        panel.highlighted = [option.id for option in panel.options].index(slow.agent_id)
+        await running.until(lambda: slow.agent_id in panel.agent_ids)
+        panel.highlight(slow.agent_id)
         await running.pilot.press("x")
         await running.until(lambda: slow.state == "cancelled")
         assert quick.running  # the other sub-agent goes on

@@ -20,7 +20,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.widgets import Label, OptionList, TextArea
+from textual.widgets import Label, TextArea
 
 from nestor.cli.formatting import turn_summary
 from nestor.cli.tui.commands import TUI_COMMANDS, TUI_KEYS, LineSink, agents_command, models_text
@@ -55,8 +55,8 @@ _CSS = """
 ConversationPane { height: 1fr; padding: 0 1; }
 ConversationPane > Markdown { margin: 0; padding: 0; }
 ConversationPane .user-prompt { color: $accent; text-style: bold; margin: 1 0 0 0; }
-ConversationPane Collapsible { padding: 0; margin: 0; border: none; }
-ConversationPane Collapsible > Contents { padding: 0 0 0 2; }
+ToolCallView { height: auto; padding: 0 0 0 1; }
+ToolCallView:focus { background: $boost; }
 #side { width: 42%; max-width: 60; min-width: 30; }
 AgentTreePanel { height: 1fr; border: round $primary-darken-2; padding: 0; }
 AgentTreePanel:focus { border: round $accent; }
@@ -114,7 +114,10 @@ class NestorTui(App[int]):
         lines: Where the controller's renderer prints; its lines become notes of the main transcript.
         options: The command line's flags, for ``/agents`` and ``/model``.
         clock: The time (tests pass a fixed one, so elapsed times and spinners are drawn the same).
-        tick_s: How often queued events are applied and the screen redrawn.
+        tick_s: How often queued events are applied, the transcript on screen redrawn and a
+            permission question shown.
+        redraw_s: How often, at most, the agent tree and the status bar are redrawn (its spinners
+            turn at that pace).
 
     """
 
@@ -135,6 +138,7 @@ class NestorTui(App[int]):
         *,
         clock: Callable[[], float] = time.time,
         tick_s: float = 0.08,
+        redraw_s: float = 0.5,
     ) -> None:
         super().__init__()
         self.nestor = nestor
@@ -147,7 +151,8 @@ class NestorTui(App[int]):
         self._questions: list[PermissionRequested] = []
         self._asking: PermissionScreen | None = None
         self._asking_id = ""
-        self._ticks = 0
+        self._redraw_s = redraw_s
+        self._drawn_at = 0.0
         self._drawn_version = -1
         self._exit_armed = False
         self._reset(controller.conversation)
@@ -197,16 +202,16 @@ class NestorTui(App[int]):
             self._apply(event)
         for line in self._lines.take():
             self._transcript(self.live_tree.main_id).note(line, _line_style(line))
-        self._ticks += 1
-        pane = self.pane
-        await pane.sync()
-        now = self._clock()
-        running = bool(self.live_tree.running())
-        if self.live_tree.version != self._drawn_version or (running and self._ticks % 3 == 0):
-            self._drawn_version = self.live_tree.version
-            self.agent_panel.redraw(self.live_tree, now)
-        self._draw_status()
+        await self.pane.sync()
         self._ask_next()
+        # The tree and the status bar at most every redraw_s: with twenty agents at work something
+        # changes at every tick, and each redraw is time the agents wait for.
+        moment = time.monotonic()
+        changed = self.live_tree.version != self._drawn_version or bool(self.live_tree.running())
+        if changed and moment - self._drawn_at >= self._redraw_s:
+            self._drawn_version, self._drawn_at = self.live_tree.version, moment
+            self.agent_panel.redraw(self.live_tree, self._clock())
+            self._draw_status()
 
     def _apply(self, event: Event) -> None:
         if isinstance(event, AgentStarted) and event.agent_id not in self.transcripts:
@@ -226,6 +231,7 @@ class NestorTui(App[int]):
                 self.todos.show_todos(event.todos)
             case SessionTitled():
                 self._title = event.title
+                self._drawn_version = -1  # the status bar shows it
             case AgentFinished():
                 if event.stop_reason == "cancelled":
                     transcript.note("⏹ interrupted; the conversation so far is kept", "yellow")
@@ -340,10 +346,9 @@ class NestorTui(App[int]):
         self._reset(self.controller.conversation)
         await self.show_agent(self.live_tree.main_id)
 
-    def on_option_list_option_selected(self, message: OptionList.OptionSelected) -> None:
+    async def on_agent_tree_panel_selected(self, message: AgentTreePanel.Selected) -> None:
         """Enter on an agent of the tree shows its transcript."""
-        if isinstance(message.option_list, AgentTreePanel) and message.option.id is not None:
-            self.run_worker(self.show_agent(message.option.id), exclusive=True, group="show")
+        await self.show_agent(message.agent_id)
 
     def on_key(self, event: events.Key) -> None:
         """``x`` (or Delete) in the agent tree stops the highlighted agent and its sub-agents."""
