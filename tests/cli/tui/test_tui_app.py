@@ -91,3 +91,21 @@ async def test_cancelling_one_sub_agent_from_the_tree_stops_it_alone(tmp_path: P
         sources = [widget.source for widget in tui.query_one(ConversationPane).query(Markdown)]
     assert (slow.state, quick.state) == ("cancelled", "done")
     assert sources[-1] == "One was stopped, the other answered."
+
+
+async def test_a_prompt_sent_while_busy_is_queued_and_esc_stops_the_turn(tmp_path: Path) -> None:
+    routes: dict[str, list[ServerReply | Route]] = {"USER": [ServerReply(text="too late", delay=30)]}
+    async with running_tui(tmp_path, router(routes)) as running:
+        tui = running.tui
+        main = tui.live_tree.main_id
+        await running.send("USER: take your time")
+        await running.until(lambda: tui.live_tree.agents[main].state == "running")
+        await running.send("and then this")
+        transcript = tui.transcripts[main]
+        await running.until(lambda: TextBlock("and then this", user=True) in transcript.entries)
+        await running.pilot.press("escape")
+        await running.until(lambda: tui.live_tree.agents[main].state == "cancelled")
+        await running.until(
+            lambda: any(getattr(e, "text", "").startswith("⏹ interrupted") for e in transcript.entries)
+        )
+    assert not tui.controller.busy

@@ -123,6 +123,7 @@ def test_the_tree_shows_three_explore_agents_while_they_run_then_their_totals(
             with contextlib.suppress(OSError):
                 os.close(terminal.fd)
     assert code == 0, terminal.text()
+    assert b"resume this session with: nestor --resume ses_" in terminal.seen  # printed after the UI closed
     for name in NAMES:
         row = agent_rows(done, name)
         assert row is not None and f"✓ explore · find {name}" in row[0]
