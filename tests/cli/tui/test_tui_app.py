@@ -109,3 +109,21 @@ async def test_a_prompt_sent_while_busy_is_queued_and_esc_stops_the_turn(tmp_pat
             lambda: any(getattr(e, "text", "").startswith("⏹ interrupted") for e in transcript.entries)
         )
     assert not tui.controller.busy
+
+
+async def test_the_todo_panel_shows_the_main_agents_list(tmp_path: Path) -> None:
+    todos = [
+        {"content": "Read the parser", "status": "completed"},
+        {"content": "Fix the bug", "status": "in_progress"},
+    ]
+    script = [
+        ServerReply(tool_calls=(ServerToolCall("todo_write", {"todos": todos}),)),
+        ServerReply(text="Working on it."),
+    ]
+    async with running_tui(tmp_path, script) as running:
+        tui = running.tui
+        assert not tui.todos.display  # no list yet
+        await running.send("fix the parser")
+        await running.until(lambda: tui.todos.display)
+        shown = str(tui.todos.render())
+    assert shown.splitlines() == ["  ☑ Read the parser", "  ◐ Fix the bug"]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from textual.widgets import OptionList
+
 from nestor.cli.tui.dialogs import SessionPicker
 from nestor.cli.tui.transcript import Note, TextBlock
 from nestor.testing import ServerReply
@@ -78,6 +80,7 @@ async def test_sessions_opens_the_picker_and_resume_continues_a_session(tmp_path
         await running.until(lambda: isinstance(tui.screen, SessionPicker))
         await running.pilot.press("escape")
         await running.until(lambda: not isinstance(tui.screen, SessionPicker))
+        assert tui.controller.conversation.session_id != first  # Esc picks nothing
 
         await running.send(f"/resume {first}")
         await running.until(lambda: tui.controller.conversation.session_id == first)
@@ -91,3 +94,24 @@ async def test_sessions_opens_the_picker_and_resume_continues_a_session(tmp_path
         [last] = [r for r in running.server.requests if first_user_text(r) == "remember this"][-1:]
         sent = [m["content"] for m in last["messages"] if m["role"] == "user"]
     assert sent == ["remember this", "and now?"]
+
+
+async def test_the_session_picker_resumes_the_session_chosen_with_enter(tmp_path: Path) -> None:
+    routes: dict[str, list[ServerReply | Route]] = {"remember": [ServerReply(text="first answer")]}
+    async with running_tui(tmp_path, router(routes)) as running:
+        tui = running.tui
+        await running.send("remember this")
+        await running.until(lambda: tui.live_tree.agents[tui.live_tree.main_id].state == "done")
+        first = tui.controller.conversation.session_id
+        await running.send("/clear")
+        await running.until(lambda: tui.controller.conversation.session_id != first)
+        await running.send("/resume")  # without an id: the picker, newest first
+        await running.until(lambda: isinstance(tui.screen, SessionPicker))
+        picker = tui.screen
+        assert isinstance(picker, SessionPicker)
+        listed = [option.id for option in picker.query_one(OptionList).options]
+        assert first in listed
+        picker.query_one(OptionList).highlighted = listed.index(first)
+        await running.pilot.press("enter")
+        await running.until(lambda: tui.controller.conversation.session_id == first)
+        assert tui.live_tree.main_id == first

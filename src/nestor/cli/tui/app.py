@@ -11,7 +11,7 @@ dialogs answered through the conversation by their id.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
@@ -30,7 +30,6 @@ from nestor.cli.tui.panes import AgentTreePanel, ConversationPane, StatusBar, To
 from nestor.cli.tui.transcript import TextBlock, Transcript
 from nestor.core.events import (
     AgentFinished,
-    AgentStarted,
     Event,
     PermissionRequested,
     PermissionWithdrawn,
@@ -214,8 +213,6 @@ class NestorTui(App[int]):
             self._draw_status()
 
     def _apply(self, event: Event) -> None:
-        if isinstance(event, AgentStarted) and event.agent_id not in self.transcripts:
-            self.transcripts[event.agent_id] = Transcript()
         self.live_tree.handle(event)
         agent_id = event.agent_id
         if agent_id not in self.live_tree.agents:
@@ -243,7 +240,8 @@ class NestorTui(App[int]):
         conversation = self.controller.conversation
         tokens, window = conversation.context_use()
         context = f"{tokens / window:.0%}" if window else "?"
-        cost = format_cost(self.live_tree.total().cost_usd)
+        # The stored session's: its earlier prompts (resumed) and every sub-agent's, rolled up as stored.
+        cost = format_cost(conversation.session().usage.cost_usd)
         if self._asking is not None:
             activity = "answer the question: y / a / n"
         elif self.controller.busy:
@@ -413,8 +411,3 @@ def _line_style(line: str) -> str:
     if line.startswith("error:"):
         return "red"
     return "dim" if line.startswith(("hint:", "resume this session")) else ""
-
-
-def agent_ids(tree: LiveTree) -> Sequence[str]:
-    """The agents' ids in the order the tree shows them (for tests and the bench)."""
-    return [agent.agent_id for agent in tree.ordered()]

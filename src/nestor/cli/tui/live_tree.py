@@ -220,13 +220,6 @@ class LiveTree:
         """The agents whose run goes on."""
         return [agent for agent in self.agents.values() if agent.running]
 
-    def total(self) -> Usage:
-        """What every agent shown spent."""
-        total = Usage()
-        for agent in self.agents.values():
-            total.add(agent.usage)
-        return total
-
     def _started(self, event: AgentStarted) -> None:
         agent = self.agents.get(event.agent_id)
         if agent is None:
