@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 from textual.widgets import Button, Markdown, Static
 
 from nestor.cli.tui.dialogs import PermissionScreen
-from nestor.cli.tui.panes import AgentTreePanel, ConversationPane
+from nestor.cli.tui.panes import AgentTreePanel, ConversationPane, ToolCallView
 from nestor.cli.tui.transcript import TextBlock
 from nestor.testing import ServerReply, ServerToolCall
 from tests.app.test_conversation_tree import slow_and_quick
@@ -127,3 +129,23 @@ async def test_the_todo_panel_shows_the_main_agents_list(tmp_path: Path) -> None
         await running.until(lambda: tui.todos.display)
         shown = str(tui.todos.render())
     assert shown.splitlines() == ["  ☑ Read the parser", "  ◐ Fix the bug"]
+
+
+async def test_an_edit_is_shown_as_a_diff(tmp_path: Path) -> None:
+    edit = {"path": "a.py", "old_string": "x = 1\n", "new_string": "x = 2\n"}
+    script = [ServerReply(tool_calls=(ServerToolCall("edit", edit),)), ServerReply(text="Changed.")]
+    async with running_tui(tmp_path, script) as running:
+        tui = running.tui
+        (tmp_path / "project" / "a.py").write_text("x = 1\n", encoding="utf-8")
+        await running.send("set x to 2")
+        await running.until(lambda: isinstance(tui.screen, PermissionScreen))
+        await running.pilot.press("y")
+        await running.until(lambda: tui.live_tree.agents[tui.live_tree.main_id].state == "done")
+        await running.pilot.pause(0.2)
+        [block] = tui.pane.query(ToolCallView)
+        console = Console(width=80, record=True, file=io.StringIO())
+        console.print(block.render())
+        drawn = console.export_text()
+    assert block.expanded and "✓" in drawn.splitlines()[0]
+    assert "-x = 1" in drawn and "+x = 2" in drawn
+    assert (tmp_path / "project" / "a.py").read_text(encoding="utf-8") == "x = 2\n"

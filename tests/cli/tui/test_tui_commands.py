@@ -63,17 +63,24 @@ async def test_help_lists_every_command_and_the_agents_and_model_commands_answer
     assert "You review diffs." in written.read_text(encoding="utf-8")
 
 
+async def answered_then_cleared(running: Running) -> str:
+    """Send ``remember this``, wait for the answer, then ``/clear``; return the first session's id."""
+    tui = running.tui
+    await running.send("remember this")
+    await running.until(lambda: tui.live_tree.agents[tui.live_tree.main_id].state == "done")
+    first = tui.controller.conversation.session_id
+    await running.send("/clear")
+    await running.until(lambda: tui.controller.conversation.session_id != first)
+    return first
+
+
 async def test_sessions_opens_the_picker_and_resume_continues_a_session(tmp_path: Path) -> None:
     routes: dict[str, list[ServerReply | Route]] = {
         "remember": [ServerReply(text="first answer"), ServerReply(text="second answer")]
     }
     async with running_tui(tmp_path, router(routes)) as running:
         tui = running.tui
-        await running.send("remember this")
-        await running.until(lambda: tui.live_tree.agents[tui.live_tree.main_id].state == "done")
-        first = tui.controller.conversation.session_id
-        await running.send("/clear")
-        await running.until(lambda: tui.controller.conversation.session_id != first)
+        first = await answered_then_cleared(running)
         assert tui.live_tree.main_id == tui.controller.conversation.session_id
 
         await running.send("/sessions")
@@ -100,11 +107,7 @@ async def test_the_session_picker_resumes_the_session_chosen_with_enter(tmp_path
     routes: dict[str, list[ServerReply | Route]] = {"remember": [ServerReply(text="first answer")]}
     async with running_tui(tmp_path, router(routes)) as running:
         tui = running.tui
-        await running.send("remember this")
-        await running.until(lambda: tui.live_tree.agents[tui.live_tree.main_id].state == "done")
-        first = tui.controller.conversation.session_id
-        await running.send("/clear")
-        await running.until(lambda: tui.controller.conversation.session_id != first)
+        first = await answered_then_cleared(running)
         await running.send("/resume")  # without an id: the picker, newest first
         await running.until(lambda: isinstance(tui.screen, SessionPicker))
         picker = tui.screen
