@@ -22,8 +22,8 @@ from pathlib import Path
 import pyte
 import pytest
 
-from nestor.testing import ScriptedOpenAIServer
-from tests.cli.support import git_repo, openai_env
+from nestor.testing import ScriptedOpenAIServer, ServerReply
+from tests.cli.support import git_repo, nestor_json, openai_env
 from tests.cli.tui.support import EXPLORED, three_explorers
 from tests.server_routes import router
 
@@ -127,3 +127,21 @@ def test_the_tree_shows_three_explore_agents_while_they_run_then_their_totals(
     for name in NAMES:
         row = agent_rows(done, name)
         assert row is not None and f"✓ explore · find {name}" in row[0]
+
+
+def test_closing_the_terminal_stops_the_tui_and_its_run(repo: Path, tmp_path: Path) -> None:
+    nestor = str(Path(sys.executable).parent / "nestor")
+    with ScriptedOpenAIServer(router({"USER": [ServerReply(text="too late", delay=30)]})) as server:
+        env = {**openai_env(tmp_path, server), "TERM": "xterm-256color"}
+        terminal = Terminal([nestor, "--model", "openai-chat:gpt-4o"], cwd=repo, env=env)
+        terminal.until(lambda screen: "Enter sends" in screen, "the TUI")
+        terminal.write(b"USER: wait\r")
+        terminal.until(lambda screen: "working · Esc stops" in screen, "the run going on")
+        os.close(terminal.fd)  # the terminal goes away: the kernel sends SIGHUP to nestor
+        deadline = time.monotonic() + 30
+        while (done := os.waitpid(terminal.pid, os.WNOHANG)) == (0, 0):
+            assert time.monotonic() < deadline, "nestor did not exit after its terminal closed"
+            time.sleep(0.05)
+    assert os.waitstatus_to_exitcode(done[1]) == 129
+    listed = nestor_json(["sessions", "list", "--json"], cwd=repo, env=env)
+    assert listed[0]["status"] == "cancelled"  # the run was stopped, its history stored
