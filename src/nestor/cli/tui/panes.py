@@ -65,12 +65,13 @@ class ConversationPane(VerticalScroll):
         changed = self.transcript.take_changes()
         if not changed:
             return
-        at_end = self.scroll_offset.y >= self.max_scroll_y - 1
+        at_end = self.scroll_y >= self.max_scroll_y - 1
         new = sorted(index for index in changed if index >= len(self._widgets))
+        grown = bool(new)
         for index in sorted(changed - set(new)):
-            await self._update(index)
+            grown = await self._update(index) or grown
         await self._append(new)
-        if at_end:
+        if at_end and grown:  # follow the end, as a terminal does; a finished call's line grows nothing
             self.scroll_end(animate=False)
 
     async def _append(self, indices: Sequence[int] | range) -> None:
@@ -84,15 +85,19 @@ class ConversationPane(VerticalScroll):
         if widgets:
             await self.mount_all(widgets)
 
-    async def _update(self, index: int) -> None:
+    async def _update(self, index: int) -> bool:
+        """Redraw one entry; True when it may have grown (text streamed, a result expanded)."""
         entry, widget = self.transcript.entries[index], self._widgets[index]
         if isinstance(entry, TextBlock) and isinstance(widget, Markdown):
             added = entry.text[self._shown_text[index] :]
             self._shown_text[index] = len(entry.text)
             if added:
                 await widget.append(added)
-        elif isinstance(entry, ToolBlock) and isinstance(widget, ToolCallView):
+            return bool(added)
+        if isinstance(entry, ToolBlock) and isinstance(widget, ToolCallView):
             widget.show(entry)
+            return widget.expanded
+        return False
 
 
 def _entry_widget(entry: TextBlock | ToolBlock | Note) -> Widget:
