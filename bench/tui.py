@@ -32,7 +32,7 @@ AGENTS = 20
 STEPS = 5  # requests per sub-agent: 4 tool calls, then the report
 LATENCY_S = 0.1
 CHUNKS = 10
-REPEATS = 7
+REPEATS = 9
 TARGET = 1.05
 
 
