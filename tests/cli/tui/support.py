@@ -11,11 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from textual.pilot import Pilot
+from textual.widgets import Button
 
 from nestor.app import App
 from nestor.cli.options import CommonOptions
 from nestor.cli.tui import build_tui
 from nestor.cli.tui.app import NestorTui, PromptEditor
+from nestor.cli.tui.dialogs import PermissionScreen
 from nestor.cli.tui.transcript import Note, ToolBlock
 from nestor.testing import ScriptedOpenAIServer, ServerReply, ServerStepSource, ServerToolCall, ServerUsage
 from tests.app.test_conversation import settings_for
@@ -36,6 +38,17 @@ class Running:
         editor.focus()
         editor.insert(text)
         await self.pilot.press("enter")
+
+    async def question(self) -> PermissionScreen:
+        """Wait for a permission dialog to be on screen, drawn (its buttons mounted); return it."""
+
+        def drawn() -> bool:
+            screen = self.tui.screen
+            return isinstance(screen, PermissionScreen) and len(screen.query(Button)) == 3
+
+        await self.until(drawn)
+        assert isinstance(self.tui.screen, PermissionScreen)
+        return self.tui.screen
 
     async def until(self, predicate: Callable[[], bool], *, timeout: float = 15.0) -> None:
         """Let the app run until ``predicate()`` holds (the timeout only stops a hung test)."""

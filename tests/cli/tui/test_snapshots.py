@@ -14,7 +14,6 @@ import pytest
 from pytest_textual_snapshot import SVGImageExtension
 from syrupy.assertion import SnapshotAssertion
 
-from nestor.cli.tui.dialogs import PermissionScreen
 from nestor.cli.tui.panes import AgentTreePanel
 from nestor.testing import ServerReply, ServerToolCall
 from tests.cli.tui.support import running_tui, steady, task_call, three_explorers
@@ -79,7 +78,7 @@ async def test_the_permission_dialog_of_a_general_sub_agent(tmp_path: Path, svg:
     async with running_tui(tmp_path, router(routes), size=(80, 24), clock=fixed_clock) as running:
         tui = running.tui
         await running.send("USER: build it")
-        await running.until(lambda: isinstance(tui.screen, PermissionScreen))
+        await running.question()
         await steady(running)
         assert svg == tui.export_screenshot()
         await running.pilot.press("n")

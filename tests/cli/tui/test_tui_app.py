@@ -52,9 +52,7 @@ async def test_a_sub_agents_permission_question_is_a_dialog_and_its_answer_is_ho
     async with running_tui(tmp_path, router(_general_writes("The notes are handled."))) as running:
         tui = running.tui
         await running.send("USER: write the notes")
-        await running.until(lambda: isinstance(tui.screen, PermissionScreen))
-        dialog = tui.screen
-        assert isinstance(dialog, PermissionScreen)
+        dialog = await running.question()
         shown = " ".join(str(widget.render()) for widget in dialog.query(Static))
         assert "general · write the notes asks" in shown
         assert f'allow = ["write({tmp_path / "project" / "notes.txt"})"]' in shown
@@ -138,7 +136,7 @@ async def test_an_edit_is_shown_as_a_diff(tmp_path: Path) -> None:
         tui = running.tui
         (tmp_path / "project" / "a.py").write_text("x = 1\n", encoding="utf-8")
         await running.send("set x to 2")
-        await running.until(lambda: isinstance(tui.screen, PermissionScreen))
+        await running.question()
         await running.pilot.press("y")
         await running.until(lambda: tui.live_tree.agents[tui.live_tree.main_id].state == "done")
         await running.pilot.pause(0.2)

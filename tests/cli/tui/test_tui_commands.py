@@ -109,7 +109,9 @@ async def test_the_session_picker_resumes_the_session_chosen_with_enter(tmp_path
         tui = running.tui
         first = await answered_then_cleared(running)
         await running.send("/resume")  # without an id: the picker, newest first
-        await running.until(lambda: isinstance(tui.screen, SessionPicker))
+        await running.until(
+            lambda: isinstance(tui.screen, SessionPicker) and bool(tui.screen.query(OptionList))
+        )
         picker = tui.screen
         assert isinstance(picker, SessionPicker)
         listed = [option.id for option in picker.query_one(OptionList).options]
