@@ -18,6 +18,7 @@ import pool_memory
 import sandbox
 import session_load
 import startup
+import tui
 
 
 def main() -> None:
@@ -43,6 +44,8 @@ def main() -> None:
     sandbox.main()
     print()
     session_load.main()
+    print()
+    tui.main()
 
 
 if __name__ == "__main__":

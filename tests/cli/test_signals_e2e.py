@@ -105,7 +105,7 @@ def test_closing_the_repl_terminal_stops_the_run_and_kills_the_command(
         pid, fd = pty.fork()
         if pid == 0:  # the child: nestor's REPL on the pty, which is its controlling terminal
             os.chdir(repo)
-            os.execve(sys.executable, [sys.executable, "-m", "nestor", "--yolo", *MODEL], env)
+            os.execve(sys.executable, [sys.executable, "-m", "nestor", "--plain", "--yolo", *MODEL], env)
         seen = bytearray()
         try:
             _read_until(fd, b"new session ses_", seen)

@@ -135,6 +135,37 @@ class Conversation:
         """Stop the main agent's run; False when none was going."""
         return self._coordinator.cancel(self.session_id)
 
+    def cancel_agent(self, agent_id: str) -> bool:
+        """Stop one agent of the tree and its descendants, the others going on; False when it was not running.
+
+        The main agent's id stops its run (as :meth:`cancel`). A sub-agent's run ends as cancelled
+        and its parent gets that as the ``task`` result (a background one's notice says so), so
+        the parent carries on with the others' results.
+        """
+        if agent_id == self.session_id:
+            return self.cancel()
+        tree = self._tree
+        if tree is None:
+            return False
+        if tree.background.cancel(agent_id):
+            return True
+        agent = tree.live.get(agent_id)
+        if agent is None or not agent.busy:
+            return False
+        agent.cancel()
+        return True
+
+    def is_background(self, agent_id: str) -> bool:
+        """True when ``agent_id`` is a sub-agent started in the background (``run_in_background``)."""
+        return self._tree is not None and agent_id in {
+            record.agent_id for record in self._tree.background.of_parent()
+        }
+
+    def context_use(self) -> tuple[int, int | None]:
+        """The main agent's next request in tokens (an estimate) and its model's context window, if known."""
+        policy = self._agent.setup.context
+        return self._agent.context_tokens(), policy.context_window if policy is not None else None
+
     def stop(self) -> None:
         """Stop everything: the run, the background agents and the title being written (a signal)."""
         self._coordinator.cancel(self.session_id)

@@ -172,6 +172,10 @@ class App:
             return latest
         return None
 
+    def project_sessions(self, limit: int = 50) -> list[Session]:
+        """The main sessions of this project, the most recently updated first (a session picker's list)."""
+        return self.sessions.list(str(self.settings.project_root), limit=limit)
+
     async def start_main_agent(
         self,
         *,

@@ -15,7 +15,8 @@ from nestor.cli.options import CommonOptions
 app = typer.Typer(
     name="nestor",
     help="nestor: a terminal AI coding assistant built around a tree of agents.\n\n"
-    "With no command, opens the interactive REPL on the current directory.",
+    "With no command, opens the interactive terminal UI on the current directory (the line REPL "
+    "with --plain, or when stdin or stdout is not a terminal).",
     no_args_is_help=False,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -71,6 +72,12 @@ ContinueOption = Annotated[
     bool, typer.Option("--continue", "-c", help="Continue this project's latest session.")
 ]
 ResumeOption = Annotated[str | None, typer.Option("--resume", "-r", help="Resume the session with this id.")]
+PlainOption = Annotated[
+    bool,
+    typer.Option(
+        "--plain", help="Use the line REPL instead of the full-screen UI (also when not on a terminal)."
+    ),
+]
 
 
 @app.callback(invoke_without_command=True)
@@ -84,16 +91,21 @@ def root(
     directory: DirOption = None,
     continue_latest: ContinueOption = False,
     resume: ResumeOption = None,
+    plain: PlainOption = False,
 ) -> None:
-    """Open the interactive REPL when no command is given."""
+    """With no command: the full-screen UI on a terminal, else (or with --plain) the line REPL."""
     ctx.obj = CommonOptions(
         model=model, small_model=small_model, yolo=yolo, trust=trust, debug=debug, directory=directory
     )
     if ctx.invoked_subcommand is not None:
         return
-    from nestor.cli.repl import run_repl
+    if plain or not (sys.stdin.isatty() and sys.stdout.isatty()):
+        from nestor.cli.repl import run_repl
 
-    raise typer.Exit(run_repl(ctx.obj, resume=resume, continue_latest=continue_latest))
+        raise typer.Exit(run_repl(ctx.obj, resume=resume, continue_latest=continue_latest))
+    from nestor.cli.tui import run_tui
+
+    raise typer.Exit(run_tui(ctx.obj, resume=resume, continue_latest=continue_latest))
 
 
 @app.command()

@@ -126,6 +126,7 @@ class ReplController:
         renderer: Prints.
         open_conversation: Starts the main agent on a session, or on a new one for None.
         prompter: Asks the user the permission questions; answers go to the current conversation.
+            None where the UI answers them itself (the TUI's dialogs).
         project_root: Shown in the banner.
 
     """
@@ -135,7 +136,7 @@ class ReplController:
         *,
         renderer: EventRenderer,
         open_conversation: OpenConversation,
-        prompter: PermissionPrompter,
+        prompter: PermissionPrompter | None,
         project_root: str,
     ) -> None:
         self.renderer = renderer
@@ -144,7 +145,8 @@ class ReplController:
         self._conversation: Conversation | None = None
         self._compaction: asyncio.Task[None] | None = None
         self._after_compaction: list[str] = []
-        prompter.answer = self._answer
+        if prompter is not None:
+            prompter.answer = self._answer
 
     @property
     def conversation(self) -> Conversation:

@@ -1,0 +1,413 @@
+"""The full-screen terminal UI: the conversation, the prompt editor, the live agent tree, the status bar.
+
+Events reach the app through a bus handler that only queues them; a tick (every ``tick_s``, 80 ms
+by default) applies what queued to the models (:class:`LiveTree`, one :class:`Transcript` per
+agent) and redraws what changed, so twenty sub-agents streaming at once cost the agents a redraw
+per tick, not one per event. Prompts and the REPL's slash commands go through the same
+:class:`~nestor.cli.repl_controller.ReplController` as the line REPL; permission questions become
+dialogs answered through the conversation by their id.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, ClassVar
+
+from rich.text import Text
+from textual import events
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.widgets import Label, TextArea
+
+from nestor.cli.formatting import turn_summary
+from nestor.cli.tui.commands import TUI_COMMANDS, TUI_KEYS, LineSink, agents_command, models_text
+from nestor.cli.tui.dialogs import PermissionScreen, SessionPicker
+from nestor.cli.tui.live_tree import LiveTree
+from nestor.cli.tui.panes import AgentTreePanel, ConversationPane, StatusBar, TodoPanel
+from nestor.cli.tui.transcript import TextBlock, Transcript
+from nestor.core.events import (
+    AgentFinished,
+    Event,
+    PermissionRequested,
+    PermissionWithdrawn,
+    SessionTitled,
+    TodosUpdated,
+)
+from nestor.core.usage import format_cost
+
+if TYPE_CHECKING:
+    from nestor.app import App as NestorApp
+    from nestor.app import Conversation
+    from nestor.cli.options import CommonOptions
+    from nestor.cli.repl_controller import ReplController
+    from nestor.core.permission import PermissionAnswer
+
+__all__ = ["NestorTui", "PromptEditor"]
+
+_CSS = """
+#body { height: 1fr; }
+#conversation-column { width: 1fr; }
+#shown-agent { height: 1; padding: 0 1; background: $boost; }
+ConversationPane { height: 1fr; padding: 0 1; }
+ConversationPane > Markdown { margin: 0; padding: 0; }
+ConversationPane .user-prompt { color: $accent; text-style: bold; margin: 1 0 0 0; }
+ToolCallView { height: auto; padding: 0 0 0 1; }
+ToolCallView:focus { background: $boost; }
+#side { width: 42%; max-width: 60; min-width: 30; }
+AgentTreePanel { height: 1fr; border: round $primary-darken-2; padding: 0; }
+AgentTreePanel:focus { border: round $accent; }
+TodoPanel { height: auto; max-height: 10; border: round $primary-darken-2; }
+PromptEditor { height: auto; min-height: 3; max-height: 8; border: round $primary-darken-2; }
+PromptEditor:focus { border: round $accent; }
+StatusBar { height: 1; padding: 0 1; background: $panel; }
+#permission-dialog, #session-picker { width: 76; max-width: 95%; height: auto; max-height: 90%;
+    border: thick $warning; background: $surface; padding: 1 2; }
+#session-picker { border: thick $primary; }
+#session-list { height: auto; max-height: 16; }
+#permission-what { margin: 1 0; text-style: bold; }
+#permission-buttons { height: auto; margin-top: 1; }
+#permission-buttons Button { margin-right: 1; min-width: 10; }
+PermissionScreen, SessionPicker { align: center middle; }
+"""
+
+
+class PromptEditor(TextArea):
+    """The prompt: Enter sends, Alt-Enter or Ctrl-J add a line, a trailing backslash too."""
+
+    class Submitted(Message):
+        """The user sent ``text``."""
+
+        def __init__(self, text: str) -> None:
+            super().__init__()
+            self.text = text
+
+    async def _on_key(self, event: events.Key) -> None:
+        if event.key in ("alt+enter", "ctrl+j", "shift+enter") or (
+            event.key == "enter" and self.text.endswith("\\")
+        ):
+            event.prevent_default()
+            event.stop()
+            if event.key == "enter":
+                self.action_delete_left()
+            self.insert("\n")
+            return
+        if event.key == "enter":
+            event.prevent_default()
+            event.stop()
+            text = self.text
+            self.clear()
+            self.post_message(self.Submitted(text))
+            return
+        await super()._on_key(event)
+
+
+class NestorTui(App[int]):
+    """The TUI over one conversation (and those ``/clear`` and ``/resume`` open after it).
+
+    Args:
+        nestor: The app: sessions for the picker, events to subscribe to.
+        controller: Sends prompts, runs the REPL's commands; already :meth:`~ReplController.open`.
+        lines: Where the controller's renderer prints; its lines become notes of the main transcript.
+        options: The command line's flags, for ``/agents`` and ``/model``.
+        clock: The time (tests pass a fixed one, so elapsed times and spinners are drawn the same).
+        tick_s: How often queued events are applied, the transcript on screen redrawn and a
+            permission question shown.
+        redraw_s: How often, at most, the agent tree and the status bar are redrawn (its spinners
+            turn at that pace).
+
+    """
+
+    CSS = _CSS
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "stop_turn", "stop the turn", show=False),
+        Binding("ctrl+c", "interrupt", "stop / exit", show=False, priority=True),
+        Binding("ctrl+d", "quit", "exit", show=False, priority=True),
+        Binding("ctrl+t", "toggle_theme", "theme", show=False),
+    ]
+
+    def __init__(
+        self,
+        nestor: NestorApp,
+        controller: ReplController,
+        lines: LineSink,
+        options: CommonOptions,
+        *,
+        clock: Callable[[], float] = time.time,
+        tick_s: float = 0.08,
+        redraw_s: float = 0.5,
+    ) -> None:
+        super().__init__()
+        self.nestor = nestor
+        self.controller = controller
+        self._lines = lines
+        self._options = options
+        self._clock = clock
+        self._tick_s = tick_s
+        self._pending: list[Event] = []
+        self._questions: list[PermissionRequested] = []
+        self._asking: PermissionScreen | None = None
+        self._asking_id = ""
+        self._redraw_s = redraw_s
+        self._drawn_at = 0.0
+        self._drawn_version = -1
+        self._exit_armed = False
+        self._reset(controller.conversation)
+
+    # -- layout -----------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        """The conversation and the prompt on the left, the agent tree and todos on the right."""
+        # Kept, not queried: while a dialog is open, queries look at the dialog's screen.
+        self.shown_agent = Label("", id="shown-agent")
+        self.pane = ConversationPane(id="conversation")
+        self.editor = PromptEditor(
+            id="prompt", soft_wrap=True, show_line_numbers=False, placeholder="a prompt, or /help"
+        )
+        self.agent_panel = AgentTreePanel(id="agents")
+        self.todos = TodoPanel(id="todos")
+        self.status_bar = StatusBar(id="status")
+        with Horizontal(id="body"):
+            with Vertical(id="conversation-column"):
+                yield self.shown_agent
+                yield self.pane
+                yield self.editor
+            with Vertical(id="side"):
+                yield self.agent_panel
+                yield self.todos
+        yield self.status_bar
+
+    async def on_mount(self) -> None:
+        """Subscribe to the bus, show the main transcript, start the tick."""
+        self.theme = "textual-dark"
+        self._unsubscribe = self.nestor.subscribe(self._pending.append)
+        self.todos.display = False
+        await self.show_agent(self.live_tree.main_id)
+        self.set_interval(self._tick_s, self._tick, name="redraw")
+        await self._tick()
+        self.editor.focus()
+
+    def on_unmount(self) -> None:
+        """Stop receiving events."""
+        self._unsubscribe()
+
+    # -- the tick ---------------------------------------------------------------------------
+
+    async def _tick(self) -> None:
+        queued, self._pending[:] = list(self._pending), []
+        for event in queued:
+            self._apply(event)
+        for line in self._lines.take():
+            self._transcript(self.live_tree.main_id).note(line, _line_style(line))
+        await self.pane.sync()
+        self._ask_next()
+        # The tree and the status bar at most every redraw_s: with twenty agents at work something
+        # changes at every tick, and each redraw is time the agents wait for.
+        moment = time.monotonic()
+        changed = self.live_tree.version != self._drawn_version or bool(self.live_tree.running())
+        if changed and moment - self._drawn_at >= self._redraw_s:
+            self._drawn_version, self._drawn_at = self.live_tree.version, moment
+            self.agent_panel.redraw(self.live_tree, self._clock())
+            self._draw_status()
+
+    def _apply(self, event: Event) -> None:
+        self.live_tree.handle(event)
+        agent_id = event.agent_id
+        if agent_id not in self.live_tree.agents:
+            return  # an agent of an earlier conversation (/clear), or a title being written
+        transcript = self._transcript(agent_id)
+        transcript.handle(event)
+        match event:
+            case PermissionRequested():
+                self._questions.append(event)
+            case PermissionWithdrawn():
+                self._withdraw(event.request_id)
+            case TodosUpdated() if agent_id == self.live_tree.main_id:
+                self.todos.show_todos(event.todos)
+            case SessionTitled():
+                self._title = event.title
+                self._drawn_version = -1  # the status bar shows it
+            case AgentFinished():
+                if event.stop_reason == "cancelled":
+                    transcript.note("⏹ interrupted; the conversation so far is kept", "yellow")
+                transcript.note(turn_summary(event))
+            case _:
+                pass
+
+    def _draw_status(self) -> None:
+        conversation = self.controller.conversation
+        tokens, window = conversation.context_use()
+        context = f"{tokens / window:.0%}" if window else "?"
+        # The stored session's: its earlier prompts (resumed) and every sub-agent's, rolled up as stored.
+        cost = format_cost(conversation.session().usage.cost_usd)
+        if self._asking is not None:
+            activity = "answer the question: y / a / n"
+        elif self.controller.busy:
+            activity = "working · Esc stops · Enter queues"
+        else:
+            activity = "Enter sends · /help"
+        title = f" · {self._title}" if self._title else ""
+        self.status_bar.show(model=conversation.model + title, context=context, cost=cost, activity=activity)
+
+    # -- permission questions ---------------------------------------------------------------
+
+    def _ask_next(self) -> None:
+        if self._asking is not None or not self._questions:
+            return
+        event = self._questions.pop(0)
+        agent = self.live_tree.get(event.agent_id)
+        sub_agent = event.agent_id != self.live_tree.main_id
+        asker = "the main agent" if not sub_agent or agent is None else agent.title()
+        screen = PermissionScreen(event.request, asker, sub_agent=sub_agent)
+        self._asking, self._asking_id = screen, event.request_id
+
+        def answered(answer: PermissionAnswer | None) -> None:
+            self._asking = None
+            if answer is None:
+                return  # withdrawn: the run that asked was stopped
+            self.controller.conversation.answer(event.request_id, answer)
+            self.live_tree.answered(event.request_id)
+            words = {"once": "allowed once", "session": "allowed for the session", "deny": "denied"}[answer]
+            self._transcript(event.agent_id).note(f"{words}: {event.request.description}", "dim")
+
+        self.push_screen(screen, answered)
+
+    def _withdraw(self, request_id: str) -> None:
+        self._questions = [q for q in self._questions if q.request_id != request_id]
+        if self._asking is not None and self._asking_id == request_id:
+            self._asking.dismiss(None)
+
+    # -- input ------------------------------------------------------------------------------
+
+    async def on_prompt_editor_submitted(self, message: PromptEditor.Submitted) -> None:
+        """Send the prompt, or run the slash command."""
+        text = message.text.strip()
+        if not text:
+            return
+        self._exit_armed = False
+        name = text.split(maxsplit=1)[0].lower()
+        argument = text.split(maxsplit=1)[1] if len(text.split(maxsplit=1)) > 1 else ""
+        main = self._transcript(self.live_tree.main_id)
+        if name in TUI_COMMANDS or name == "/help":
+            await self._command(name, argument, main)
+            return
+        if not name.startswith("/") and not self.controller.busy:
+            main.add(TextBlock(text, user=True))  # a queued prompt is shown by its PromptQueued event
+        before = self.controller.conversation
+        if not await self.controller.handle_line(text):
+            self.exit(0)
+            return
+        if self.controller.conversation is not before:  # /clear
+            self._reset(self.controller.conversation)
+            await self.show_agent(self.live_tree.main_id)
+        if self.shown_agent_id != self.live_tree.main_id:
+            await self.show_agent(self.live_tree.main_id)
+
+    async def _command(self, name: str, argument: str, main: Transcript) -> None:
+        if name == "/help":
+            commands = {**self.controller.command_help(), **TUI_COMMANDS}
+            main.note("\n".join(f"{command:<10} {text}" for command, text in commands.items()), "")
+            main.note(TUI_KEYS)
+        elif name == "/agents":
+            main.note(agents_command(self._options, argument), "")
+        elif name == "/model":
+            main.note(models_text(self._options, self.controller.conversation.model), "")
+        elif name == "/theme":
+            self.action_toggle_theme()
+        elif name == "/resume" and argument:
+            await self._resume(argument)
+        else:
+            picker = SessionPicker(self.nestor.project_sessions(), self.controller.conversation.session_id)
+            self.push_screen(picker, self._picked)
+
+    async def _picked(self, session_id: str | None) -> None:
+        if session_id is not None and session_id != self.controller.conversation.session_id:
+            await self._resume(session_id)
+
+    async def _resume(self, session_id: str) -> None:
+        main = self._transcript(self.live_tree.main_id)
+        if self.controller.busy:
+            main.note("a run is in progress: stop it with Esc first, then /resume", "yellow")
+            return
+        from nestor.core.errors import NestorError
+
+        previous = self.controller.conversation
+        try:
+            session = self.nestor.sessions.get(session_id)
+            await self.controller.open(session)
+        except NestorError as exc:
+            main.note(f"error: {exc.message}" + (f"\nhint: {exc.hint}" if exc.hint else ""), "red")
+            return
+        previous.close()
+        self._reset(self.controller.conversation)
+        await self.show_agent(self.live_tree.main_id)
+
+    async def on_agent_tree_panel_selected(self, message: AgentTreePanel.Selected) -> None:
+        """Enter on an agent of the tree shows its transcript."""
+        await self.show_agent(message.agent_id)
+
+    def on_key(self, event: events.Key) -> None:
+        """``x`` (or Delete) in the agent tree stops the highlighted agent and its sub-agents."""
+        panel = self.agent_panel
+        if event.key in ("x", "delete") and panel.has_focus and panel.selected_agent is not None:
+            event.stop()
+            self.cancel_agent(panel.selected_agent)
+
+    def cancel_agent(self, agent_id: str) -> bool:
+        """Stop one agent and its descendants; the others go on."""
+        stopped = self.controller.conversation.cancel_agent(agent_id)
+        agent = self.live_tree.get(agent_id)
+        if stopped and agent is not None:
+            self._transcript(agent_id).note(f"⊘ stopping {agent.title()} and its sub-agents", "yellow")
+        return stopped
+
+    def action_stop_turn(self) -> None:
+        """Esc: stop the main agent's turn, as in the REPL."""
+        self.controller.cancel()
+
+    def action_interrupt(self) -> None:
+        """Ctrl-C: stop the turn; when idle, twice in a row exits."""
+        if self.controller.busy:
+            self.controller.cancel()
+        elif self._exit_armed:
+            self.exit(0)
+        else:
+            self._exit_armed = True
+            self.notify("press Ctrl-C again to exit", timeout=2)
+
+    def action_toggle_theme(self) -> None:
+        """Switch between the dark and the light theme."""
+        self.theme = "textual-light" if self.theme == "textual-dark" else "textual-dark"
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def leftover_lines(self) -> list[str]:
+        """The lines printed after the TUI closed (the "resume this session" hint), for the terminal."""
+        return self._lines.take()
+
+    def _reset(self, conversation: Conversation) -> None:
+        main_id = conversation.session_id
+        self.live_tree = LiveTree(main_id, conversation.is_background, self._clock)
+        self.transcripts: dict[str, Transcript] = {main_id: Transcript()}
+        self.shown_agent_id = ""
+        self._title = conversation.session().title
+        self._drawn_version = -1
+
+    def _transcript(self, agent_id: str) -> Transcript:
+        return self.transcripts.setdefault(agent_id, Transcript())
+
+    async def show_agent(self, agent_id: str) -> None:
+        """Show the transcript of ``agent_id`` in the conversation pane (the main agent's by default)."""
+        self.shown_agent_id = agent_id
+        agent = self.live_tree.get(agent_id)
+        label = "main agent" if agent_id == self.live_tree.main_id or agent is None else agent.title()
+        self.shown_agent.update(Text(label, style="bold"))
+        await self.pane.show(self._transcript(agent_id))
+
+
+def _line_style(line: str) -> str:
+    if line.startswith("error:"):
+        return "red"
+    return "dim" if line.startswith(("hint:", "resume this session")) else ""

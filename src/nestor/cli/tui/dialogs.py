@@ -1,0 +1,126 @@
+"""The TUI's modal screens: a permission question, and the session picker.
+
+Both work from the keyboard alone: the permission dialog answers with ``y`` / ``a`` / ``n`` (Esc
+denies) or its buttons, the picker with the arrows and Enter (Esc leaves it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Label, OptionList, Static
+from textual.widgets.option_list import Option
+
+from nestor.core.usage import format_cost, format_tokens
+
+if TYPE_CHECKING:
+    from nestor.app import Session
+    from nestor.core.permission import PermissionAnswer, PermissionRequest
+
+__all__ = ["PermissionScreen", "SessionPicker", "suggested_rule"]
+
+
+def suggested_rule(request: PermissionRequest) -> str:
+    """The allow rule that would let such calls run without asking, as ``nestor.toml`` spells it.
+
+    ``bash(git status)``, ``write(src/app.py)``, ``fetch(https://example.com/*)``: the tool and
+    what "allow for this session" covers (its grant key), or the request's target when it covers
+    every call of the tool.
+    """
+    covered = request.grant_key if request.grant_key != "*" else request.target
+    if request.tool_name in ("fetch", "web_fetch") and request.grant_key != "*":
+        covered = request.grant_key.rstrip("/") + "/*"
+    return f"{request.tool_name}({covered})" if covered else request.tool_name
+
+
+class PermissionScreen(ModalScreen["PermissionAnswer | None"]):
+    """Asks whether a tool call may run; names the agent that asks and the rule that would allow it.
+
+    Args:
+        request: What the call wants to do.
+        asker: Who asks, e.g. ``main agent`` or ``explore · find auth code``.
+        sub_agent: The asker is a sub-agent: "for the session" then covers that agent's session.
+
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("y", "answer('once')", "allow once"),
+        Binding("a", "answer('session')", "allow for the session"),
+        Binding("n", "answer('deny')", "deny"),
+        Binding("escape", "answer('deny')", "deny", show=False),
+    ]
+
+    def __init__(self, request: PermissionRequest, asker: str, *, sub_agent: bool) -> None:
+        super().__init__()
+        self.request = request
+        self._asker = asker
+        self._sub_agent = sub_agent
+
+    def compose(self) -> ComposeResult:
+        """The question, the rule, the three answers."""
+        request = self.request
+        outside = " (outside the project)" if request.outside_project else ""
+        session = "for this agent's session" if self._sub_agent else "for this session"
+        with Vertical(id="permission-dialog"):
+            yield Label(Text(f"{self._asker} asks", style="bold"))
+            yield Static(Text(f"{request.description}{outside}"), id="permission-what")
+            rule = suggested_rule(request)
+            hint = f'to stop being asked, add to nestor.toml: [permissions] allow = ["{rule}"]'
+            yield Static(Text(hint, style="dim"), id="permission-rule")
+            with Horizontal(id="permission-buttons"):
+                yield Button(Text("[y] allow once"), id="once", variant="primary")
+                yield Button(Text(f"[a] allow {session}"), id="session")
+                yield Button(Text("[n] deny"), id="deny", variant="error")
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        """A button answers as its key does."""
+        self.action_answer(event.button.id or "deny")
+
+    def action_answer(self, answer: str) -> None:
+        """Close the dialog with ``answer`` (``once``, ``session`` or ``deny``)."""
+        choice: PermissionAnswer = (
+            "once" if answer == "once" else "session" if answer == "session" else "deny"
+        )
+        self.dismiss(choice)
+
+
+class SessionPicker(ModalScreen["str | None"]):
+    """The sessions of this project, newest first; Enter resumes the highlighted one, Esc leaves."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "leave", "back")]
+
+    def __init__(self, sessions: Sequence[Session], current: str) -> None:
+        super().__init__()
+        self._sessions = sessions
+        self._current = current
+
+    def compose(self) -> ComposeResult:
+        """The list of sessions."""
+        options = [Option(self._describe(session), id=session.id) for session in self._sessions]
+        with Vertical(id="session-picker"):
+            yield Label(Text("resume a session (Enter) · Esc back", style="bold"))
+            yield OptionList(*options, id="session-list")
+
+    def _describe(self, session: Session) -> Text:
+        line = Text(session.title or "(untitled)", style="bold" if session.id == self._current else "")
+        usage = session.usage
+        line.append(
+            f"\n  {session.id} · {session.status} · {format_tokens(usage.total_tokens)} tok · "
+            f"{format_cost(usage.cost_usd)}",
+            style="dim",
+        )
+        return line
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        """Enter on a session resumes it."""
+        self.dismiss(event.option.id)
+
+    def action_leave(self) -> None:
+        """Close the picker without choosing."""
+        self.dismiss(None)

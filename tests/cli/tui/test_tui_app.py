@@ -1,0 +1,149 @@
+"""The TUI driven headless by Textual's Pilot over a real app: answers, permissions, the agent tree."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+from textual.widgets import Button, Markdown, Static
+
+from nestor.cli.tui.dialogs import PermissionScreen
+from nestor.cli.tui.panes import AgentTreePanel, ConversationPane, ToolCallView
+from nestor.cli.tui.transcript import TextBlock
+from nestor.testing import ServerReply, ServerToolCall
+from tests.app.test_conversation_tree import slow_and_quick
+from tests.cli.tui.support import running_tui, task_call
+from tests.server_routes import Route, router
+
+
+async def test_the_final_answer_is_rendered_as_markdown(tmp_path: Path) -> None:
+    script = [ServerReply(text="The answer is **42**.\n\n```python\nprint(42)\n```\n", chunks=4)]
+    async with running_tui(tmp_path, script) as running:
+        await running.send("what is the answer?")
+        tui = running.tui
+        await running.until(lambda: tui.live_tree.agents[tui.live_tree.main_id].state == "done")
+        await running.pilot.pause(0.2)
+        pane = tui.query_one(ConversationPane)
+        sources = [widget.source for widget in pane.query(Markdown)]
+        prompts = [e.text for e in pane.transcript.entries if isinstance(e, TextBlock) and e.user]
+    assert prompts == ["what is the answer?"]
+    assert sources == ["The answer is **42**.\n\n```python\nprint(42)\n```\n"]
+
+
+def _general_writes(answer_text: str) -> dict[str, list[ServerReply | Route]]:
+    return {
+        "USER": [
+            ServerReply(tool_calls=(task_call("write the notes", "NOTES: write notes.txt"),)),
+            ServerReply(text=answer_text),
+        ],
+        "NOTES": [
+            ServerReply(tool_calls=(ServerToolCall("write", {"path": "notes.txt", "content": "hi\n"}),)),
+            ServerReply(text="done writing"),
+        ],
+    }
+
+
+@pytest.mark.parametrize(("key", "written"), [("y", True), ("n", False)])
+async def test_a_sub_agents_permission_question_is_a_dialog_and_its_answer_is_honoured(
+    tmp_path: Path, key: str, written: bool
+) -> None:
+    async with running_tui(tmp_path, router(_general_writes("The notes are handled."))) as running:
+        tui = running.tui
+        await running.send("USER: write the notes")
+        dialog = await running.question()
+        shown = " ".join(str(widget.render()) for widget in dialog.query(Static))
+        assert "general · write the notes asks" in shown
+        assert f'allow = ["write({tmp_path / "project" / "notes.txt"})"]' in shown
+        assert [str(button.label) for button in dialog.query(Button)] == [
+            "[y] allow once",
+            "[a] allow for this agent's session",
+            "[n] deny",
+        ]
+        child = next(agent for agent in tui.live_tree.agents.values() if agent.depth == 1)
+        assert child.state == "waiting" and "waiting for permission" in child.counters(0)
+        await running.pilot.press(key)
+        await running.until(lambda: tui.live_tree.agents[tui.live_tree.main_id].state == "done")
+        assert not isinstance(tui.screen, PermissionScreen)
+    notes = tmp_path / "project" / "notes.txt"
+    assert notes.exists() is written
+    assert child.state == "done"
+
+
+async def test_cancelling_one_sub_agent_from_the_tree_stops_it_alone(tmp_path: Path) -> None:
+    async with running_tui(tmp_path, router(slow_and_quick())) as running:
+        tui = running.tui
+        await running.send("USER: two things")
+        tree = tui.live_tree
+        await running.until(lambda: len(tree.running()) == 3)
+        panel = tui.query_one(AgentTreePanel)
+        panel.focus()
+        slow = next(agent for agent in tree.agents.values() if agent.description == "slow one")
+        quick = next(agent for agent in tree.agents.values() if agent.description == "quick one")
+        await running.until(lambda: slow.agent_id in panel.agent_ids)
+        panel.highlight(slow.agent_id)
+        await running.pilot.press("x")
+        await running.until(lambda: slow.state == "cancelled")
+        assert quick.running  # the other sub-agent goes on
+        await running.until(lambda: tree.agents[tree.main_id].state == "done")
+        await running.pilot.pause(0.2)
+        sources = [widget.source for widget in tui.query_one(ConversationPane).query(Markdown)]
+    assert (slow.state, quick.state) == ("cancelled", "done")
+    assert sources[-1] == "One was stopped, the other answered."
+
+
+async def test_a_prompt_sent_while_busy_is_queued_and_esc_stops_the_turn(tmp_path: Path) -> None:
+    routes: dict[str, list[ServerReply | Route]] = {"USER": [ServerReply(text="too late", delay=30)]}
+    async with running_tui(tmp_path, router(routes)) as running:
+        tui = running.tui
+        main = tui.live_tree.main_id
+        await running.send("USER: take your time")
+        await running.until(lambda: tui.live_tree.agents[main].state == "running")
+        await running.send("and then this")
+        transcript = tui.transcripts[main]
+        await running.until(lambda: TextBlock("and then this", user=True) in transcript.entries)
+        await running.pilot.press("escape")
+        await running.until(lambda: tui.live_tree.agents[main].state == "cancelled")
+        await running.until(
+            lambda: any(getattr(e, "text", "").startswith("⏹ interrupted") for e in transcript.entries)
+        )
+    assert not tui.controller.busy
+
+
+async def test_the_todo_panel_shows_the_main_agents_list(tmp_path: Path) -> None:
+    todos = [
+        {"content": "Read the parser", "status": "completed"},
+        {"content": "Fix the bug", "status": "in_progress"},
+    ]
+    script = [
+        ServerReply(tool_calls=(ServerToolCall("todo_write", {"todos": todos}),)),
+        ServerReply(text="Working on it."),
+    ]
+    async with running_tui(tmp_path, script) as running:
+        tui = running.tui
+        assert not tui.todos.display  # no list yet
+        await running.send("fix the parser")
+        await running.until(lambda: tui.todos.display)
+        shown = str(tui.todos.render())
+    assert shown.splitlines() == ["  ☑ Read the parser", "  ◐ Fix the bug"]
+
+
+async def test_an_edit_is_shown_as_a_diff(tmp_path: Path) -> None:
+    edit = {"path": "a.py", "old_string": "x = 1\n", "new_string": "x = 2\n"}
+    script = [ServerReply(tool_calls=(ServerToolCall("edit", edit),)), ServerReply(text="Changed.")]
+    async with running_tui(tmp_path, script) as running:
+        tui = running.tui
+        (tmp_path / "project" / "a.py").write_text("x = 1\n", encoding="utf-8")
+        await running.send("set x to 2")
+        await running.question()
+        await running.pilot.press("y")
+        await running.until(lambda: tui.live_tree.agents[tui.live_tree.main_id].state == "done")
+        await running.pilot.pause(0.2)
+        [block] = tui.pane.query(ToolCallView)
+        console = Console(width=80, record=True, file=io.StringIO())
+        console.print(block.render())
+        drawn = console.export_text()
+    assert block.expanded and "✓" in drawn.splitlines()[0]
+    assert "-x = 1" in drawn and "+x = 2" in drawn
+    assert (tmp_path / "project" / "a.py").read_text(encoding="utf-8") == "x = 2\n"
