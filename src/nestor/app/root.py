@@ -37,6 +37,7 @@ from nestor.store.db import Database, open_database
 from nestor.store.messages import MessageStore
 from nestor.store.sessions import Session, SessionStore
 from nestor.tools.catalogue import ToolCatalogue
+from nestor.tools.lsp.manager import LspManager, ServerStatus
 
 
 @dataclass
@@ -54,6 +55,7 @@ class App:
             time (MCP, LSP); agents are built from it.
         models: Builds the models of this process (each once).
         tools: Builds the tools of every agent (web client, caches, todo lists).
+        lsp: The project's language servers (none runs until a tool touches a file of its language).
 
     """
 
@@ -69,6 +71,7 @@ class App:
     catalogue: ToolCatalogue = field(default_factory=ToolCatalogue)
     models: ModelBuilder = field(init=False)
     tools: ToolBuilder = field(init=False)
+    lsp: LspManager = field(init=False)
     _registry: AgentRegistry | None = None
     _held: list[str] = field(default_factory=list[str])
     _heartbeat: asyncio.Task[None] | None = None
@@ -76,12 +79,14 @@ class App:
 
     def __post_init__(self) -> None:
         self.models = ModelBuilder(self.settings, notify=self.notify)
+        self.lsp = language_servers(self.settings)
         self.tools = ToolBuilder(
             self.settings,
             self.catalogue,
             self.sessions,
             config_dir=default_user_config_path().parent,
             notify=self.notify,
+            lsp=self.lsp,
         )
 
     @classmethod
@@ -98,8 +103,19 @@ class App:
             notify=notify or (lambda _message: None),
         )
 
+    async def aclose(self) -> None:
+        """Shut the language servers down cleanly (none started: no wait), then :meth:`close`."""
+        try:
+            await self.lsp.close()
+        finally:  # cancelled while waiting for a server: the rest must still be released
+            self.close()
+
     def close(self) -> None:
-        """Stop writing titles, release the sessions this process holds and close the database."""
+        """Stop writing titles, release the sessions this process holds and close the database.
+
+        Language servers still running (:meth:`aclose` shuts them down cleanly) are ended.
+        """
+        self.lsp.kill()
         if self.titles is not None:
             self.titles.cancel()
         if self._heartbeat is not None:
@@ -239,6 +255,14 @@ class App:
             needs_title=not existing and not first_prompt,
         )
 
+    def language_servers(self) -> list[ServerStatus]:
+        """The project's language servers, detected and configured, and the state of each."""
+        return self.lsp.statuses()
+
+    def language_servers_starting(self) -> list[str]:
+        """The names of the language servers starting now (a status line shows them)."""
+        return self.lsp.starting()
+
     def subscribe(self, handler: EventHandler) -> Callable[[], None]:
         """Call ``handler`` for every event of every agent from now on; returns the unsubscribe function."""
         return self.bus.subscribe(handler)
@@ -288,6 +312,17 @@ class App:
                 priced=small.priced,
             )
         return [TitleHook(self.titles, self.messages)]
+
+
+def language_servers(settings: Settings) -> LspManager:
+    """The language servers of ``settings``' project (resolved on first use; none started)."""
+    return LspManager(
+        settings.lsp,
+        root=Path(settings.project_root),
+        trusted=settings.project_trusted,
+        env=os.environ,
+        log_dir=settings.data_dir / "logs" / "lsp",
+    )
 
 
 def ignored_settings_notices(settings: Settings, untrusted_agents: Sequence[AgentSpec]) -> list[str]:

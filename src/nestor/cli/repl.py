@@ -397,4 +397,6 @@ async def repl_main(
             unsubscribe_prompter()
             unsubscribe()
     finally:
-        app.close()  # a title still being written is not worth keeping the user waiting: it stops
+        # Language servers are shut down; a title still being written is not worth keeping the user
+        # waiting: it stops.
+        await app.aclose()
