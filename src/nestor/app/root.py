@@ -18,6 +18,7 @@ from pathlib import Path
 from nestor.agents.registry import AgentRegistry, project_registry
 from nestor.agents.spec import AgentSpec
 from nestor.app.conversation import Conversation, title_from_prompt
+from nestor.app.lsp_info import LspManager, ServerStatus, language_servers
 from nestor.bus import EventBus, EventHandler
 from nestor.config.paths import PROJECT_CONFIG_NAME, default_user_config_path
 from nestor.config.settings import Settings
@@ -37,7 +38,6 @@ from nestor.store.db import Database, open_database
 from nestor.store.messages import MessageStore
 from nestor.store.sessions import Session, SessionStore
 from nestor.tools.catalogue import ToolCatalogue
-from nestor.tools.lsp.manager import LspManager, ServerStatus
 
 
 @dataclass
@@ -312,17 +312,6 @@ class App:
                 priced=small.priced,
             )
         return [TitleHook(self.titles, self.messages)]
-
-
-def language_servers(settings: Settings) -> LspManager:
-    """The language servers of ``settings``' project (resolved on first use; none started)."""
-    return LspManager(
-        settings.lsp,
-        root=Path(settings.project_root),
-        trusted=settings.project_trusted,
-        env=os.environ,
-        log_dir=settings.data_dir / "logs" / "lsp",
-    )
 
 
 def ignored_settings_notices(settings: Settings, untrusted_agents: Sequence[AgentSpec]) -> list[str]:

@@ -9,6 +9,7 @@ so a file changed by a shell command is seen too. pygls is imported only when a 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -221,6 +222,16 @@ class LspManager:
             except ToolError as exc:
                 problems.append(exc.message)
         return answers, problems
+
+    async def check(self) -> list[ServerStatus]:
+        """Start every server this project gets, report their states, and shut them down."""
+        for spec in self.specs():
+            if spec.state == "available" and spec.applies_to(self.root):
+                with contextlib.suppress(ToolError):  # its state says what went wrong
+                    await self._client(self._server(spec), _start_wait(spec))
+        statuses = self.statuses()
+        await self.close()
+        return statuses
 
     async def close(self) -> None:
         """Shut every server down (killing those that do not exit within two seconds)."""
