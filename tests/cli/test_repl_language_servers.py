@@ -13,7 +13,8 @@ from prompt_toolkit.output import DummyOutput
 from nestor.app.lsp_info import LspManager
 from nestor.cli.repl import LinePrompt
 from nestor.config.sections import LspServerConfig
-from tests.cli.repl_support import MakeHarness, make_harness
+from tests.cli.repl_support import MakeHarness, eventually, make_harness
+from tests.processes import is_running
 from tests.tools.lsp.test_failing_servers import SILENT
 
 __all__ = ["make_harness"]  # the fixture, used by name
@@ -53,6 +54,9 @@ async def test_the_status_line_shows_a_language_server_while_it_starts(
                 "Enter send · Alt-Enter new line · /help · Ctrl-D exit",
                 "  starting slowpoke (language server)",
             ]
+            await eventually(lambda: (tmp_path / "runs").exists())  # its process is up
     finally:
         await servers.close()
     assert servers.starting() == []
+    [pid] = (tmp_path / "runs").read_text(encoding="utf-8").split()
+    assert not is_running(int(pid))  # closing while it started left no process behind

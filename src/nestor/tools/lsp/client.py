@@ -165,16 +165,17 @@ class LspClient(LanguageClient):
 
     async def close(self, timeout: float = 2.0) -> None:
         """Ask the server to shut down and exit; kill it when it takes longer than ``timeout`` s."""
-        self._closing = True
+        killed, self._closing = self._closing, True
         process = self._server
-        if process is not None and process.returncode is None:
+        if process is not None and process.returncode is None and not killed:
             try:
                 await self.request("shutdown", None, timeout / 2)
                 self.notify(types.EXIT, None)
                 await asyncio.wait_for(process.wait(), timeout / 2)
             except (LspError, TimeoutError):
                 _kill(process)
-                await process.wait()
+        if process is not None:
+            await process.wait()
         self._stop_event.set()
         for task in self._async_tasks:
             task.cancel()
@@ -187,6 +188,8 @@ class LspClient(LanguageClient):
         self._closing = True
         if self._server is not None and self._server.returncode is None:
             _kill(self._server)
+        if self._log is not None:
+            self._log.close()
 
     async def server_exit(self, server: asyncio.subprocess.Process) -> None:
         """Tell the owner that the running process ended, unless nestor ended it.

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,22 +18,13 @@ from typing import TYPE_CHECKING, Any
 
 from nestor.config.sections import LspServerConfig
 from nestor.core.errors import ToolError
-from nestor.core.files import read_bounded_bytes
 from nestor.tools.base import ToolResult
+from nestor.tools.lsp.documents import Documents, Published, new_problems
 from nestor.tools.lsp.results import Diagnostic, uri_to_path
 from nestor.tools.lsp.servers import ServerSpec, ServerState, language_id, resolve_servers
 
 if TYPE_CHECKING:
     from nestor.tools.lsp.client import LspClient
-
-MAX_DOCUMENT_BYTES = 2_000_000
-
-
-@dataclass
-class _Published:
-    version: int | None
-    diagnostics: list[Diagnostic]
-    sequence: int
 
 
 @dataclass
@@ -47,10 +37,7 @@ class _Server:
     client: LspClient | None = None
     starting: asyncio.Task[LspClient] | None = None
     crashes: int = 0
-    documents: dict[str, tuple[int, str]] = field(default_factory=dict[str, tuple[int, str]])
-    published: dict[str, _Published] = field(default_factory=dict[str, _Published])
-    sequence: int = 0
-    changed: asyncio.Event = field(default_factory=asyncio.Event)
+    documents: Documents = field(default_factory=Documents)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +80,8 @@ class LspManager:
         )
         self._specs: list[ServerSpec] | None = None
         self._servers: dict[str, _Server] = {}
+        self._clients: set[LspClient] = set()
+        self._retiring: set[asyncio.Task[None]] = set()
         self._available: bool | None = None
 
     def specs(self) -> list[ServerSpec]:
@@ -146,10 +135,10 @@ class LspManager:
             return ""
         server = self._server(spec)
         deadline = time.monotonic() + spec.diagnostics_timeout_s
-        before = server.published.get(path.as_uri())
+        before = server.documents.published.get(path.as_uri())
         try:
             client = await self._client(server, spec.diagnostics_timeout_s)
-            published = await self._synced_diagnostics(server, client, path, deadline)
+            published = await self._diagnostics(server, client, path, deadline)
         except ToolError as exc:
             return f"({exc}; the diagnostics tool can check {shown_as} later.)"
         if published is None:
@@ -181,7 +170,7 @@ class LspManager:
         spec = self._required(path)
         server = self._server(spec)
         client = await self._client(server, _start_wait(spec))
-        published = await self._synced_diagnostics(
+        published = await self._diagnostics(
             server, client, path, time.monotonic() + max(spec.diagnostics_timeout_s, 1.0)
         )
         return published.diagnostics if published else []
@@ -190,7 +179,7 @@ class LspManager:
         """Every diagnostic the running servers have published, by file."""
         found: dict[Path, list[Diagnostic]] = {}
         for server in self._servers.values():
-            for uri, published in server.published.items():
+            for uri, published in server.documents.published.items():
                 path = uri_to_path(uri)
                 if path is not None and published.diagnostics:
                     found.setdefault(path, []).extend(published.diagnostics)
@@ -206,7 +195,7 @@ class LspManager:
         spec = self._required(path)
         server = self._server(spec)
         client = await self._client(server, _start_wait(spec))
-        self._sync(server, client, path)
+        server.documents.sync(client, path)
         return await client.request(method, params, spec.request_timeout_s)
 
     async def ask_all(self, method: str, params: Any) -> tuple[list[Any], list[str]]:
@@ -236,19 +225,28 @@ class LspManager:
     async def close(self) -> None:
         """Shut every server down (killing those that do not exit within two seconds)."""
         for server in self._servers.values():
+            server.state = "stopped"
             if server.starting is not None and not server.starting.done():
                 server.starting.cancel()
-            client, server.client = server.client, None
-            server.state = "stopped"
-            if client is not None:
-                await client.close()
+                with contextlib.suppress(asyncio.CancelledError, ToolError):
+                    await server.starting
+            server.client = None
+        for client in list(self._clients):
+            await self._retire(client, 2.0)
+        if self._retiring:
+            await asyncio.gather(*self._retiring, return_exceptions=True)
 
     def kill(self) -> None:
         """End every server process at once (no event loop to shut them down in)."""
         for server in self._servers.values():
-            if server.client is not None:
-                server.client.kill()
             server.state = "stopped"
+        for client in self._clients:
+            client.kill()
+
+    async def _retire(self, client: LspClient, timeout: float) -> None:
+        """Shut ``client``'s server down and forget it."""
+        self._clients.discard(client)
+        await client.close(timeout)
 
     def _required(self, path: Path) -> ServerSpec:
         spec = self.spec_for(path)
@@ -273,6 +271,7 @@ class LspManager:
             server.starting = asyncio.get_running_loop().create_task(
                 self._launch(server), name=f"lsp-{server.spec.name}"
             )
+            server.starting.add_done_callback(_retrieve)
         return server.starting
 
     async def _client(self, server: _Server, timeout: float) -> LspClient:
@@ -295,14 +294,18 @@ class LspManager:
                 spec,
                 self.root,
                 self.log_dir / f"{spec.name}.log",
-                on_diagnostics=lambda uri, version, items: self._published(server, uri, version, items),
+                on_diagnostics=server.documents.publish,
                 on_exit=lambda code: self._exited(server, code),
             )
+            self._clients.add(client)
             try:
                 await client.launch()
+            except asyncio.CancelledError:  # the app is closing: close() reaps what is killed here
+                client.kill()
+                raise
             except LspError as exc:
                 exited = client.process is not None and client.process.returncode is not None
-                await client.close(0.5)
+                await self._retire(client, 0.5)
                 server.crashes += 1
                 if exited and server.crashes == 1:
                     server.state = "restarting"
@@ -312,11 +315,22 @@ class LspManager:
             server.client, server.state, server.problem, server.starting = client, "running", "", None
             return client
 
+    async def _diagnostics(
+        self, server: _Server, client: LspClient, path: Path, deadline: float
+    ) -> Published | None:
+        """Sync ``path`` and wait until ``deadline`` for its diagnostics, while ``client`` serves it."""
+        return await server.documents.diagnostics(client, path, deadline, lambda: server.client is client)
+
     def _exited(self, server: _Server, code: int | None) -> None:
         """A running server's process ended by itself: restart it once, in the background."""
-        log = server.client.log_path if server.client else self.log_dir
-        server.client = None
-        server.documents.clear()
+        old, server.client = server.client, None
+        log = old.log_path if old else self.log_dir
+        if old is not None:  # its process has ended: what is left is its reader and its log file
+            retiring = asyncio.get_running_loop().create_task(self._retire(old, 0.5))
+            self._retiring.add(retiring)
+            retiring.add_done_callback(self._retiring.discard)
+        server.documents.wake()  # an edit waiting for its diagnostics need wait no more
+        server.documents = Documents()
         server.crashes += 1
         if server.crashes > 1:
             server.state = "failed"
@@ -324,83 +338,11 @@ class LspManager:
             return
         self._start(server)
 
-    def _published(self, server: _Server, uri: str, version: int | None, items: list[Diagnostic]) -> None:
-        server.sequence += 1
-        server.published[uri] = _Published(version, items, server.sequence)
-        changed, server.changed = server.changed, asyncio.Event()
-        changed.set()
 
-    def _sync(self, server: _Server, client: LspClient, path: Path) -> tuple[str, int, bool]:
-        """Open or update ``path`` in the server from disk; its URI, version and whether it changed."""
-        from lsprotocol import types
-
-        uri = path.as_uri()
-        known = server.documents.get(uri)
-        text = _read(path)
-        if text is None or (known is not None and known[1] == text):
-            return uri, known[0] if known else 0, False
-        if known is None:
-            version = 1
-            item = types.TextDocumentItem(uri=uri, language_id=language_id(path), version=version, text=text)
-            client.notify(types.TEXT_DOCUMENT_DID_OPEN, types.DidOpenTextDocumentParams(text_document=item))
-        else:
-            version = known[0] + 1
-            change = types.TextDocumentContentChangeWholeDocument(text=text)
-            document = types.VersionedTextDocumentIdentifier(uri=uri, version=version)
-            client.notify(
-                types.TEXT_DOCUMENT_DID_CHANGE,
-                types.DidChangeTextDocumentParams(text_document=document, content_changes=[change]),
-            )
-            client.notify(
-                types.TEXT_DOCUMENT_DID_SAVE,
-                types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)),
-            )
-        server.documents[uri] = (version, text)
-        return uri, version, True
-
-    async def _synced_diagnostics(
-        self, server: _Server, client: LspClient, path: Path, deadline: float
-    ) -> _Published | None:
-        """Sync ``path`` and wait until ``deadline`` for the diagnostics of that version."""
-        sequence = server.sequence
-        uri, version, changed = self._sync(server, client, path)
-        while True:
-            published = server.published.get(uri)
-            fresh = published is not None and (not changed or published.sequence > sequence)
-            if (
-                published is not None
-                and fresh
-                and (published.version is None or published.version >= version)
-            ):
-                return published
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or server.client is not client:
-                return None
-            try:
-                await asyncio.wait_for(server.changed.wait(), remaining)
-            except TimeoutError:
-                return None
-
-
-def new_problems(current: list[Diagnostic], before: list[Diagnostic]) -> list[Diagnostic]:
-    """The errors and warnings of ``current`` that ``before`` did not have (lines may have moved)."""
-    seen = Counter(problem.key for problem in before)
-    new: list[Diagnostic] = []
-    for problem in sorted(current, key=lambda item: (item.line, item.character)):
-        if problem.severity > 2:
-            continue
-        if seen[problem.key]:
-            seen[problem.key] -= 1
-        else:
-            new.append(problem)
-    return new
-
-
-def _read(path: Path) -> str | None:
-    try:
-        return read_bounded_bytes(path, limit_bytes=MAX_DOCUMENT_BYTES, whole=True).data.decode("utf-8")
-    except (OSError, UnicodeDecodeError, ValueError):
-        return None
+def _retrieve(task: asyncio.Task[LspClient]) -> None:
+    """Mark a start's failure as seen: it is the server's state now, reported when it is used."""
+    if not task.cancelled():
+        task.exception()
 
 
 def _start_wait(spec: ServerSpec) -> float:
