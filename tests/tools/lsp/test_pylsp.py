@@ -69,6 +69,11 @@ async def test_definition_references_hover_and_symbols(lsp: LspManager, ctx: Too
     assert "helper(x)" in hover.content
     symbols = await SymbolsTool(lsp).run(SymbolsParams(path="helpers.py"), ctx)
     assert symbols.content == "helpers.py:1: function helper"
+    # The query matches names, not kinds.
+    named = await SymbolsTool(lsp).run(SymbolsParams(path="helpers.py", query="HELP"), ctx)
+    assert named.content == "helpers.py:1: function helper"
+    kinds = await SymbolsTool(lsp).run(SymbolsParams(path="helpers.py", query="function"), ctx)
+    assert kinds.content == "No symbols found."
 
 
 async def test_a_symbol_not_on_the_line_is_a_clear_error(lsp: LspManager, ctx: ToolContext) -> None:

@@ -52,7 +52,8 @@ class SymbolsTool(LspTool[SymbolsParams]):
             if notes and not answers:
                 raise ToolError("; ".join(notes) + ". Give a `path` for one file's symbols, or use grep.")
         if query:
-            found = [place for place in found if query.lower() in place.label.lower()]
+            # A label is "kind Container.name": the query is matched against the name part alone.
+            found = [place for place in found if query.lower() in place.label.rsplit(" ", 1)[-1].lower()]
         content, count = render_places(found, ctx, self.name, what="symbols")
         if notes:
             content += "\n(" + "; ".join(notes) + ".)"
