@@ -42,6 +42,7 @@ def test_configuration_turns_servers_off_adds_its_own_and_names_mistakes(tmp_pat
         "ruby": LspServerConfig(command="solargraph", args=("stdio",), extensions=(".rb",)),
         "mystery": LspServerConfig(),
         "gone": LspServerConfig(command="not-installed", extensions=(".x",)),
+        "gopls": LspServerConfig(command="solargraph"),  # a known server's program elsewhere
     }
     specs = resolve_servers(configured, trusted=True, env=env)
     states = by_name(specs)
@@ -55,6 +56,9 @@ def test_configuration_turns_servers_off_adds_its_own_and_names_mistakes(tmp_pat
     assert states["gone"] == ("failed", "[lsp.gone]: not-installed is not on PATH; fix command")
     ruby = next(spec for spec in specs if spec.name == "ruby")
     assert (ruby.language, ruby.extensions, ruby.source) == ("rb", (".rb",), "configured")
+    gopls = next(spec for spec in specs if spec.name == "gopls")
+    assert (gopls.language, gopls.extensions, gopls.root_markers) == ("go", (".go",), ("go.mod", "go.work"))
+    assert gopls.command == (str(tmp_path / "bin" / "solargraph"),) and gopls.state == "available"
 
 
 def test_no_server_runs_in_a_folder_that_is_not_trusted(tmp_path: Path) -> None:

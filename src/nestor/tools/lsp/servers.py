@@ -175,13 +175,14 @@ def resolve_servers(
         elif config.command is not None:
             program = _which(config.command, path)
             command = (program or config.command, *(config.args or ()))
-            extensions = config.extensions or ()
+            like = known.get(name)  # a known server's program elsewhere keeps its other defaults
+            extensions = config.extensions or (like.extensions if like else ())
             state: ServerState = "available" if program and extensions else "failed"
             problem = "" if program else f"[lsp.{name}]: {config.command} is not on PATH; fix command"
             if not extensions:
                 problem = f'[lsp.{name}] has no extensions; add extensions = [".ext"]'
             language = language_id(Path(f"file{extensions[0]}")) if extensions else name
-            markers = config.root_markers or ()
+            markers = config.root_markers or (like.root_markers if like else ())
             specs.append(
                 _spec(name, language, command, extensions, markers, config, "configured", state, problem)
             )
