@@ -20,6 +20,7 @@ from nestor.api import (
     RunState,
     ScriptedOpenAIServer,
     ServerReply,
+    ServerToolCall,
     ServerUsage,
     Settings,
     TextDelta,
@@ -201,3 +202,44 @@ async def test_an_embedder_runs_a_prompt_to_completion_with_the_api_alone(tmp_pa
     assert outcome.usage.input_tokens == 10 and outcome.usage.output_tokens == 4
     assert "".join(event.text for event in events if isinstance(event, TextDelta)) == "Hello from nestor."
     assert hook.requests == 1
+
+
+class SeeRuns(Hook):
+    """A user's hook for sub-agents: records whose requests it sees."""
+
+    def __init__(self, seen: list[tuple[str, str]]) -> None:
+        self.seen = seen
+
+    async def before_request(self, state: RunState) -> None:
+        self.seen.append((state.agent_type, state.agent_id))
+
+
+async def test_an_embedders_subagent_hooks_see_each_subagent_and_not_the_main_agent(tmp_path: Path) -> None:
+    task = {"description": "look around", "prompt": "list the files", "subagent_type": "explore"}
+    script = [
+        ServerReply(tool_calls=(ServerToolCall("task", task), ServerToolCall("task", task))),
+        ServerReply(text="Two files."),
+        ServerReply(text="Two files."),
+        ServerReply(text="There are two files."),
+    ]
+    seen: list[tuple[str, str]] = []
+    made: list[SeeRuns] = []
+
+    def subagent_hooks() -> list[Hook]:
+        made.append(SeeRuns(seen))
+        return [made[-1]]
+
+    with ScriptedOpenAIServer(script) as server:
+        app = App.open(_settings(tmp_path, server.base_url))
+        try:
+            conversation = await app.conversation(
+                interactive=False, first_prompt="what is here?", env={}, subagent_hooks=subagent_hooks
+            )
+            outcome = await conversation.run_to_completion("what is here?")
+        finally:
+            app.close()
+    assert outcome.text == "There are two files."
+    assert len(made) == 2  # one set of hooks per sub-agent: they never share state
+    assert sorted(agent_type for agent_type, _ in seen) == ["explore", "explore"]
+    assert len({agent_id for _, agent_id in seen}) == 2
+    assert conversation.session_id not in {agent_id for _, agent_id in seen}

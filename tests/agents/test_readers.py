@@ -184,11 +184,11 @@ def test_rules_fall_back_to_later_config_dirs_and_accept_paths(tmp_path: Path) -
 
 
 def test_unknown_tools_are_warnings_and_the_spec_loads_without_them(tmp_path: Path) -> None:
-    text = "---\ndescription: d\ntools:\n  - view\n  - NotebookEdit\n  - mcp__x__y\n---\n"
+    text = "---\ndescription: d\ntools:\n  - view\n  - NotebookEdit\n  - mcp__x__y\n  - frob\n---\n"
     result = _read(tmp_path, "nestor", "a/x.md", text)
-    assert _spec(result).tools == ("view",)
+    assert _spec(result).tools == ("view", "mcp__x__y")  # MCP tools are known once servers start
     warnings = _warnings(result)
-    assert [(problem.key, problem.line) for problem in warnings] == [("tools", 5), ("tools", 6)]
+    assert [(problem.key, problem.line) for problem in warnings] == [("tools", 5), ("tools", 7)]
     assert "NotebookEdit" in warnings[0].message
     assert "view, ls" in warnings[0].message
 
@@ -372,10 +372,8 @@ Investigate.
     assert spec.tools == ("view", "bash")
     assert spec.model == "google:gemini-2.5-pro"
     assert (spec.temperature, spec.max_turns, spec.timeout) == (0.3, 20, 150.0)
-    assert {(problem.key, problem.severity) for problem in result.problems} == {
-        ("tools", "warning"),
-        ("mcpServers", "warning"),
-    }
+    assert {(problem.key, problem.severity) for problem in result.problems} == {("tools", "warning")}
+    assert spec.own_mcp_servers[0][0] == "x" and spec.own_mcp_servers[0][1].command == "y"
 
 
 def test_gemini_remote_agents_are_skipped_with_a_warning(tmp_path: Path) -> None:
@@ -422,7 +420,9 @@ User: find PRs
     assert spec.prompt.startswith("# System Prompt")
     assert "```md\n# Examples\n```" in spec.prompt
     assert "Example 1" not in spec.prompt
-    assert {problem.key for problem in _warnings(result)} == {"verifiers", "mcp_servers"}
+    assert {problem.key for problem in _warnings(result)} == {"verifiers"}
+    ((name, github),) = spec.own_mcp_servers
+    assert (name, github.command, github.kind) == ("github", "github-mcp-server", "stdio")
 
 
 def test_emdash_defaults_to_read_only_tools(tmp_path: Path) -> None:

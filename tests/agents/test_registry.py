@@ -302,3 +302,22 @@ def test_the_users_own_agent_files_may_link_anywhere(dirs: Dirs, tmp_path: Path)
     (dirs.config / "agents").mkdir(parents=True)
     (dirs.config / "agents" / "mine.md").symlink_to(shared)
     assert dirs.registry().get("mine").description == "Mine."
+
+
+def test_an_untrusted_project_agents_own_mcp_servers_are_ignored_and_named(dirs: Dirs) -> None:
+    own = "mcpServers:\n  - github\n  - evil: {command: curl, args: [evil.example]}\n"
+    _write(dirs.project / ".claude" / "agents" / "gh.md", _agent("gh", "GitHub.", extra=own))
+    _write(
+        dirs.config / "agents" / "mine.md",
+        _agent("mine", "Mine.", extra="mcp_servers: {tool: {command: t}}\n"),
+    )
+
+    untrusted = AgentRegistry(dirs.project, home=dirs.home, user_config_dir=dirs.config, trusted=False)
+
+    gh = untrusted.get("gh")
+    assert gh.own_mcp_servers == () and gh.mcp_servers == ("github",)  # a name is the user's own server
+    assert [spec.name for spec in untrusted.untrusted_servers()] == ["gh"]
+    assert untrusted.get("mine").own_mcp_servers[0][0] == "tool"  # the user's own agents are theirs
+    warning = next(problem for problem in untrusted.problems() if "MCP servers" in problem.message)
+    assert "evil" in warning.message and "nestor trust" in warning.message
+    assert dirs.registry().get("gh").own_mcp_servers[0][1].command == "curl"

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from nestor.agents.frontmatter import FrontMatter, parse_front_matter
+from nestor.agents.mcp_fields import mcp_fields
 from nestor.agents.readers_common import (
     AgentFileProblem,
     Fields,
@@ -74,6 +75,7 @@ NESTOR_KEYS = (
     "inherit_context",
     "project_instructions",
     "permission",
+    "mcp_servers",
 )
 """Every key of nestor's agent format."""
 
@@ -87,8 +89,9 @@ _CLAUDE_KEYS = (
     "skills",
     "background",
     "color",
+    "mcpServers",
 )
-_CLAUDE_UNSUPPORTED = ("permissionMode", "mcpServers", "hooks", "memory", "isolation", "effort")
+_CLAUDE_UNSUPPORTED = ("permissionMode", "hooks", "memory", "isolation", "effort")
 _OPENCODE_KEYS = (
     "description",
     "mode",
@@ -136,6 +139,7 @@ def read_nestor(fields: Fields) -> ReadResult:
         inherit_context=bool(fields.boolean("inherit_context")),
         project_instructions=fields.boolean("project_instructions") is not False,
         permission=_nestor_permission(fields),
+        **mcp_fields(fields, "mcp_servers"),
     )
 
 
@@ -177,6 +181,7 @@ def read_claude(fields: Fields) -> ReadResult:
         skill_files=fields.files("skills", "skills"),
         background=bool(fields.boolean("background")),
         color=fields.string("color"),
+        **mcp_fields(fields, "mcpServers"),
     )
 
 

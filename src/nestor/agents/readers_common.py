@@ -25,13 +25,14 @@ from nestor.agents.tool_names import (
     split_tool_entry,
 )
 from nestor.core.errors import AgentFileError
+from nestor.tools.mcp.names import is_mcp_name
 
 Severity: TypeAlias = Literal["error", "warning"]
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 """What an agent, rule or skill name may look like."""
 
-_RULE_TEXT = re.compile(r"^\s*([A-Za-z_][\w-]*)\s*(?:\((.*)\))?\s*$", re.DOTALL)
+_RULE_TEXT = re.compile(r"^\s*([A-Za-z_][\w-]*\*?)\s*(?:\((.*)\))?\s*$", re.DOTALL)
 _ACTION_ORDER: dict[PermissionAction, int] = {"allow": 0, "ask": 1, "deny": 2}
 
 
@@ -309,6 +310,8 @@ class Fields:
             if not expanded:
                 self.warn(key, f"{text!r} matches none of nestor's tools: {', '.join(NESTOR_TOOLS)}", index)
             return expanded
+        if is_mcp_name(entry.name):  # an MCP server's tool (or all of them): known once servers start
+            return (entry.name,)
         tool = map_tool_name(entry.name)
         if tool is None:
             self.warn(key, describe_unknown_tool(entry.name), index)
@@ -380,7 +383,7 @@ class Fields:
         if match is None:
             self.error(key, f"invalid permission rule {text!r}: write 'tool' or 'tool(pattern)'", item)
             return None
-        tool = map_tool_name(match.group(1))
+        tool = match.group(1) if is_mcp_name(match.group(1)) else map_tool_name(match.group(1))
         if tool is None:
             self.warn(key, "permission rule dropped: " + describe_unknown_tool(match.group(1)), item)
             return None

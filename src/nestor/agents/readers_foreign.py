@@ -12,12 +12,16 @@ from pathlib import Path
 from typing import Any
 
 from nestor.agents.frontmatter import FrontMatter
+from nestor.agents.mcp_fields import mcp_fields
 from nestor.agents.readers_common import Fields, ReadResult, plain_model
 from nestor.core.errors import AgentFileError
 
-_GEMINI_KEYS = ("name", "description", "kind", "tools", "model", "temperature", "max_turns", "timeout_mins")
-_EMDASH_KEYS = ("description", "model", "tools", "rules", "skills")
-_EMDASH_UNSUPPORTED = ("verifiers", "mcp_servers")
+_GEMINI_KEYS = (
+    *("name", "description", "kind", "tools", "model", "temperature", "max_turns", "timeout_mins"),
+    "mcpServers",
+)
+_EMDASH_KEYS = ("description", "model", "tools", "rules", "skills", "mcp_servers")
+_EMDASH_UNSUPPORTED = ("verifiers",)
 # emdash gives a custom agent its read-only explore toolkit unless the file lists tools.
 EMDASH_DEFAULT_TOOLS = ("view", "ls", "glob", "grep")
 _CODEALLY_KEYS = ("name", "description", "tools", "temperature", "model")
@@ -30,7 +34,7 @@ _FENCE = re.compile(r"^\s*(```|~~~)")
 
 def read_gemini(fields: Fields) -> ReadResult:
     """Read a Gemini CLI sub-agent (``.gemini/agents/*.md``); ``timeout_mins`` becomes seconds."""
-    fields.check_keys(_GEMINI_KEYS, unknown="warning", unsupported=("mcpServers",))
+    fields.check_keys(_GEMINI_KEYS, unknown="warning")
     if fields.string("kind") == "remote":
         fields.warn("kind", "remote (A2A) agents are not supported by nestor; the agent is skipped")
         return fields.result(None)
@@ -44,6 +48,7 @@ def read_gemini(fields: Fields) -> ReadResult:
         temperature=fields.number("temperature", maximum=2.0),
         max_turns=fields.integer("max_turns"),
         timeout=None if minutes is None else minutes * 60.0,
+        **mcp_fields(fields, "mcpServers"),
     )
 
 
@@ -67,6 +72,7 @@ def read_emdash(fields: Fields) -> ReadResult:
         model=plain_model(fields.string("model")),
         rule_files=fields.files("rules", "rules"),
         skill_files=fields.files("skills", "skills"),
+        **mcp_fields(fields, "mcp_servers"),
     )
 
 

@@ -12,7 +12,8 @@ Where agents come from, highest precedence first:
 A project's agent files come with the repository: until the user trusts the folder, a
 ``provider:model`` they name is ignored (the agent runs on its parent's model), so a cloned
 repository cannot choose where the conversation goes; :meth:`AgentRegistry.untrusted_models` lists
-what was ignored.
+what was ignored. The MCP servers they define are ignored too (a server is a command nestor would
+run): :meth:`AgentRegistry.untrusted_servers` lists those agents.
 
 When two definitions share a name the higher one wins and the other is reported as shadowed. Every
 public call first checks the directories (a listing and a ``stat`` per file, no parsing), then
@@ -141,6 +142,7 @@ class AgentRegistry:
         self._shadowed: list[AgentSpec] = []
         self._problems: list[AgentFileProblem] = []
         self._untrusted_models: list[AgentSpec] = []
+        self._untrusted_servers: list[AgentSpec] = []
 
     def specs(self) -> list[AgentSpec]:
         """The effective specs (the winner of each name), sorted by name."""
@@ -185,6 +187,11 @@ class AgentRegistry:
         """Project agents whose ``model`` was ignored because the folder is not trusted (as written)."""
         self._refresh()
         return list(self._untrusted_models)
+
+    def untrusted_servers(self) -> list[AgentSpec]:
+        """Project agents whose own MCP servers were ignored because the folder is not trusted."""
+        self._refresh()
+        return list(self._untrusted_servers)
 
     def shadowed(self) -> list[AgentSpec]:
         """Valid definitions hidden by another of the same name with higher precedence."""
@@ -250,9 +257,10 @@ class AgentRegistry:
         problems = [problem for result in results for problem in result.problems]
         name_lines = {id(result.spec): result.name_line for result in results if result.spec is not None}
         candidates = sorted((result.spec for result in results if result.spec is not None), key=_precedence)
-        self._untrusted_models = []
+        self._untrusted_models, self._untrusted_servers = [], []
         if not self._trusted:
             candidates = [self._without_untrusted_model(spec, problems) for spec in candidates]
+            candidates = [self._without_own_servers(spec, problems) for spec in candidates]
         effective: dict[str, AgentSpec] = {}
         shadowed: list[AgentSpec] = []
         for spec in candidates:
@@ -292,6 +300,15 @@ class AgentRegistry:
             )
         )
         return replace(spec, model=None)
+
+    def _without_own_servers(self, spec: AgentSpec, problems: list[AgentFileProblem]) -> AgentSpec:
+        if spec.source != "project" or not spec.own_mcp_servers:
+            return spec
+        self._untrusted_servers.append(spec)
+        names = ", ".join(name for name, _config in spec.own_mcp_servers)
+        message = f"its MCP servers ({names}) are ignored until you trust this folder (nestor trust)"
+        problems.append(AgentFileProblem(spec.path or Path(spec.name), 1, "", message, "warning"))
+        return replace(spec, own_mcp_servers=())
 
     def _broken_definition(self, name: str) -> AgentFileProblem | None:
         for cached in self._files.values():

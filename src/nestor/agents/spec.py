@@ -11,7 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, TypeAlias
 
+from nestor.config.sections import McpServerConfig
 from nestor.tools.catalogue import ToolCatalogue
+from nestor.tools.mcp.names import entry_covers, is_mcp_name
 
 Thoroughness: TypeAlias = Literal["quick", "medium", "thorough"]
 AgentMode: TypeAlias = Literal["subagent", "primary", "all"]
@@ -54,6 +56,11 @@ class AgentSpec:
         project_instructions: Give the agent the instruction files the main agent gets (the
             project's ``AGENTS.md``, ``CLAUDE.md``, ``NESTOR.md`` and the user's ``AGENTS.md``).
         permission: Rules applied on top of the parent's (a child never gets more than its parent).
+        mcp_servers: Configured MCP servers the agent gets all the tools of (Claude Code's
+            ``mcpServers: [github]``), besides what ``tools`` allows (``mcp__github__get_issue``,
+            ``mcp__github``).
+        own_mcp_servers: MCP servers the file defines (name, config): started for the agent,
+            stopped when it ends, never its parent's.
         source: Where it came from: built-in, the user's directories or the project's.
         ecosystem: The file format: ``nestor``, ``claude``, ``opencode``, ``gemini``, ``emdash``,
             ``codeally``, ``mini-cc`` or ``deepagents``.
@@ -81,6 +88,8 @@ class AgentSpec:
     inherit_context: bool = False
     project_instructions: bool = True
     permission: tuple[PermissionRuleSpec, ...] = ()
+    mcp_servers: tuple[str, ...] = ()
+    own_mcp_servers: tuple[tuple[str, McpServerConfig], ...] = field(default=(), compare=False)
     source: AgentSource = "builtin"
     ecosystem: str = "nestor"
     path: Path | None = field(default=None, compare=False)
@@ -91,15 +100,29 @@ class AgentSpec:
         return self.mode != "primary"
 
     def tool_names(self, available: tuple[str, ...]) -> tuple[str, ...]:
-        """The tools this agent gets out of ``available`` (its parent's), in ``available``'s order."""
-        wanted = set(available) if self.tools is None else set(self.tools)
-        return tuple(name for name in available if name in wanted and name not in self.disallowed_tools)
+        """The tools this agent gets out of ``available`` (its parent's), in ``available``'s order.
+
+        An MCP tool is wanted when an entry of ``tools`` covers it (``mcp__github``,
+        ``mcp__github__*``, the tool's own name) or its server is one of :attr:`mcp_servers`.
+        """
+        return tuple(name for name in available if self.wants(name))
+
+    def wants(self, name: str) -> bool:
+        """Whether the agent's tool list (or its :attr:`mcp_servers`) takes the tool ``name``."""
+        if any(name == entry or entry_covers(entry, name) for entry in self.disallowed_tools):
+            return False
+        if self.tools is None or name in self.tools:
+            return True
+        entries = (*self.tools, *(f"mcp__{server}" for server in self.mcp_servers))
+        return is_mcp_name(name) and any(entry_covers(entry, name) for entry in entries)
 
     def is_read_only(self, catalogue: ToolCatalogue | None = None) -> bool:
         """True when the spec lists its tools and the catalogue says each of them is read-only.
 
         ``catalogue`` defaults to the built-in tools; pass the app's to count the read-only tools
-        registered at run time.
+        registered at run time (an MCP tool is read-only when its server says so; a whole server,
+        ``mcp__github``, is not). A read-only agent gets only the MCP tools that are, whatever
+        :attr:`mcp_servers` or its own servers offer.
         """
         tools = catalogue or ToolCatalogue()
         return self.tools is not None and all(

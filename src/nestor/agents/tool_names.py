@@ -87,10 +87,10 @@ def describe_unknown_tool(name: str, catalogue: ToolCatalogue | None = None) -> 
     known = tools.aliases()
     lowered = name.strip().lower()
     offered = "nestor's tools are: " + ", ".join(tools.names())
-    if lowered.startswith("mcp__") or lowered.startswith("mcp_"):
+    if lowered.startswith("mcp_"):
         return (
-            f"{name!r} is an MCP server tool; nestor has no MCP tools, "
-            f"so the agent runs without it ({offered})"
+            f"{name!r} looks like an MCP tool, but nestor names them mcp__SERVER__TOOL (or mcp__SERVER "
+            f"for all of a server's), so the agent runs without it ({offered})"
         )
     alternative = _ALTERNATIVES.get(lowered)
     if alternative is not None:

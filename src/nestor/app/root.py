@@ -38,6 +38,7 @@ from nestor.store.db import Database, open_database
 from nestor.store.messages import MessageStore
 from nestor.store.sessions import Session, SessionStore
 from nestor.tools.catalogue import ToolCatalogue
+from nestor.tools.mcp.servers import McpServers
 
 
 @dataclass
@@ -73,6 +74,8 @@ class App:
     tools: ToolBuilder = field(init=False)
     lsp: LspManager = field(init=False)
     _registry: AgentRegistry | None = None
+    _mcp: McpServers | None = None
+    _factories: list[AgentFactory] = field(default_factory=list[AgentFactory])
     _held: list[str] = field(default_factory=list[str])
     _heartbeat: asyncio.Task[None] | None = None
     _ignored_notice_given: bool = False
@@ -103,13 +106,6 @@ class App:
             notify=notify or (lambda _message: None),
         )
 
-    async def aclose(self) -> None:
-        """Shut the language servers down cleanly (none started: no wait), then :meth:`close`."""
-        try:
-            await self.lsp.close()
-        finally:  # cancelled while waiting for a server: the rest must still be released
-            self.close()
-
     def close(self) -> None:
         """Stop writing titles, release the sessions this process holds and close the database.
 
@@ -124,6 +120,33 @@ class App:
             self.sessions.release(session_id)
         self._held.clear()
         self.database.close()
+
+    async def aclose(self) -> None:
+        """Stop the MCP servers this process started (sub-agents' own too) and shut the language
+        servers down (none started: no wait), then :meth:`close`."""
+        try:
+            for factory in self._factories:
+                await factory.close()
+            if self._mcp is not None:
+                await self._mcp.close()
+            await self.lsp.close()
+        finally:  # cancelled while waiting for a server: the rest must still be released
+            self.close()
+
+    def mcp_servers(self) -> McpServers | None:
+        """The configured MCP servers (``[mcp_servers]``, a trusted project's ``.mcp.json``), or None.
+
+        Nothing starts here: a server starts when an agent that gets its tools is built.
+        """
+        if self._mcp is None and self.settings.mcp_servers:
+            self._mcp = McpServers(
+                self.settings.mcp_servers,
+                catalogue=self.catalogue,
+                log_dir=mcp_log_dir(self.settings),
+                project_root=Path(self.settings.project_root),
+                notify=self.notify,
+            )
+        return self._mcp
 
     def hold(self, session_id: str) -> None:
         """Hold the main agent's session until :meth:`close` (or until another main session is held).
@@ -170,14 +193,19 @@ class App:
         title: str = "",
         env: Mapping[str, str] | None = None,
         hooks: Sequence[Hook] = (),
+        subagent_hooks: Callable[[], Sequence[Hook]] | None = None,
     ) -> SessionAgent:
-        """Build the coder agent on ``session`` (or a new session), with ``hooks`` too, and make it live."""
+        """Build the coder agent on ``session`` (or a new session) and make it live.
+
+        ``hooks`` join the main agent's; ``subagent_hooks`` makes hooks for each sub-agent.
+        """
         settings = self.settings
         environment = os.environ if env is None else env
         if not self._ignored_notice_given:
             self._ignored_notice_given = True
+            registry = self.agent_registry(environment)
             for line in ignored_settings_notices(
-                settings, self.agent_registry(environment).untrusted_models()
+                settings, registry.untrusted_models(), registry.untrusted_servers()
             ):
                 self.notify(line)
         if session is not None:
@@ -206,7 +234,11 @@ class App:
             environment=EnvironmentCache(project_root).get,
             instructions=lambda: read_instructions(project_root, user_config_dir),
             user_config_dir=user_config_dir,
+            subagent_hooks=subagent_hooks,
+            mcp=self.mcp_servers(),
+            notify=self.notify,
         )
+        self._factories.append(factory)
         self.tree = factory.tree
         agent = await factory.main(session, built, hooks=hooks)
         self.coordinator.add(agent)
@@ -220,6 +252,7 @@ class App:
         first_prompt: str = "",
         env: Mapping[str, str] | None = None,
         hooks: Sequence[Hook] = (),
+        subagent_hooks: Callable[[], Sequence[Hook]] | None = None,
     ) -> Conversation:
         """Start the main agent on ``session`` (a new session for None) and return its conversation.
 
@@ -232,7 +265,11 @@ class App:
                 is the session's title. Without it, the first prompt sent titles the session.
             env: Environment for provider credentials; ``os.environ`` when None.
             hooks: The embedder's own hooks (:class:`nestor.extensions.Hook`), added to the main
-                agent's (sub-agents do not get them).
+                agent's.
+            subagent_hooks: Makes the embedder's hooks for a sub-agent, called once for each
+                sub-agent built (``task``, ``agentic_fetch``; a reused idle one keeps its
+                hooks), so that agents never share a hook's state. ``RunState.agent_type`` and
+                ``agent_id`` tell the hook whose run it sees.
 
         Raises:
             SessionInUseError: Another nestor process runs the session.
@@ -242,7 +279,12 @@ class App:
         questions = PermissionQuestions(self.bus) if interactive else None
         title = title_from_prompt(first_prompt)
         agent = await self.start_main_agent(
-            session=session, asker=questions, title=title, env=env, hooks=hooks
+            session=session,
+            asker=questions,
+            title=title,
+            env=env,
+            hooks=hooks,
+            subagent_hooks=subagent_hooks,
         )
         existing = session.title if session is not None else title
         return Conversation(
@@ -314,11 +356,19 @@ class App:
         return [TitleHook(self.titles, self.messages)]
 
 
-def ignored_settings_notices(settings: Settings, untrusted_agents: Sequence[AgentSpec]) -> list[str]:
+def mcp_log_dir(settings: Settings) -> Path:
+    """Where MCP servers' stderr logs go: ``<data dir>/mcp/logs/<server>.log``."""
+    return settings.data_dir / "mcp" / "logs"
+
+
+def ignored_settings_notices(
+    settings: Settings, untrusted_agents: Sequence[AgentSpec], agents_with_servers: Sequence[AgentSpec] = ()
+) -> list[str]:
     """One line per reason project settings were not applied; [] when everything applied."""
     lines: list[str] = []
     untrusted = [item.key for item in settings.ignored if item.reason == "untrusted"]
     untrusted += [f"agent {spec.name}'s model" for spec in untrusted_agents]
+    untrusted += [f"agent {spec.name}'s MCP servers" for spec in agents_with_servers]
     if untrusted:
         lines.append(
             f"this folder is not trusted, so its settings that would widen what nestor may do or where data "

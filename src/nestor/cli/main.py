@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from nestor.cli import agents_cmd, lsp_cmd, sessions_cmd
+from nestor.cli import agents_cmd, lsp_cmd, mcp_cmd, sessions_cmd
 from nestor.cli.options import CommonOptions
 
 app = typer.Typer(
@@ -23,6 +23,7 @@ app = typer.Typer(
 )
 app.add_typer(sessions_cmd.app, name="sessions")
 app.add_typer(agents_cmd.app, name="agents")
+app.add_typer(mcp_cmd.app, name="mcp")
 app.add_typer(lsp_cmd.app, name="lsp")
 
 

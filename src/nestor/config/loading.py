@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from nestor.config.files import Layer, read_file
+from nestor.config.mcp_json import MCP_JSON_NAME, mcp_json_server_names, read_mcp_json
 from nestor.config.paths import PROJECT_CONFIG_NAME, default_user_config_path, resolve_data_dir
 from nestor.config.sections import ConfigDocument
 from nestor.config.settings import IgnoredSetting, Settings
@@ -68,15 +69,25 @@ def load_settings(
     cli = _coerce_overrides(overrides)
     user_path = user_config_path if user_config_path is not None else default_user_config_path(env)
     layers: list[Layer] = []
+    project_ignored: list[IgnoredSetting] = []
     user_layer = read_file(user_path)
     if user_layer is not None:
         layers.append(user_layer)
     ignored: list[IgnoredSetting] = []
+    mcp_json = project_root / MCP_JSON_NAME
+    if trusted:
+        mcp_layer = read_mcp_json(mcp_json, env, inside=project_root)
+        if mcp_layer is not None:
+            layers.append(mcp_layer)
+    else:
+        names = mcp_json_server_names(mcp_json, inside=project_root)
+        ignored.extend(IgnoredSetting(f"{MCP_JSON_NAME} server {name}", "untrusted") for name in names)
     project_layer = read_file(project_root / PROJECT_CONFIG_NAME, inside=project_root)
     if project_layer is not None:
-        data, ignored = project_data(
+        data, project_ignored = project_data(
             project_layer.data, user_layer.data if user_layer else {}, trusted=trusted
         )
+        ignored.extend(project_ignored)
         layers.append(Layer(project_layer.label, data, project_layer.path))
     for name, key_path in _ENV_PATHS.items():
         if value := env.get(name, "").strip():
@@ -87,7 +98,7 @@ def load_settings(
             flag = _CLI_FLAGS.get(field.name, "--" + field.name.replace("_", "-"))
             layers.append(Layer(flag, _nest(_CLI_PATHS[field.name], value)))
 
-    if project_layer is not None and ignored:
+    if project_layer is not None and project_ignored:
         # Mistakes are reported in keys that do not apply yet too: the file is checked as written.
         validate([project_layer if layer.path == project_layer.path else layer for layer in layers])
     document = validate(layers)

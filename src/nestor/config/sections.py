@@ -6,6 +6,7 @@ Each model forbids unknown keys, so a misspelt key is an error naming the keys i
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Annotated, Any, Literal, TypeAlias, get_args
 
 from pydantic import (
@@ -246,6 +247,74 @@ class SandboxConfig(_ConfigModel):
     network: StrictBool = True
 
 
+McpTransport: TypeAlias = Literal["stdio", "http", "sse"]
+MCP_SERVER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*(?:_[A-Za-z0-9-]+)*")
+"""An MCP server's name: letters, digits, '-' and single '_' (its tools are ``mcp__NAME__tool``)."""
+
+
+class McpServerConfig(_ConfigModel):
+    """One ``[mcp_servers.NAME]`` table: how to reach an MCP server (Claude Code's ``.mcp.json`` shape).
+
+    A local server has ``command`` (with ``args``, ``env``, ``cwd``) and speaks over stdio; a
+    remote one has ``url`` (with ``headers``) and speaks streamable HTTP, or SSE for older servers
+    (``transport = "sse"``).
+
+    Attributes:
+        command: The program to start (stdio).
+        args: Its arguments.
+        env: Variables added to the small environment the server gets (``PATH``, ``HOME``, ...).
+        cwd: Its working directory (the project's when unset).
+        url: The server's endpoint (streamable HTTP or SSE).
+        headers: HTTP headers sent with every request (an ``Authorization`` token, say).
+        transport: ``stdio``, ``http`` or ``sse``; by default stdio for a command, http for a URL.
+        enabled: False keeps the server configured but never started.
+        timeout: Seconds the server has to start and list its tools (and to answer a listing).
+        tool_timeout: Seconds one tool call may take before it fails.
+
+    """
+
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = Field(default_factory=dict[str, str])
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict[str, str])
+    transport: McpTransport | None = None
+    enabled: StrictBool = True
+    timeout: Annotated[StrictFloat | StrictInt, Field(gt=0)] = 30.0
+    tool_timeout: Annotated[StrictFloat | StrictInt, Field(gt=0)] = 600.0
+
+    @model_validator(mode="after")
+    def _check_endpoint(self) -> McpServerConfig:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("give either `command` (a local server) or `url` (a remote one)")
+        if self.command is not None and self.transport not in (None, "stdio"):
+            raise ValueError(f"transport {self.transport!r} needs a `url`, not a `command`")
+        if self.url is not None:
+            if self.transport == "stdio":
+                raise ValueError("transport 'stdio' needs a `command`, not a `url`")
+            if not self.url.startswith(("http://", "https://")):
+                raise ValueError(f"url must start with http:// or https://, got {self.url!r}")
+        return self
+
+    @property
+    def kind(self) -> McpTransport:
+        """The transport this server speaks."""
+        if self.transport is not None:
+            return self.transport
+        return "stdio" if self.command is not None else "http"
+
+
+def check_mcp_server_names(names: Iterable[str]) -> None:
+    """Raise ValueError for the first name that cannot make ``mcp__NAME__tool`` tool names."""
+    for name in names:
+        if not MCP_SERVER_NAME.fullmatch(name):
+            raise ValueError(
+                f"MCP server name {name!r} must be letters, digits, '-' and single '_' "
+                "(its tools are called mcp__NAME__tool)"
+            )
+
+
 class LspServerConfig(_ConfigModel):
     """A ``[lsp.NAME]`` table: a language server, or settings of one nestor detects on PATH.
 
@@ -305,7 +374,14 @@ class ConfigDocument(_ConfigModel):
     agents: AgentsConfig = AgentsConfig()
     web: WebConfig = WebConfig()
     sandbox: SandboxConfig = SandboxConfig()
+    mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict[str, McpServerConfig])
     lsp: dict[str, LspServerConfig] = Field(default_factory=dict[str, LspServerConfig])
+
+    @field_validator("mcp_servers")
+    @classmethod
+    def _check_mcp_server_names(cls, value: dict[str, McpServerConfig]) -> dict[str, McpServerConfig]:
+        check_mcp_server_names(value)
+        return value
 
     @field_validator("providers", "lsp")
     @classmethod

@@ -7,6 +7,9 @@ What a pattern is matched against depends on the tool:
 - file tools: the resolved path (see :mod:`nestor.permissions.paths`); relative patterns are
   relative to the project root, and a bare allow rule covers the project only.
 - ``fetch``/``web_fetch``: the parsed URL (see :mod:`nestor.permissions.urls`).
+- MCP tools (``mcp__server__tool``): the rule's name itself says which tools it covers:
+  ``mcp__github`` or ``mcp__github__*`` every tool of the server, ``mcp__github__get_*`` some;
+  every MCP call asks unless a rule allows it.
 - anything else: the request's target, as a shell-style glob.
 
 Some rules govern more than the tool they name: a ``view`` (``Read``) rule governs every read tool
@@ -30,6 +33,7 @@ from nestor.permissions.bash_commands import parse_command_line
 from nestor.permissions.paths import is_bare, path_matches
 from nestor.permissions.urls import UrlPatternError, parse_url_pattern, url_matches
 from nestor.tools.catalogue import ToolCatalogue
+from nestor.tools.mcp.names import entry_covers, is_mcp_name
 
 RuleAction = Literal["allow", "ask", "deny"]
 
@@ -45,7 +49,8 @@ _PATH_TOOLS = frozenset(info.name for info in _TOOLS if info.rule_target == "pat
 _URL_TOOLS = frozenset(info.name for info in _TOOLS if info.rule_target == "url")
 _COMMAND_TOOLS = frozenset(info.name for info in _TOOLS if info.rule_target == "command")
 
-_RULE_PATTERN = re.compile(r"^\s*([A-Za-z_][\w-]*)\s*(?:\((.*)\))?\s*$", re.DOTALL)
+# An MCP rule may end its name with a glob: mcp__github__* (all of a server's tools), mcp__github__get_*.
+_RULE_PATTERN = re.compile(r"^\s*([A-Za-z_][\w-]*\*?)\s*(?:\((.*)\))?\s*$", re.DOTALL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +63,9 @@ class Rule:
 
     def governs(self, tool_name: str) -> bool:
         """Return True when this rule is about ``tool_name`` (named, ``*``, or a sibling capability)."""
-        return self.tool in (tool_name, "*") or self.tool in _GOVERNED_BY.get(tool_name, ())
+        if self.tool in (tool_name, "*") or self.tool in _GOVERNED_BY.get(tool_name, ()):
+            return True
+        return is_mcp_name(self.tool) and entry_covers(self.tool, tool_name)
 
     def matches(
         self, tool_name: str, target: str, project_root: str, *, target_is_real: bool = False
@@ -106,6 +113,11 @@ def parse_rule(action: RuleAction, text: str, *, source: str = "config") -> Rule
             hint='write rules as "tool" or "tool(pattern)", e.g. "bash(git status*)" or "write(src/**)"',
         )
     tool = normalise_tool_name(match.group(1))
+    if tool.endswith("*") and not is_mcp_name(tool):
+        raise ConfigError(
+            f"{source}: invalid permission rule {text!r} in permissions.{action}",
+            hint="only MCP rules may end their tool name with '*' (mcp__server__*); write the tool's name",
+        )
     pattern = match.group(2)
     if pattern is not None:
         pattern = pattern.strip()

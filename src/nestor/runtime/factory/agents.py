@@ -10,6 +10,7 @@ the large model, the small-model harness on a small model, and attaches it to th
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +38,7 @@ from nestor.runtime.kernel.loop import SessionAgent
 from nestor.runtime.kernel.permission_gate import PermissionAsker
 from nestor.runtime.kernel.setup import AgentSetup
 from nestor.runtime.tree.delegation import AgentTree
+from nestor.runtime.tree.mcp_tools import allowed_mcp_tools
 from nestor.runtime.tree.services import ChildRequest, TreeServices
 from nestor.runtime.tree.subagent_hooks import (
     MAIN_AGENT_REPORT,
@@ -48,6 +50,7 @@ from nestor.store.messages import MessageStore
 from nestor.store.sessions import Session, SessionStore
 from nestor.tools.base import Tool
 from nestor.tools.catalogue import ToolCatalogue
+from nestor.tools.mcp.servers import McpServers
 
 
 class ModelSource(Protocol):
@@ -88,8 +91,13 @@ class AgentFactory:
         environment: The ``<environment>`` section of system prompts.
         instructions: The instruction files' text (read anew for each task); None gives none.
         user_config_dir: nestor's user config directory (the user's ``AGENTS.md``); None reads none.
+        mcp: The process's MCP servers (None without any): the main agent gets all their tools.
+        notify: Tells the user in one line what went wrong without stopping the run (an agent's
+            own MCP server that cannot start).
         summarizer: Writes compaction summaries for every agent of the tree (the main agent's
             model: set when the main agent is built).
+        subagent_hooks: Makes an embedder's hooks for each sub-agent (called once per sub-agent
+            built, so that no two agents share a hook's state); None adds none.
         tree: The tree of the agents this factory builds.
 
     """
@@ -108,7 +116,12 @@ class AgentFactory:
     instructions: Callable[[], str] | None = None
     user_config_dir: Path | None = None
     summarizer: SummaryModel | None = None
+    mcp: McpServers | None = None
+    notify: Callable[[str], None] = lambda _message: None
+    subagent_hooks: Callable[[], Sequence[Hook]] | None = None
     tree: AgentTree = field(init=False)
+    _own_servers: dict[str, McpServers] = field(default_factory=dict[str, McpServers])
+    _closing: set[asyncio.Task[None]] = field(default_factory=set[asyncio.Task[None]])
 
     def __post_init__(self) -> None:
         settings = self.settings
@@ -192,6 +205,8 @@ class AgentFactory:
         )
         registry = self.registry
         tool_names = main_tool_names(spec, self.catalogue, can_delegate=self.tree.can_delegate(0))
+        if self.mcp is not None:
+            tool_names += await self.mcp.tool_names()
         agent = self._build(
             spec,
             session,
@@ -219,10 +234,15 @@ class AgentFactory:
         self.tree.attach(agent)
         return agent
 
-    def child(self, request: ChildRequest) -> SessionAgent:
-        """A sub-agent for a task: the spec's tools within its parent's, permissions never wider."""
+    async def child(self, request: ChildRequest) -> SessionAgent:
+        """A sub-agent for a task: the spec's tools within its parent's, permissions never wider.
+
+        An agent file's own MCP servers start here, for this agent alone; :meth:`release` stops them.
+        """
         spec, parent, session = request.spec, request.parent, request.session
         tools = self.tools.build(request.tool_names, session.id, self.tree)
+        if spec.own_mcp_servers and request.workspace is None:
+            tools += await self._own_mcp_tools(spec, parent, session.id)
         read_only = (
             spec.is_read_only(self.catalogue)
             or all(self.catalogue.has(tool.name, "read_only") for tool in tools)
@@ -261,12 +281,42 @@ class AgentFactory:
                 self._large_results(session.id),
                 *self.tree.tree_hooks(parent.setup.depth + 1),
                 *self.tools.hooks(request.tool_names, session.id),
+                *(self.subagent_hooks() if self.subagent_hooks is not None else ()),
             ],
             harness=SmallModelHarness(ProjectReader(root), read_only=read_only) if built.compact else None,
             parent=parent,
             history=request.history,
             project_root=root,
         )
+
+    async def _own_mcp_tools(self, spec: AgentSpec, parent: SessionAgent, session_id: str) -> list[Tool[Any]]:
+        servers = McpServers(
+            dict(spec.own_mcp_servers),
+            catalogue=self.catalogue,
+            log_dir=self.settings.data_dir / "mcp" / "logs",
+            project_root=self.project_root,
+            notify=self.notify,
+            owner=f"agent {spec.name}'s own MCP servers",
+        )
+        self._own_servers[session_id] = servers
+        names = allowed_mcp_tools(await servers.tool_names(), spec, parent.setup.policy, self.catalogue)
+        return servers.tools(names)
+
+    def release(self, agent_id: str) -> None:
+        """Stop the own MCP servers of the sub-agent ``agent_id``, which will not run again."""
+        servers = self._own_servers.pop(agent_id, None)
+        if servers is not None:
+            closing = asyncio.get_running_loop().create_task(
+                servers.close(), name=f"stop MCP servers of {agent_id}"
+            )
+            self._closing.add(closing)
+            closing.add_done_callback(self._closing.discard)
+
+    async def close(self) -> None:
+        """Stop every sub-agent's own MCP servers still running (the process ends)."""
+        for agent_id in list(self._own_servers):
+            self.release(agent_id)
+        await asyncio.gather(*self._closing, return_exceptions=True)
 
     def _build(
         self,

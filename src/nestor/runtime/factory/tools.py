@@ -67,8 +67,20 @@ class ToolBuilder:
         self._sandbox_notice_given = False
 
     def build(self, names: Sequence[str], session_id: str, tree: AgentTree) -> list[Tool[Any]]:
-        """Fresh tools named ``names`` for session ``session_id``, in that order."""
-        built: dict[str, Tool[Any]] = {tool.name: tool for tool in self._catalogue.build(names)}
+        """Fresh tools named ``names`` for session ``session_id``, in that order.
+
+        The tools this builder configures (the sandboxed shell, the session's todo list and web
+        caches, the tree's tools) are made here; the catalogue's own factories make the rest.
+        """
+        built = self._configured(names, session_id, tree)
+        rest = [name for name in names if name not in built]
+        built.update({tool.name: tool for tool in self._catalogue.build(rest)})
+        return [built[name] for name in names if name in built]
+
+    def _configured(self, names: Sequence[str], session_id: str, tree: AgentTree) -> dict[str, Tool[Any]]:
+        """The tools among ``names`` that need this builder's settings, session state, tree or the
+        project's language servers."""
+        built: dict[str, Tool[Any]] = {}
         if "bash" in names:
             built["bash"] = BashTool(
                 sandbox=sandbox_policy(
@@ -88,7 +100,7 @@ class ToolBuilder:
         built.update(self._web_tools(tree, names, session_id))
         if self.lsp is not None and self.lsp.available():
             built.update(_language_tools(self.lsp, names))
-        return [built[name] for name in names if name in built]
+        return built
 
     def hooks(self, names: Sequence[str], session_id: str) -> list[Hook]:
         """Hooks an agent gets for its tools: the completion check of its todo list."""

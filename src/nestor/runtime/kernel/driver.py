@@ -2,7 +2,8 @@
 
 A harness (the small-model one, ``features/small/harness.py``) runs a whole turn itself: it makes
 tool calls and asks the model narrow questions through a :class:`HarnessHost`. :class:`AgentHost`
-is the kernel's host, over one agent and its run, within the run's budgets.
+is the kernel's host, over one agent and its run, within the run's budgets; it uses the agent
+only through :class:`HostedAgent`, the agent's public surface for a turn driven from outside.
 """
 
 from __future__ import annotations
@@ -14,20 +15,23 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from pydantic_ai.exceptions import ModelContextWindowExceededError
 from pydantic_ai.messages import (
     InstructionPart,
+    ModelMessage,
     ModelRequest,
     ModelResponse,
     ToolCallPart,
+    ToolReturnPart,
     UserPromptPart,
 )
 from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.settings import ModelSettings
 
 from nestor.core.ids import new_id
-from nestor.runtime.kernel.hooks import RunState, Stop
+from nestor.core.usage import Usage
+from nestor.runtime.kernel.hooks import Remind, RunState, Stop
 from nestor.runtime.kernel.model_call import ModelCall, response_text
 
 if TYPE_CHECKING:
-    from nestor.runtime.kernel.loop import SessionAgent
+    from nestor.runtime.kernel.setup import AgentSetup
 
 ToolCall = tuple[str, dict[str, Any]]
 """A tool call a harness makes: the tool's name and its arguments."""
@@ -81,6 +85,41 @@ class InfillModel(Protocol):
         ...
 
 
+class HostedAgent(Protocol):
+    """What :class:`AgentHost` needs of the agent whose turn a harness drives (``SessionAgent``)."""
+
+    @property
+    def session_id(self) -> str:
+        """The agent's session."""
+        ...
+
+    @property
+    def setup(self) -> AgentSetup:
+        """The agent's model, settings, retry policy and bus."""
+        ...
+
+    @property
+    def tool_names(self) -> list[str]:
+        """The names of the agent's tools."""
+        ...
+
+    def append(self, message: ModelMessage, *, usage: Usage | None = None) -> None:
+        """Keep ``message`` in the history and the store."""
+        ...
+
+    async def run_tool_calls(self, state: RunState, calls: list[ToolCallPart]) -> list[ToolReturnPart]:
+        """Run ``calls`` as the agent's own (hooks, permission gate, the tools); their results."""
+        ...
+
+    async def before_request(self, state: RunState) -> Stop | Remind | None:
+        """The hooks' verdict on one more request: budgets, the loop guard, reminders."""
+        ...
+
+    def record_response(self, state: RunState, response: ModelResponse) -> None:
+        """Count and store a response the harness asked for."""
+        ...
+
+
 class AgentHost:
     """What the small-model harness drives: an agent's tools and model, within its run's budgets.
 
@@ -89,7 +128,7 @@ class AgentHost:
     are stored and counted as usual.
     """
 
-    def __init__(self, agent: SessionAgent, state: RunState) -> None:
+    def __init__(self, agent: HostedAgent, state: RunState) -> None:
         self._agent = agent
         self._state = state
         self.stop: Stop | None = None
@@ -103,7 +142,7 @@ class AgentHost:
         agent = self._agent
         parts = [ToolCallPart(name, args, tool_call_id=f"harness-{new_id('call')}") for name, args in calls]
         agent.append(ModelResponse(parts=list(parts), model_name="harness", provider_name="nestor"))
-        results = await agent._run_tools(self._state, parts)  # pyright: ignore[reportPrivateUsage]
+        results = await agent.run_tool_calls(self._state, parts)
         agent.append(ModelRequest(parts=list(results)))
         return [
             ToolOutcome(
@@ -117,7 +156,7 @@ class AgentHost:
     async def ask(self, instructions: str, prompt: str, *, max_tokens: int, attempt: int = 0) -> str | None:
         """One model request without tools, counted and stored; None when a hook stopped the run."""
         agent = self._agent
-        action = await agent._before_request(self._state)  # pyright: ignore[reportPrivateUsage]
+        action = await agent.before_request(self._state)
         if isinstance(action, Stop):
             self.stop = action
             return None
@@ -140,7 +179,7 @@ class AgentHost:
             publish=setup.bus.publish,
             stream_text=True,
         )
-        agent._requests.record(self._state, response)  # pyright: ignore[reportPrivateUsage]
+        agent.record_response(self._state, response)
         return response_text(response)
 
     async def infill(self, before: str, after: str, *, max_tokens: int, attempt: int = 0) -> str | None:
@@ -149,7 +188,7 @@ class AgentHost:
         model = agent.setup.model
         if not isinstance(model, InfillModel):
             return None
-        action = await agent._before_request(self._state)  # pyright: ignore[reportPrivateUsage]
+        action = await agent.before_request(self._state)
         if isinstance(action, Stop):
             self.stop = action
             return None
@@ -165,5 +204,5 @@ class AgentHost:
             return None
         if response is None:
             return None
-        agent._requests.record(self._state, response)  # pyright: ignore[reportPrivateUsage]
+        agent.record_response(self._state, response)
         return response_text(response) or ""

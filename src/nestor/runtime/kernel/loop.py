@@ -19,6 +19,7 @@ from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
     ModelRequestPart,
+    ModelResponse,
     ToolCallPart,
     ToolReturnPart,
     UserPromptPart,
@@ -257,7 +258,7 @@ class SessionAgent:
         or a cancel ends it anywhere). Returns the hook's stop if one stopped the run.
         """
         while True:
-            action = await self._before_request(state)
+            action = await self.before_request(state)
             if isinstance(action, Stop):
                 return action
             reminder = action.text if action else None
@@ -265,7 +266,7 @@ class SessionAgent:
             state.last_text = response_text(response) or state.last_text
             calls = [part for part in response.parts if isinstance(part, ToolCallPart)]
             if calls:
-                results = await self._run_tools(state, calls)
+                results = await self.run_tool_calls(state, calls)
                 self.append(ModelRequest(parts=[*results, *self._take_queue()]))
                 continue
             queued = self._take_queue()
@@ -286,8 +287,13 @@ class SessionAgent:
             self._tool_definitions = definitions
             self.set_system_prompt(self.setup.system_prompt)
 
-    async def _run_tools(self, state: RunState, calls: list[ToolCallPart]) -> list[ToolReturnPart]:
+    async def run_tool_calls(self, state: RunState, calls: list[ToolCallPart]) -> list[ToolReturnPart]:
+        """Run ``calls`` in parallel (hooks, permission gate, the tools); their results, in order."""
         return await self._tools.run(state, calls, self.append)
+
+    def record_response(self, state: RunState, response: ModelResponse) -> None:
+        """Count ``response`` in the run's state and store it (a harness's own model request)."""
+        self._requests.record(state, response)
 
     def _absorb_cancel(self) -> None:
         """Turn a cancel of this run by :meth:`cancel` into a normal end; re-raise any other cancel."""
@@ -304,7 +310,8 @@ class SessionAgent:
             return None
         return await self._requests.final_turn(state, self._request_parameters, "\n\n".join(prompts))
 
-    async def _before_request(self, state: RunState) -> Stop | Remind | None:
+    async def before_request(self, state: RunState) -> Stop | Remind | None:
+        """Run the hooks' ``before_request`` for the next request: a stop, reminders, or nothing."""
         state.context_tokens = self.context_tokens()
         reminders: list[str] = []
         for hook in self._hooks:

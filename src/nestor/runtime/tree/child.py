@@ -12,6 +12,7 @@ from nestor.agents.spec import AgentSpec
 from nestor.core.usage import Usage
 from nestor.runtime.kernel.loop import SessionAgent
 from nestor.runtime.kernel.setup import RunResult
+from nestor.runtime.tree.mcp_tools import servers_key
 from nestor.runtime.tree.pool import PoolKey
 from nestor.runtime.tree.services import TaskRequest
 from nestor.runtime.tree.subagent_result import SubAgentResult, ToolTracker, task_stop_reason
@@ -29,7 +30,10 @@ class Child:
 
 
 def pool_key(parent_id: str, spec: AgentSpec, tool_names: Sequence[str], model: str) -> PoolKey:
-    """What a pooled agent must match to take a new task: parent, spec (its files' text), tools, model."""
+    """What a pooled agent must match to take a new task: parent, spec (its files' text), tools, model.
+
+    Its MCP servers too: its own servers' tools are not among ``tool_names``.
+    """
     digest = hashlib.sha256(spec.prompt.encode())
     for path in (*spec.rule_files, *spec.skill_files):
         try:
@@ -37,7 +41,7 @@ def pool_key(parent_id: str, spec: AgentSpec, tool_names: Sequence[str], model: 
         except OSError:
             digest.update(str(path).encode())
     tools = hashlib.sha256("\n".join(sorted(tool_names)).encode()).hexdigest()[:16]
-    return PoolKey(parent_id, spec.name, digest.hexdigest()[:16], tools, model)
+    return PoolKey(parent_id, spec.name, digest.hexdigest()[:16], tools, model, servers_key(spec))
 
 
 def tracker_of(agent: SessionAgent) -> ToolTracker:

@@ -28,6 +28,7 @@ from nestor.runtime.kernel.hooks import Budgets, Hook
 from nestor.runtime.kernel.loop import SessionAgent
 from nestor.runtime.tree.background import BackgroundAgents
 from nestor.runtime.tree.child import Child, pool_key, task_result, tracker_of, wait_ignoring_cancel
+from nestor.runtime.tree.mcp_tools import allowed_mcp_tools
 from nestor.runtime.tree.model_choice import resolve_model_choice
 from nestor.runtime.tree.pool import AgentPool, PoolKey
 from nestor.runtime.tree.services import ChildRequest, TaskRequest, TreeServices
@@ -177,13 +178,16 @@ class AgentTree:
 
     def _release(self, child: Child) -> None:
         """After a task: keep a persistent agent idle in the pool, forget an ephemeral one."""
-        agent_id = child.agent.session_id
         if child.pool_key is not None:
-            evicted = self.pool.put(child.pool_key, child.agent)
-            for old in evicted:
-                self.live.pop(old.session_id, None)
+            self._forget(self.pool.put(child.pool_key, child.agent))
         else:
-            self.live.pop(agent_id, None)
+            self._forget([child.agent])
+
+    def _forget(self, agents: Sequence[SessionAgent]) -> None:
+        """Agents that will not run again: out of the live set, their own MCP servers stopped."""
+        for agent in agents:
+            self.live.pop(agent.session_id, None)
+            self.services.builder.release(agent.session_id)
 
     # -- building a child -------------------------------------------------------------------
 
@@ -209,8 +213,7 @@ class AgentTree:
         persist = spec.persist and request.workspace is None
         key = pool_key(parent.session_id, spec, tool_names, built.name) if persist else None
         if key is not None:
-            for expired in self.pool.expire():
-                self.live.pop(expired.session_id, None)
+            self._forget(self.pool.expire())
             pooled = self.pool.take(key)
             if pooled is not None:
                 self.services.sessions.set_title(pooled.session_id, request.description)
@@ -226,7 +229,7 @@ class AgentTree:
         history: list[ModelMessage] = []
         if spec.inherit_context:
             history = self._inherited_history(parent, session.id)
-        child = self._build(
+        child = await self._build(
             parent, session, spec, built, tool_names, system_prompt, history, key, request.workspace
         )
         self._configure_run(child.agent, spec, request)
@@ -296,7 +299,7 @@ class AgentTree:
             child.resumed = True
             return child
         history = load_visible_history(self.services.messages, session.id)
-        child = self._build(parent, session, spec, built, tool_names, system_prompt, history, key)
+        child = await self._build(parent, session, spec, built, tool_names, system_prompt, history, key)
         self._configure_run(child.agent, spec, request)
         child.resumed = True
         return child
@@ -319,7 +322,7 @@ class AgentTree:
         self._children_of.setdefault(parent.session_id, set()).add(agent.session_id)
         return Child(agent, spec, tracker, key)
 
-    def _build(
+    async def _build(
         self,
         parent: SessionAgent,
         session: Session,
@@ -335,7 +338,7 @@ class AgentTree:
         request = ChildRequest(
             parent, session, spec, built, tool_names, system_prompt, history, tracker, workspace
         )
-        agent = self.services.builder.child(request)
+        agent = await self.services.builder.child(request)
         self.attach(agent)
         self._children_of.setdefault(parent.session_id, set()).add(session.id)
         return Child(agent, spec, tracker, key)
@@ -379,6 +382,7 @@ class AgentTree:
         parent_names.extend(name for name in catalogue.companions(parent_names) if name not in parent_names)
         never = self._never_inherited()
         names = list(spec.tool_names(tuple(name for name in parent_names if name not in never)))
+        names = allowed_mcp_tools(names, spec, parent.setup.policy, catalogue)
         if self.can_delegate(depth):
             delegation = catalogue.names("delegation")
             wanted = set(delegation) if spec.tools is None else set(spec.tools)

@@ -2,7 +2,7 @@
 
 A pooled agent keeps its session and history between tasks; its system prompt is regenerated for
 each task. It is reused only by a task with the same key: the same parent, spec name, prompt
-(with its rules and skills), tool set and model, so a spec file edited since never gets a stale
+(with its rules and skills), tool set, MCP servers and model, so a spec file edited since never gets a stale
 agent. The pool is bounded (least recently used first out) and idle agents expire.
 """
 
@@ -27,6 +27,8 @@ class PoolKey:
     prompt_hash: str
     tools_hash: str
     model: str
+    mcp_servers: str = ""
+    """The agent's MCP servers (named and its own): the tools they bring are only known once started."""
 
 
 class AgentPool:

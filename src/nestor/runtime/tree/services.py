@@ -76,8 +76,12 @@ class ChildBuilder(Protocol):
         """The model of a role or ``provider:model``; raises a ``NestorError`` when it cannot."""
         ...
 
-    def child(self, request: ChildRequest) -> SessionAgent:
-        """A new sub-agent as ``request`` says, not yet attached to the tree."""
+    async def child(self, request: ChildRequest) -> SessionAgent:
+        """A new sub-agent as ``request`` says, not yet attached to the tree (its own MCP servers started)."""
+        ...
+
+    def release(self, agent_id: str) -> None:
+        """The sub-agent ``agent_id`` ended for good (not pooled): stop its own MCP servers."""
         ...
 
 

@@ -1,0 +1,93 @@
+"""Claude Code's project ``.mcp.json``: its servers as ``[mcp_servers]`` tables.
+
+The file is ``{"mcpServers": {"NAME": {"type": "stdio", "command": ..., "args": [...], "env":
+{...}}}}`` (or ``"type": "http"``/``"sse"`` with ``url`` and ``headers``). ``${VAR}`` and
+``${VAR:-default}`` in its strings are expanded from the environment, as Claude Code does. It comes
+with the repository, so :func:`load_settings` uses it only in a trusted folder.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from nestor.config.files import Layer
+from nestor.core.errors import ConfigError
+from nestor.core.files import read_bounded_text
+
+MCP_JSON_NAME = ".mcp.json"
+_MAX_BYTES = 1_000_000
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_KEYS = {"type": "transport", "command": "command", "args": "args", "env": "env"}
+_KEYS |= {"url": "url", "headers": "headers", "cwd": "cwd", "timeout": "timeout", "enabled": "enabled"}
+
+
+def read_mcp_json(path: Path, env: Mapping[str, str], *, inside: Path | None = None) -> Layer | None:
+    """The servers of ``path`` as a config layer (``{"mcp_servers": {...}}``), or None without the file.
+
+    Raises:
+        ConfigError: The file cannot be read, is not JSON, or is not shaped like Claude Code's.
+
+    """
+    servers = _servers(path, inside)
+    if servers is None:
+        return None
+    tables: dict[str, Any] = {}
+    for name, entry in servers.items():
+        if not isinstance(entry, dict):
+            raise _shape_error(path, f"mcpServers.{name} must be an object")
+        table: dict[str, Any] = {}
+        for key, value in entry.items():  # pyright: ignore[reportUnknownVariableType]
+            ours = _KEYS.get(str(key))  # pyright: ignore[reportUnknownArgumentType]
+            if ours is None:
+                raise _shape_error(path, f"mcpServers.{name}: unknown key {key!r}; known: {', '.join(_KEYS)}")
+            table[ours] = _expand(value, env)
+        tables[name] = table
+    return Layer(str(path), {"mcp_servers": tables}, path)
+
+
+def mcp_json_server_names(path: Path, *, inside: Path | None = None) -> list[str]:
+    """The names of the servers ``path`` defines ([] without the file), to name them when ignored."""
+    try:
+        servers = _servers(path, inside)
+    except ConfigError:
+        return ["(unreadable)"]
+    return list(servers or ())
+
+
+def _servers(path: Path, inside: Path | None) -> dict[str, Any] | None:
+    try:
+        read = read_bounded_text(path, limit_bytes=_MAX_BYTES, inside=inside, errors="strict")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ConfigError(f"{path}: cannot read: {reason}", hint="fix it or remove it") from None
+    if read.cut:
+        raise ConfigError(f"{path}: larger than {_MAX_BYTES:,} bytes", hint="is it really an MCP config?")
+    try:
+        data: Any = json.loads(read.text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        where = f":{exc.lineno}" if isinstance(exc, json.JSONDecodeError) else ""
+        raise ConfigError(f"{path}{where}: invalid JSON: {exc}", hint=f"fix the JSON of {path}") from None
+    servers: Any = data.get("mcpServers", {}) if isinstance(data, dict) else None
+    if not isinstance(servers, dict):
+        raise _shape_error(path, 'expected {"mcpServers": {"NAME": {...}}}')
+    return {str(name): entry for name, entry in servers.items()}  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+
+
+def _expand(value: Any, env: Mapping[str, str]) -> Any:
+    if isinstance(value, str):
+        return _VARIABLE.sub(lambda match: env.get(match.group(1)) or (match.group(2) or ""), value)
+    if isinstance(value, list):
+        return [_expand(item, env) for item in value]  # pyright: ignore[reportUnknownVariableType]
+    if isinstance(value, dict):
+        return {key: _expand(item, env) for key, item in value.items()}  # pyright: ignore[reportUnknownVariableType]
+    return value
+
+
+def _shape_error(path: Path, message: str) -> ConfigError:
+    return ConfigError(f"{path}: {message}", hint="see Claude Code's .mcp.json format, or remove the file")
