@@ -89,5 +89,5 @@ def test_an_edit_that_breaks_a_python_file_reports_it_through_pylsp_on_path(
     [result] = tool_results(requests[1])
     assert "uses.py:3:9: error: undefined name 'helpr' (pyflakes)" in result
     assert "pygls" in imported(done.stderr)
-    log = tmp_path / "home" / "nestor-data" / "logs" / "lsp" / "pylsp.log"
+    log = tmp_path / "home" / "nestor-data" / "lsp" / "logs" / "pylsp.log"
     assert log.exists()  # its stderr went there

@@ -22,7 +22,7 @@ def language_servers(settings: Settings) -> LspManager:
         root=Path(settings.project_root),
         trusted=settings.project_trusted,
         env=os.environ,
-        log_dir=settings.data_dir / "logs" / "lsp",
+        log_dir=settings.data_dir / "lsp" / "logs",  # as MCP servers' logs: <data dir>/mcp/logs
     )
 
 

@@ -122,8 +122,10 @@ class App:
         self.database.close()
 
     async def aclose(self) -> None:
-        """Stop the MCP servers this process started (sub-agents' own too) and shut the language
-        servers down (none started: no wait), then :meth:`close`."""
+        """Stop the MCP servers and the language servers this process started, then :meth:`close`.
+
+        MCP servers of sub-agents are stopped too; with no language server started, nothing waits.
+        """
         try:
             for factory in self._factories:
                 await factory.close()

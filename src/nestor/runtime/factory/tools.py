@@ -78,8 +78,10 @@ class ToolBuilder:
         return [built[name] for name in names if name in built]
 
     def _configured(self, names: Sequence[str], session_id: str, tree: AgentTree) -> dict[str, Tool[Any]]:
-        """The tools among ``names`` that need this builder's settings, session state, tree or the
-        project's language servers."""
+        """The tools among ``names`` that need this builder's settings, session state or tree.
+
+        Where a language server runs, view, edit and write with it and the code-intelligence tools.
+        """
         built: dict[str, Tool[Any]] = {}
         if "bash" in names:
             built["bash"] = BashTool(
