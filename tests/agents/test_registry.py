@@ -38,6 +38,10 @@ def _agent(name: str | None, description: str, body: str = "Prompt.", extra: str
     return f"---\n{name_line}description: {description}\n{extra}---\n{body}\n"
 
 
+# The code-intelligence tools are built only where a language server runs for the project.
+READING = ("view", "ls", "glob", "grep", "definition", "references", "hover", "symbols", "diagnostics")
+
+
 def test_builtins_are_present(dirs: Dirs) -> None:
     registry = dirs.registry()
     names = [spec.name for spec in registry.specs()]
@@ -47,13 +51,13 @@ def test_builtins_are_present(dirs: Dirs) -> None:
     coder = registry.get("coder")
     assert (coder.mode, coder.source) == ("primary", "builtin")
     explore = registry.get("explore")
-    assert explore.tools == ("view", "ls", "glob", "grep")
+    assert explore.tools == READING
     assert explore.model == "small"
     assert explore.is_read_only()
     assert "read-only" in explore.description.lower()
     assert all(level in explore.description for level in ("quick", "medium", "thorough"))
     plan = registry.get("plan")
-    assert (plan.tools, plan.model, plan.is_read_only()) == (("view", "ls", "glob", "grep"), "large", True)
+    assert (plan.tools, plan.model, plan.is_read_only()) == (READING, "large", True)
     general = registry.get("general")
     assert general.description == (
         "General-purpose agent for multi-step tasks: researching, searching and changing code."

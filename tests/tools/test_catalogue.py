@@ -16,7 +16,8 @@ from nestor.tools.catalogue import BUILTIN_TOOLS, BuiltByOwner, ToolCatalogue
 
 def test_the_built_in_tools_in_the_order_lists_show_them() -> None:
     assert ToolCatalogue().names() == (
-        *("view", "ls", "glob", "grep", "write", "edit", "bash", "fetch", "task", "todo_write"),
+        *("view", "ls", "glob", "grep", "definition", "references", "hover", "symbols", "diagnostics"),
+        *("write", "edit", "bash", "fetch", "task", "todo_write"),
         *("task_status", "task_output", "task_cancel", "web_search", "web_fetch", "agentic_fetch"),
     )
 
@@ -26,6 +27,7 @@ def test_the_traits_of_the_built_in_tools() -> None:
     # Read-only: changes no file (the one source: tool classes no longer say it themselves).
     assert set(catalogue.names("read_only")) == {
         *("view", "ls", "glob", "grep", "web_search", "web_fetch", "todo_write"),
+        *("definition", "references", "hover", "symbols", "diagnostics"),
         *("fetch", "task_status", "task_output", "agentic_fetch"),
     }
     assert catalogue.names("writes_files") == ("write", "edit")

@@ -18,6 +18,7 @@ from pathlib import Path
 from nestor.agents.registry import AgentRegistry, project_registry
 from nestor.agents.spec import AgentSpec
 from nestor.app.conversation import Conversation, title_from_prompt
+from nestor.app.lsp_info import LspManager, ServerStatus, language_servers
 from nestor.bus import EventBus, EventHandler
 from nestor.config.paths import PROJECT_CONFIG_NAME, default_user_config_path
 from nestor.config.settings import Settings
@@ -55,6 +56,7 @@ class App:
             time (MCP, LSP); agents are built from it.
         models: Builds the models of this process (each once).
         tools: Builds the tools of every agent (web client, caches, todo lists).
+        lsp: The project's language servers (none runs until a tool touches a file of its language).
 
     """
 
@@ -70,6 +72,7 @@ class App:
     catalogue: ToolCatalogue = field(default_factory=ToolCatalogue)
     models: ModelBuilder = field(init=False)
     tools: ToolBuilder = field(init=False)
+    lsp: LspManager = field(init=False)
     _registry: AgentRegistry | None = None
     _mcp: McpServers | None = None
     _factories: list[AgentFactory] = field(default_factory=list[AgentFactory])
@@ -79,12 +82,14 @@ class App:
 
     def __post_init__(self) -> None:
         self.models = ModelBuilder(self.settings, notify=self.notify)
+        self.lsp = language_servers(self.settings)
         self.tools = ToolBuilder(
             self.settings,
             self.catalogue,
             self.sessions,
             config_dir=default_user_config_path().parent,
             notify=self.notify,
+            lsp=self.lsp,
         )
 
     @classmethod
@@ -102,7 +107,11 @@ class App:
         )
 
     def close(self) -> None:
-        """Stop writing titles, release the sessions this process holds and close the database."""
+        """Stop writing titles, release the sessions this process holds and close the database.
+
+        Language servers still running (:meth:`aclose` shuts them down cleanly) are ended.
+        """
+        self.lsp.kill()
         if self.titles is not None:
             self.titles.cancel()
         if self._heartbeat is not None:
@@ -113,12 +122,18 @@ class App:
         self.database.close()
 
     async def aclose(self) -> None:
-        """Stop the MCP servers this process started (sub-agents' own too), then :meth:`close`."""
-        for factory in self._factories:
-            await factory.close()
-        if self._mcp is not None:
-            await self._mcp.close()
-        self.close()
+        """Stop the MCP servers and the language servers this process started, then :meth:`close`.
+
+        MCP servers of sub-agents are stopped too; with no language server started, nothing waits.
+        """
+        try:
+            for factory in self._factories:
+                await factory.close()
+            if self._mcp is not None:
+                await self._mcp.close()
+            await self.lsp.close()
+        finally:  # cancelled while waiting for a server: the rest must still be released
+            self.close()
 
     def mcp_servers(self) -> McpServers | None:
         """The configured MCP servers (``[mcp_servers]``, a trusted project's ``.mcp.json``), or None.
@@ -287,6 +302,14 @@ class App:
             titles=lambda: self.titles,
             needs_title=not existing and not first_prompt,
         )
+
+    def language_servers(self) -> list[ServerStatus]:
+        """The project's language servers, detected and configured, and the state of each."""
+        return self.lsp.statuses()
+
+    def language_servers_starting(self) -> list[str]:
+        """The names of the language servers starting now (a status line shows them)."""
+        return self.lsp.starting()
 
     def subscribe(self, handler: EventHandler) -> Callable[[], None]:
         """Call ``handler`` for every event of every agent from now on; returns the unsubscribe function."""

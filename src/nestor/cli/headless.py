@@ -81,7 +81,7 @@ async def _run(
         # Stopped by a signal: the shell's convention, 128 + its number (130 Ctrl-C, 129, 143).
         return 128 + received[0] if received and code == EXIT_CANCELLED else code
     finally:
-        await app.aclose()  # stops a title still being written
+        await app.aclose()  # shuts language servers down; stops a title still being written
 
 
 def terminal_outputs() -> tuple[int, ...]:

@@ -1,4 +1,4 @@
-"""The Typer application: ``nestor``, ``run``, ``models``, ``sessions ...`` and ``agents ...``."""
+"""The Typer application: ``nestor``, ``run``, ``models``, ``sessions ...``, ``agents ...``, ``lsp ...``."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from nestor.cli import agents_cmd, mcp_cmd, sessions_cmd
+from nestor.cli import agents_cmd, lsp_cmd, mcp_cmd, sessions_cmd
 from nestor.cli.options import CommonOptions
 
 app = typer.Typer(
@@ -25,6 +25,7 @@ app = typer.Typer(
 app.add_typer(sessions_cmd.app, name="sessions")
 app.add_typer(agents_cmd.app, name="agents")
 app.add_typer(mcp_cmd.app, name="mcp")
+app.add_typer(lsp_cmd.app, name="lsp")
 
 
 class OutputFormat(StrEnum):

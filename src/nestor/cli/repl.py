@@ -151,6 +151,8 @@ class LinePrompt:
         history: Where sent lines are kept (in memory when None).
         input: The prompt_toolkit input (the terminal when None; tests pass a pipe).
         output: The prompt_toolkit output (the terminal when None).
+        servers_starting: The language servers starting now (``App.language_servers_starting``),
+            shown on the status line.
 
     """
 
@@ -162,8 +164,10 @@ class LinePrompt:
         history: History | None = None,
         input: Input | None = None,
         output: Output | None = None,
+        servers_starting: Callable[[], list[str]] = list,
     ) -> None:
         self._controller = controller
+        self._servers_starting = servers_starting
         self._question = question
         self.exit_armed = False
         self._stopped = False
@@ -222,7 +226,11 @@ class LinePrompt:
         else:
             first = "Enter send · Alt-Enter new line · /help · Ctrl-D exit"
         # Running sub-agents (background ones too, after the run) each get a line of live counters.
-        return [("", "\n".join([first, *renderer.agent_status()]))]
+        lines = [first, *renderer.agent_status()]
+        starting = self._servers_starting()
+        if starting:
+            lines.append(f"  starting {', '.join(starting)} (language server)")
+        return [("", "\n".join(lines))]
 
     def _key_bindings(self) -> KeyBindings:
         bindings = KeyBindings()
@@ -370,6 +378,7 @@ async def repl_main(
             history=LazyFileHistory(Path(settings.data_dir) / "repl_history"),
             input=terminal.input if terminal else None,
             output=terminal.output if terminal else None,
+            servers_starting=app.language_servers_starting,
         )
         received: list[int] = []
         outputs = terminal_outputs() if terminal is None else ()
@@ -397,4 +406,6 @@ async def repl_main(
             unsubscribe_prompter()
             unsubscribe()
     finally:
-        await app.aclose()  # a title still being written is not worth keeping the user waiting: it stops
+        # Language servers are shut down; a title still being written is not worth keeping the user
+        # waiting: it stops.
+        await app.aclose()

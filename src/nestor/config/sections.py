@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Annotated, Literal, TypeAlias, get_args
+from typing import Annotated, Any, Literal, TypeAlias, get_args
 
 from pydantic import (
     BaseModel,
@@ -16,6 +16,7 @@ from pydantic import (
     StrictBool,
     StrictFloat,
     StrictInt,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -314,6 +315,53 @@ def check_mcp_server_names(names: Iterable[str]) -> None:
             )
 
 
+class LspServerConfig(_ConfigModel):
+    """A ``[lsp.NAME]`` table: a language server, or settings of one nestor detects on PATH.
+
+    Without ``command``, ``NAME`` must be a server nestor detects (``pyright``, ``basedpyright``,
+    ``pylsp``, ``gopls``, ``rust-analyzer``, ``typescript-language-server``, ``clangd``): the
+    table then changes its settings (``enabled = false`` turns it off). Unset lists keep the
+    detected server's.
+
+    Attributes:
+        command: The program to run (looked up on PATH unless a path).
+        args: Its arguments (``["--stdio"]``).
+        extensions: The file extensions it serves (``[".py", ".pyi"]``).
+        root_markers: Files at the project root that say the project is in its language
+            (``pyproject.toml``); a project with none of them and no such file at the top is not
+            given the server.
+        env: Environment variables added to nestor's for the server.
+        init_options: The ``initializationOptions`` sent to the server.
+        enabled: False turns the server off.
+        diagnostics_timeout_s: How long ``edit`` and ``write`` wait for the changed file's
+            diagnostics before returning without them.
+        request_timeout_s: How long a start or a request (definition, references...) may take.
+        max_diagnostics: The most diagnostics appended to an edit's result.
+
+    """
+
+    command: str | None = None
+    args: tuple[str, ...] | None = None
+    extensions: tuple[str, ...] | None = None
+    root_markers: tuple[str, ...] | None = None
+    env: dict[str, str] = Field(default_factory=dict[str, str])
+    init_options: dict[str, Any] = Field(default_factory=dict[str, Any])
+    enabled: StrictBool = True
+    diagnostics_timeout_s: Annotated[StrictFloat | StrictInt, Field(ge=0, le=60)] = 2.0
+    request_timeout_s: Annotated[StrictFloat | StrictInt, Field(gt=0, le=600)] = 20.0
+    max_diagnostics: Annotated[StrictInt, Field(ge=1, le=500)] = 10
+
+    @field_validator("extensions")
+    @classmethod
+    def _check_extensions(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        if value is None:
+            return None
+        for extension in value:
+            if not re.fullmatch(r"\.[A-Za-z0-9_+-]+", extension):
+                raise ValueError(f"extension {extension!r} must look like '.py'")
+        return value
+
+
 class ConfigDocument(_ConfigModel):
     """Everything a config file may contain; the keys a user may write."""
 
@@ -327,6 +375,7 @@ class ConfigDocument(_ConfigModel):
     web: WebConfig = WebConfig()
     sandbox: SandboxConfig = SandboxConfig()
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict[str, McpServerConfig])
+    lsp: dict[str, LspServerConfig] = Field(default_factory=dict[str, LspServerConfig])
 
     @field_validator("mcp_servers")
     @classmethod
@@ -334,10 +383,13 @@ class ConfigDocument(_ConfigModel):
         check_mcp_server_names(value)
         return value
 
-    @field_validator("providers")
+    @field_validator("providers", "lsp")
     @classmethod
-    def _check_provider_names(cls, value: dict[str, NamedProviderConfig]) -> dict[str, NamedProviderConfig]:
+    def _check_table_names(
+        cls, value: dict[str, _ConfigModel], info: ValidationInfo
+    ) -> dict[str, _ConfigModel]:
+        what = "provider" if info.field_name == "providers" else "language server"
         for name in value:
             if not _PROVIDER_NAME.fullmatch(name):
-                raise ValueError(f"provider name {name!r} must be letters, digits, '.', '_' or '-'")
+                raise ValueError(f"{what} name {name!r} must be letters, digits, '.', '_' or '-'")
         return value

@@ -3,10 +3,11 @@
 A project's ``nestor.toml`` comes with the repository, so it is a stranger's input until the user
 trusts the folder (:mod:`nestor.store.trust`). Before that, only the keys that narrow what nestor
 does apply (``permissions.ask`` and ``.deny``, ``[context]``, ``local.threads``,
-``web.search_results``, a stricter ``[sandbox]``); every other key is ignored and named in
-:attr:`~nestor.config.settings.Settings.ignored`. Even a trusted project never redefines a
-built-in provider or one the user config defines: the user's key and conversation go only where
-the user pointed them.
+``web.search_results``, a stricter ``[sandbox]``, ``[lsp.NAME] enabled = false``); every other
+key is ignored and named in :attr:`~nestor.config.settings.Settings.ignored`. Even a trusted
+project never redefines a built-in provider or one the user config defines: the user's key and
+conversation go only where the user pointed them. No project, trusted or not, starts a language
+server in a folder that is not trusted (see ``nestor.tools.lsp.servers``).
 """
 
 from __future__ import annotations
@@ -92,6 +93,9 @@ def _narrows(section: str, key: str, value: object, user_data: dict[str, Any]) -
     """
     if section == "permissions":
         return key in ("ask", "deny")
+    if section == "lsp":
+        # A server command runs on the user's machine: only turning a server off narrows.
+        return value == {"enabled": False}
     if section == "sandbox":
         user_sandbox: Any = user_data.get("sandbox")
         user_mode: Any = user_sandbox.get("mode") if isinstance(user_sandbox, dict) else None

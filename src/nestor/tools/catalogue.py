@@ -110,6 +110,13 @@ def _lazy(module: str, attribute: str) -> LazyFactory:
 
 _TREE = BuiltByOwner("the agent tree (nestor.runtime.tree.task_tool.delegation_tools)")
 _WEB = BuiltByOwner("the app: the one web client and the session's cache")
+# Built only where a language server can run for the project: elsewhere no agent sees them.
+_LSP = BuiltByOwner("the app: the project's language servers (nestor.tools.lsp.manager)")
+
+
+def _code_intelligence(name: str) -> ToolInfo:
+    return ToolInfo(name, _LSP, frozenset({"read_only"}), governed_by=("view",), rule_target="path")
+
 
 BUILTIN_TOOLS: tuple[ToolInfo, ...] = (
     ToolInfo(
@@ -139,6 +146,7 @@ BUILTIN_TOOLS: tuple[ToolInfo, ...] = (
         governed_by=("view",),
         rule_target="path",
     ),
+    *(_code_intelligence(name) for name in ("definition", "references", "hover", "symbols", "diagnostics")),
     ToolInfo(
         "write",
         _lazy("write", "WriteTool"),

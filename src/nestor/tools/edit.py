@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
 from nestor.core.errors import ToolError
 from nestor.tools._text import missing_file_error, read_text_file, unified_diff, write_bytes
 from nestor.tools.base import PermissionRequest, Tool, ToolContext, ToolResult, path_permission
+
+if TYPE_CHECKING:
+    from nestor.tools.lsp.manager import LspManager
 
 MAX_DIFF_LINES_SHOWN = 40
 
@@ -34,14 +38,20 @@ class EditTool(Tool[EditParams]):
     name = "edit"
     params_model = EditParams
 
+    def __init__(self, lsp: LspManager | None = None) -> None:
+        self._lsp = lsp
+
     def permission(self, params: EditParams, ctx: ToolContext) -> PermissionRequest | None:
         """Every edit needs a permission decision."""
         return path_permission(self.name, "write", params.path, ctx)
 
     async def run(self, params: EditParams, ctx: ToolContext) -> ToolResult:
-        """Apply the replacement and report it with a diff."""
+        """Apply the replacement and report it with a diff (and new diagnostics, where a server runs)."""
         path = ctx.resolve(params.path)
-        return await asyncio.to_thread(apply_edit, path, params, ctx.display_path(path))
+        shown_as = ctx.display_path(path)
+        result = await asyncio.to_thread(apply_edit, path, params, shown_as)
+        # Where a language server runs, the model sees the problems its change brought in.
+        return result if self._lsp is None else await self._lsp.annotate(result, path, shown_as)
 
 
 def apply_edit(path: Path, params: EditParams, shown_as: str) -> ToolResult:

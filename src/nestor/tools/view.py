@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
@@ -10,6 +11,9 @@ from nestor.core.errors import ToolError
 from nestor.tools._text import read_text_file, split_lines
 from nestor.tools.base import Tool, ToolContext, ToolResult
 from nestor.tools.ls import LsParams, LsTool
+
+if TYPE_CHECKING:
+    from nestor.tools.lsp.manager import LspManager
 
 DEFAULT_LINE_LIMIT = 2000
 MAX_LINE_CHARS = 2000
@@ -66,6 +70,49 @@ class ViewTool(Tool[ViewParams]):
                 f"To read on, call view with offset={next_offset}.)"
             )
         return ToolResult(content="\n".join(rendered), metadata={**metadata, "lines_shown": shown})
+
+
+class ViewWithDiagnosticsParams(ViewParams):
+    """Arguments of ``view`` where a language server runs."""
+
+    diagnostics: bool = Field(
+        default=False,
+        description="True to add the file's current errors and warnings from the language server.",
+    )
+
+
+class DiagnosingViewTool(ViewTool):
+    """``view`` where a language server runs: it starts the server of what it reads, and reports diagnostics.
+
+    Built instead of :class:`ViewTool` only then, so elsewhere the model sees ``view`` as ever.
+    """
+
+    params_model = ViewWithDiagnosticsParams
+
+    def __init__(self, lsp: LspManager) -> None:
+        self._lsp = lsp
+
+    @property
+    def description(self) -> str:
+        """View's description, with its ``diagnostics`` argument."""
+        return (
+            f"{super().description}\n- `diagnostics`: true adds the file's current errors and warnings "
+            "from the language server."
+        )
+
+    async def run(self, params: ViewParams, ctx: ToolContext) -> ToolResult:
+        """Read the file; start its language server in the background; add diagnostics on request."""
+        result = await super().run(params, ctx)
+        path = ctx.resolve(params.path)
+        if result.metadata.get("directory"):
+            return result
+        self._lsp.warm(path)  # the model usually reads before it edits: the server is up by then
+        if isinstance(params, ViewWithDiagnosticsParams) and params.diagnostics:
+            from nestor.tools.lsp.diagnostics import render_diagnostics
+
+            problems = await self._lsp.file_diagnostics(path)
+            result.content += "\n\nDiagnostics:\n" + render_diagnostics({path: problems}, ctx)
+        return result
 
 
 def render_lines(lines: list[str], offset: int, limit: int) -> tuple[list[str], int]:

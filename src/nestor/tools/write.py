@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
@@ -11,6 +12,9 @@ from nestor.core.errors import ToolError
 from nestor.core.files import read_bounded_bytes
 from nestor.tools._text import MAX_TEXT_FILE_BYTES, unified_diff, write_bytes
 from nestor.tools.base import PermissionRequest, Tool, ToolContext, ToolResult, path_permission
+
+if TYPE_CHECKING:
+    from nestor.tools.lsp.manager import LspManager
 
 
 class WriteParams(BaseModel):
@@ -26,6 +30,9 @@ class WriteTool(Tool[WriteParams]):
     name = "write"
     params_model = WriteParams
 
+    def __init__(self, lsp: LspManager | None = None) -> None:
+        self._lsp = lsp
+
     def permission(self, params: WriteParams, ctx: ToolContext) -> PermissionRequest | None:
         """Every write needs a permission decision."""
         return path_permission(self.name, "write", params.path, ctx)
@@ -33,7 +40,9 @@ class WriteTool(Tool[WriteParams]):
     async def run(self, params: WriteParams, ctx: ToolContext) -> ToolResult:
         """Write the file and report whether it was created, overwritten or already so."""
         path = ctx.resolve(params.path)
-        return await asyncio.to_thread(write_file, path, params.content, ctx.display_path(path))
+        shown_as = ctx.display_path(path)
+        result = await asyncio.to_thread(write_file, path, params.content, shown_as)
+        return result if self._lsp is None else await self._lsp.annotate(result, path, shown_as)
 
 
 def write_file(path: Path, content: str, shown_as: str) -> ToolResult:

@@ -44,15 +44,19 @@ def test_a_registered_tool_that_writes_files_gives_the_configured_sandbox() -> N
     assert sandbox_policy(names, SandboxConfig()) == SandboxPolicy.read_only()  # the built-ins alone
 
 
+# Declared by coder.md, built only where a language server runs for the project.
+CODE_INTELLIGENCE = ("definition", "references", "hover", "symbols", "diagnostics")
+
+
 def test_the_main_coder_tools_per_model_size_and_delegation() -> None:
     catalogue = ToolCatalogue()
     coder, compact = builtin_spec("coder"), builtin_spec("coder-compact")
     assert main_tool_names(coder, catalogue, can_delegate=True) == [
-        *("view", "ls", "glob", "grep", "write", "edit", "bash", "fetch", "todo_write"),
+        *("view", "ls", "glob", "grep", *CODE_INTELLIGENCE, "write", "edit", "bash", "fetch", "todo_write"),
         *("task", "task_status", "task_output", "task_cancel", "agentic_fetch"),
     ]
     assert main_tool_names(coder, catalogue, can_delegate=False) == [
-        *("view", "ls", "glob", "grep", "write", "edit", "bash", "fetch", "todo_write"),
+        *("view", "ls", "glob", "grep", *CODE_INTELLIGENCE, "write", "edit", "bash", "fetch", "todo_write"),
     ]
     assert main_tool_names(compact, catalogue, can_delegate=True) == [
         *("view", "ls", "glob", "grep", "edit", "bash", "task"),

@@ -25,6 +25,7 @@ from nestor.tools.catalogue import ToolCatalogue
 from nestor.tools.todo import TodoList, TodoWriteTool
 
 if TYPE_CHECKING:
+    from nestor.tools.lsp.manager import LspManager
     from nestor.tools.search_backends import SearchBackend
     from nestor.tools.web.cache import WebCache
     from nestor.tools.web.client import SafeHttpClient
@@ -37,6 +38,8 @@ class ToolBuilder:
     Attributes:
         search_backend: Where web_search searches; None is ddgs (tests put a recorded back end here).
         notify: Shows the user a one-line notice (what the shell sandbox cannot do here, once).
+        lsp: The project's language servers; where one can run, ``view``, ``edit`` and ``write``
+            use them and the code-intelligence tools are built.
 
     """
 
@@ -48,12 +51,14 @@ class ToolBuilder:
         *,
         config_dir: Path,
         notify: Callable[[str], None] = lambda _message: None,
+        lsp: LspManager | None = None,
     ) -> None:
         self._settings = settings
         self._catalogue = catalogue
         self._sessions = sessions
         self._config_dir = config_dir
         self.notify = notify
+        self.lsp = lsp
         self.search_backend: SearchBackend | None = None
         self._todos: dict[str, TodoList] = {}
         self._web_client: SafeHttpClient | None = None
@@ -73,7 +78,10 @@ class ToolBuilder:
         return [built[name] for name in names if name in built]
 
     def _configured(self, names: Sequence[str], session_id: str, tree: AgentTree) -> dict[str, Tool[Any]]:
-        """The tools among ``names`` that need this builder's settings, session state or tree."""
+        """The tools among ``names`` that need this builder's settings, session state or tree.
+
+        Where a language server runs, view, edit and write with it and the code-intelligence tools.
+        """
         built: dict[str, Tool[Any]] = {}
         if "bash" in names:
             built["bash"] = BashTool(
@@ -92,6 +100,8 @@ class ToolBuilder:
         if any(self._catalogue.has(name, "delegation") for name in names):
             built.update({tool.name: tool for tool in delegation_tools(tree)})
         built.update(self._web_tools(tree, names, session_id))
+        if self.lsp is not None and self.lsp.available():
+            built.update(_language_tools(self.lsp, names))
         return built
 
     def hooks(self, names: Sequence[str], session_id: str) -> list[Hook]:
@@ -160,3 +170,31 @@ class ToolBuilder:
             todos = todo_list_from_metadata(self._sessions.get(session_id).metadata)
             self._todos[session_id] = todos
         return todos
+
+
+def _language_tools(lsp: LspManager, names: Sequence[str]) -> dict[str, Tool[Any]]:
+    """The tools that use the project's language servers.
+
+    The code-intelligence ones, and view, edit and write with diagnostics.
+    """
+    # Imported here: only a project with a language server pays for them.
+    from nestor.tools.edit import EditTool
+    from nestor.tools.lsp.definition import DefinitionTool
+    from nestor.tools.lsp.diagnostics import DiagnosticsTool
+    from nestor.tools.lsp.hover import HoverTool
+    from nestor.tools.lsp.references import ReferencesTool
+    from nestor.tools.lsp.symbols import SymbolsTool
+    from nestor.tools.view import DiagnosingViewTool
+    from nestor.tools.write import WriteTool
+
+    makers: dict[str, Callable[[LspManager], Tool[Any]]] = {
+        "view": DiagnosingViewTool,
+        "edit": EditTool,
+        "write": WriteTool,
+        "definition": DefinitionTool,
+        "references": ReferencesTool,
+        "hover": HoverTool,
+        "symbols": SymbolsTool,
+        "diagnostics": DiagnosticsTool,
+    }
+    return {name: makers[name](lsp) for name in names if name in makers}
