@@ -153,6 +153,7 @@ class NestorTui(App[int]):
         self._redraw_s = redraw_s
         self._drawn_at = 0.0
         self._drawn_version = -1
+        self._servers_shown: list[str] = []  # the language servers the status bar says are starting
         self._exit_armed = False
         self._reset(controller.conversation)
 
@@ -206,8 +207,14 @@ class NestorTui(App[int]):
         # The tree and the status bar at most every redraw_s: with twenty agents at work something
         # changes at every tick, and each redraw is time the agents wait for.
         moment = time.monotonic()
-        changed = self.live_tree.version != self._drawn_version or bool(self.live_tree.running())
+        starting = self.nestor.language_servers_starting()
+        changed = (
+            self.live_tree.version != self._drawn_version
+            or bool(self.live_tree.running())
+            or starting != self._servers_shown
+        )
         if changed and moment - self._drawn_at >= self._redraw_s:
+            self._servers_shown = starting
             self._drawn_version, self._drawn_at = self.live_tree.version, moment
             self.agent_panel.redraw(self.live_tree, self._clock())
             self._draw_status()
@@ -248,6 +255,8 @@ class NestorTui(App[int]):
             activity = "working · Esc stops · Enter queues"
         else:
             activity = "Enter sends · /help"
+        if self._servers_shown:
+            activity = f"starting {', '.join(self._servers_shown)} (language server) · {activity}"
         title = f" · {self._title}" if self._title else ""
         self.status_bar.show(model=conversation.model + title, context=context, cost=cost, activity=activity)
 
