@@ -14,7 +14,7 @@ from nestor.cli.tui.panes import AgentTreePanel, ConversationPane, ToolCallView
 from nestor.cli.tui.transcript import TextBlock
 from nestor.testing import ServerReply, ServerToolCall
 from tests.app.test_conversation_tree import slow_and_quick
-from tests.cli.tui.support import running_tui, task_call
+from tests.cli.tui.support import running_tui, task_call, three_explorers
 from tests.server_routes import Route, router
 
 
@@ -147,3 +147,22 @@ async def test_an_edit_is_shown_as_a_diff(tmp_path: Path) -> None:
     assert block.expanded and "✓" in drawn.splitlines()[0]
     assert "-x = 1" in drawn and "+x = 2" in drawn
     assert (tmp_path / "project" / "a.py").read_text(encoding="utf-8") == "x = 2\n"
+
+
+async def test_switching_the_theme_redraws_the_agent_tree_in_the_new_theme(tmp_path: Path) -> None:
+    async with running_tui(tmp_path, router(three_explorers("Found all three."))) as running:
+        tui = running.tui
+        await running.send("USER: where are alpha, beta and gamma?")
+        await running.until(lambda: tui.live_tree.agents[tui.live_tree.main_id].state == "done")
+        panel = tui.query_one(AgentTreePanel)
+        await running.pilot.pause(0.6)  # the tree's last redraw, in the dark theme
+        dark = panel.render_line(0)
+        await running.pilot.press("ctrl+t")
+        await running.pilot.pause(0.2)
+        light = panel.render_line(0)
+        assert tui.theme == "textual-light"
+        backgrounds = {segment.style.bgcolor for segment in light if segment.style is not None}
+        assert backgrounds == {panel.rich_style.bgcolor}
+        assert light.text == dark.text and backgrounds != {
+            segment.style.bgcolor for segment in dark if segment.style is not None
+        }

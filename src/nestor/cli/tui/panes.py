@@ -194,7 +194,7 @@ class AgentTreePanel(ScrollView, can_focus=True):
         self.agent_ids: list[str] = []
         self.highlighted = 0
         self._lines: list[Line] = []
-        self._strips: dict[tuple[Line, int, bool], Strip] = {}
+        self._strips: dict[tuple[Line, int, bool, Style], Strip] = {}
 
     @property
     def selected_agent(self) -> str | None:
@@ -235,12 +235,13 @@ class AgentTreePanel(ScrollView, can_focus=True):
             return Strip.blank(width, self.rich_style)
         highlighted = index // 2 == self.highlighted and self.has_focus
         line = self._lines[index]
-        key = (line, width, highlighted)
+        style = self.rich_style  # the theme's colours: a strip drawn in the other theme is not reused
+        key = (line, width, highlighted, style)
         strip = self._strips.get(key)
         if strip is None:
             if len(self._strips) > 4 * len(self._lines) + 16:
                 self._strips.clear()  # the spinners and clocks leave old lines behind
-            strip = self._strips[key] = Strip(_fitted(line, width, self.rich_style, highlighted), width)
+            strip = self._strips[key] = Strip(_fitted(line, width, style, highlighted), width)
         return strip
 
     def action_move(self, by: int) -> None:
