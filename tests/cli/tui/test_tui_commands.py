@@ -84,14 +84,17 @@ async def test_sessions_opens_the_picker_and_resume_continues_a_session(tmp_path
         assert tui.live_tree.main_id == tui.controller.conversation.session_id
 
         await running.send("/sessions")
-        await running.until(lambda: isinstance(tui.screen, SessionPicker))
+        # Drawn, not only pushed: a pushed screen composes a moment later.
+        await running.until(
+            lambda: isinstance(tui.screen, SessionPicker) and bool(tui.screen.query(OptionList))
+        )
         await running.pilot.press("escape")
         await running.until(lambda: not isinstance(tui.screen, SessionPicker))
         assert tui.controller.conversation.session_id != first  # Esc picks nothing
 
         await running.send(f"/resume {first}")
         await running.until(lambda: tui.controller.conversation.session_id == first)
-        assert "resumed " + first in notes(running)
+        await running.until(lambda: "resumed " + first in notes(running))  # the note comes at the next tick
         await running.send("and now?")
         await running.until(
             lambda: any(
