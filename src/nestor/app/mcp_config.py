@@ -10,16 +10,18 @@ out of every file that defines it. States come from starting the servers (see
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
+from nestor.agents.spec import AgentSpec
 from nestor.config.mcp_json import MCP_JSON_NAME
 from nestor.config.paths import PROJECT_CONFIG_NAME, default_user_config_path
 from nestor.config.sections import McpServerConfig, check_mcp_server_names
 from nestor.config.settings import Settings
 from nestor.core.errors import ConfigError, NestorError
 from nestor.tools.catalogue import ToolCatalogue
+from nestor.tools.mcp.names import server_of
 from nestor.tools.mcp.servers import McpServers, ServerState
 
 Scope: TypeAlias = Literal["user", "project"]
@@ -135,6 +137,27 @@ def _read_text(path: Path) -> str:
         return ""
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}", hint="fix its permissions") from None
+
+
+def unconfigured_server_notices(settings: Settings, specs: Sequence[AgentSpec]) -> list[str]:
+    """One line per agent whose file names MCP servers that no config defines (their tools are left out).
+
+    A server counts as configured when ``[mcp_servers]`` (or a trusted ``.mcp.json``) has it,
+    enabled or not, or when the agent's file defines it itself.
+    """
+    configured = set(settings.mcp_servers)
+    lines: list[str] = []
+    for spec in specs:
+        own = {name for name, _config in spec.own_mcp_servers}
+        named = [*spec.mcp_servers, *(server for entry in spec.tools or () if (server := server_of(entry)))]
+        missing = sorted({name for name in named if name not in configured and name not in own})
+        if missing:
+            where = f" ({spec.path})" if spec.path else ""
+            lines.append(
+                f"agent {spec.name}{where} names MCP servers that are not configured ({', '.join(missing)}), "
+                "so it gets none of their tools; add them with `nestor mcp add`"
+            )
+    return lines
 
 
 def _read_json(path: Path) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from nestor.agents.registry import AgentRegistry, project_registry
 from nestor.agents.spec import AgentSpec
 from nestor.app.conversation import Conversation, title_from_prompt
 from nestor.app.lsp_info import LspManager, ServerStatus, language_servers
+from nestor.app.mcp_config import unconfigured_server_notices
 from nestor.bus import EventBus, EventHandler
 from nestor.config.paths import PROJECT_CONFIG_NAME, default_user_config_path
 from nestor.config.settings import Settings
@@ -212,7 +213,7 @@ class App:
             registry = self.agent_registry(environment)
             for line in ignored_settings_notices(
                 settings, registry.untrusted_models(), registry.untrusted_servers()
-            ):
+            ) + unconfigured_server_notices(settings, registry.specs()):
                 self.notify(line)
         if session is not None:
             self.hold(session.id)  # before anything slow: a session in use is refused at once
