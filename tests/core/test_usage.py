@@ -1,6 +1,8 @@
 from __future__ import annotations
 
-from nestor.core.usage import Usage, format_cost, format_tokens
+import dataclasses
+
+from nestor.core.usage import USAGE_COUNTS, Usage, format_cost, format_tokens
 
 
 def test_add_keeps_cost_none_until_a_priced_request() -> None:
@@ -45,3 +47,8 @@ def test_minus_keeps_the_cost_unknown_when_nothing_priced_was_added() -> None:
     before = Usage(requests=1, cost_usd=0.5)
     after = Usage(requests=2, cost_usd=0.5, unpriced_requests=1)
     assert after.minus(before).cost_usd is None
+
+
+def test_the_counters_are_every_field_but_the_cost() -> None:
+    fields = [field.name for field in dataclasses.fields(Usage)]
+    assert sorted(USAGE_COUNTS) == sorted(name for name in fields if name != "cost_usd")

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart, ToolReturnPart
 
 from nestor.cli.formatting import counted, format_duration
-from nestor.core.usage import Usage, format_cost, format_tokens
+from nestor.core.usage import USAGE_COUNTS, Usage, format_cost, format_tokens
 
 if TYPE_CHECKING:
     from nestor.app.records import MessageStore, Session, SessionStore
@@ -29,15 +29,6 @@ if TYPE_CHECKING:
 __all__ = ["AgentNode", "count_descendants", "load_tree", "tree_lines"]
 
 _SHOWN_TOOL_NAMES = 4
-_COUNTS = (
-    "input_tokens",
-    "output_tokens",
-    "cache_read_tokens",
-    "cache_write_tokens",
-    "reasoning_tokens",
-    "requests",
-    "unpriced_requests",
-)
 
 
 @dataclass(slots=True)
@@ -72,7 +63,7 @@ class AgentNode:
         for child in self.children:
             children.add(child.session.usage)
         own = Usage(
-            **{name: max(getattr(total, name) - getattr(children, name), 0) for name in _COUNTS},
+            **{name: max(getattr(total, name) - getattr(children, name), 0) for name in USAGE_COUNTS},
         )
         if total.cost_usd is not None and own.unpriced_requests < own.requests:
             own.cost_usd = max(total.cost_usd - (children.cost_usd or 0.0), 0.0)

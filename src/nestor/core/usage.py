@@ -12,6 +12,17 @@ from typing import Annotated, Any, cast
 
 from pydantic import PlainSerializer, PlainValidator
 
+USAGE_COUNTS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
+    "requests",
+    "unpriced_requests",
+)
+"""The integer counters of a :class:`Usage` (everything but its cost); the store's columns too."""
+
 
 @dataclass(slots=True)
 class Usage:

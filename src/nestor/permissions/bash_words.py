@@ -32,7 +32,7 @@ def word_of(node: Node) -> Word:
     if kind == "string":
         parts = node.named_children
         if all(part.type == "string_content" for part in parts):
-            return Word("".join(_unescape_double_quoted(node_text(part)) for part in parts), True)
+            return Word("".join(_unescape(node_text(part), _DOUBLE_QUOTED_ESCAPES) for part in parts), True)
         return Word(node_text(node), False)
     if kind == "concatenation":
         pieces = [word_of(part) for part in node.named_children]
@@ -42,27 +42,20 @@ def word_of(node: Node) -> Word:
     return Word(node_text(node), False)
 
 
-def _unescape(text: str) -> str:
+_DOUBLE_QUOTED_ESCAPES = '$`"\\\n'
+"""What a backslash escapes inside double quotes; elsewhere it escapes any character."""
+
+
+def _unescape(text: str, escapable: str | None = None) -> str:
+    """``text`` with its backslash escapes undone (only of ``escapable`` characters, when given).
+
+    A backslash before a newline is a line continuation: both go.
+    """
     out: list[str] = []
     index = 0
     while index < len(text):
         char = text[index]
-        if char == "\\" and index + 1 < len(text):
-            if text[index + 1] != "\n":
-                out.append(text[index + 1])
-            index += 2
-            continue
-        out.append(char)
-        index += 1
-    return "".join(out)
-
-
-def _unescape_double_quoted(text: str) -> str:
-    out: list[str] = []
-    index = 0
-    while index < len(text):
-        char = text[index]
-        if char == "\\" and index + 1 < len(text) and text[index + 1] in '$`"\\\n':
+        if char == "\\" and index + 1 < len(text) and (escapable is None or text[index + 1] in escapable):
             if text[index + 1] != "\n":
                 out.append(text[index + 1])
             index += 2

@@ -9,19 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from nestor.core.usage import Usage
+from nestor.core.usage import USAGE_COUNTS, Usage
 
-USAGE_COLUMNS = (
-    "input_tokens",
-    "output_tokens",
-    "cache_read_tokens",
-    "cache_write_tokens",
-    "reasoning_tokens",
-    "requests",
-    "unpriced_requests",
-)
-
-_ADD_USAGE_ASSIGNMENTS = ", ".join(f"{column} = {column} + ?" for column in USAGE_COLUMNS)
+_ADD_USAGE_ASSIGNMENTS = ", ".join(f"{column} = {column} + ?" for column in USAGE_COUNTS)
 
 # Walks parent_id links up from one session; UNION (not UNION ALL) stops on a cycle. The WITH sits
 # inside the WHERE because the sqlite3 module reports no rowcount for a statement starting with WITH.
@@ -63,6 +53,6 @@ def add_usage_statement(session_id: str, usage: Usage, *, now: float, roll_up: b
     Shared by :meth:`SessionStore.add_usage` and by :meth:`MessageStore.append`, which runs it in
     the same transaction as the response it stores, so totals never disagree with the messages.
     """
-    counts = [getattr(usage, column) for column in USAGE_COLUMNS]
+    counts = [getattr(usage, column) for column in USAGE_COUNTS]
     statement = _ADD_USAGE_TO_LINEAGE if roll_up else _ADD_USAGE_TO_ONE
     return statement, [*counts, usage.cost_usd, usage.cost_usd, now, session_id]

@@ -22,10 +22,10 @@ from typing import Any
 
 from nestor.core.errors import SessionInUseError, SessionNotFoundError, StoreError
 from nestor.core.ids import new_session_id
-from nestor.core.usage import Usage
+from nestor.core.usage import USAGE_COUNTS, Usage
 from nestor.store.db import Database
 from nestor.store.lease import ProcessIdentity, holder_is_live, holder_of
-from nestor.store.rollup import LINEAGE_IDS, USAGE_COLUMNS, add_usage_statement
+from nestor.store.rollup import LINEAGE_IDS, add_usage_statement
 
 LIST_HINT = "run `nestor sessions list` to see the stored sessions and their ids"
 
@@ -70,7 +70,7 @@ class Session:
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> Session:
         """Build a session from a ``SELECT * FROM sessions`` row."""
-        usage = Usage(**{column: row[column] for column in USAGE_COLUMNS}, cost_usd=row["cost_usd"])
+        usage = Usage(**{column: row[column] for column in USAGE_COUNTS}, cost_usd=row["cost_usd"])
         return cls(
             id=row["id"],
             parent_id=row["parent_id"],
