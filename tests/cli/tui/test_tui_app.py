@@ -10,8 +10,10 @@ from rich.console import Console
 from textual.widgets import Button, Markdown, Static
 
 from nestor.cli.tui.dialogs import PermissionScreen
+from nestor.cli.tui.live_tree import LiveTree
 from nestor.cli.tui.panes import AgentTreePanel, ConversationPane, ToolCallView
 from nestor.cli.tui.transcript import TextBlock
+from nestor.core.events import AgentStarted
 from nestor.testing import ServerReply, ServerToolCall
 from tests.app.test_conversation_tree import slow_and_quick
 from tests.cli.tui.support import running_tui, task_call, three_explorers
@@ -45,7 +47,7 @@ def _general_writes(answer_text: str) -> dict[str, list[ServerReply | Route]]:
     }
 
 
-@pytest.mark.parametrize(("key", "written"), [("y", True), ("n", False)])
+@pytest.mark.parametrize(("key", "written"), [("y", True), ("a", True), ("n", False)])
 async def test_a_sub_agents_permission_question_is_a_dialog_and_its_answer_is_honoured(
     tmp_path: Path, key: str, written: bool
 ) -> None:
@@ -166,3 +168,57 @@ async def test_switching_the_theme_redraws_the_agent_tree_in_the_new_theme(tmp_p
         assert light.text == dark.text and backgrounds != {
             segment.style.bgcolor for segment in dark if segment.style is not None
         }
+
+
+async def test_the_prompts_cursor_does_not_blink_while_the_agents_work(tmp_path: Path) -> None:
+    # Each blink is a frame drawn while the agents wait for the CPU; idle, the cursor blinks again.
+    async with running_tui(tmp_path, [ServerReply(text="Done.", delay=1.0)]) as running:
+        tui = running.tui
+        assert tui.editor.cursor_blink
+        await running.send("take a second")
+        await running.until(lambda: tui.controller.busy)
+        await running.pilot.pause(0.2)
+        blinking_while_busy = tui.editor.cursor_blink
+        await running.until(lambda: not tui.controller.busy)
+        await running.pilot.pause(0.2)
+    assert not blinking_while_busy and tui.editor.cursor_blink
+
+
+async def test_a_background_sub_agent_is_marked_in_the_tree(tmp_path: Path) -> None:
+    routes: dict[str, list[ServerReply | Route]] = {
+        "USER": [
+            ServerReply(tool_calls=(task_call("scan", "SCAN: look around", run_in_background=True),)),
+            ServerReply(text="Started."),
+            ServerReply(text="The scan is done."),
+        ],
+        "SCAN": [ServerReply(text="nothing found", delay=0.5)],
+        "QUIET": [ServerReply(text="ok")],
+    }
+    async with running_tui(tmp_path, router(routes)) as running:
+        tui = running.tui
+        await running.send("USER: scan in the background")
+        panel = tui.query_one(AgentTreePanel)
+        await running.until(lambda: len(panel.agent_ids) == 2)
+        lines = [panel.render_line(y).text for y in range(4)]
+    assert "⇢" in lines[2] and "scan" in lines[2]  # the sub-agent's first line
+    assert "⇢" not in lines[0]  # the main agent's
+
+
+async def test_the_agent_tree_grows_its_scrollable_height_in_steps(tmp_path: Path) -> None:
+    # A new scrollable height is a new layout of the whole screen: not at every agent that starts.
+    async with running_tui(tmp_path, [], size=(80, 24)) as running:
+        panel = running.tui.agent_panel
+        tree = LiveTree("main")
+        tree.handle(AgentStarted(agent_id="main"))
+        heights: list[int] = []
+        for count in range(1, 16):
+            tree.handle(AgentStarted(agent_id=f"a{count}", parent_id="main", depth=1, description=str(count)))
+            panel.redraw(tree, 0.0)
+            await running.pilot.pause()
+            heights.append(panel.virtual_size.height)
+        visible = panel.size.height
+    assert visible < 2 * 16  # the tree does not fit
+    assert heights[0] == visible  # one agent and the main agent fit: no scrolling
+    assert set(heights[-3:]) == {40}  # 28 to 32 lines: rounded up to 40, one height for all
+    assert all(height == visible or height % 20 == 0 for height in heights)
+    assert len(set(heights)) <= 3

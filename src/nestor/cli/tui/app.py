@@ -3,7 +3,9 @@
 Events reach the app through a bus handler that only queues them; a tick (every ``tick_s``, 80 ms
 by default) applies what queued to the models (:class:`LiveTree`, one :class:`Transcript` per
 agent) and redraws what changed, so twenty sub-agents streaming at once cost the agents a redraw
-per tick, not one per event. Prompts and the REPL's slash commands go through the same
+per tick, not one per event. While several agents run, the transcript on screen is redrawn with
+the tree (every ``redraw_s``) rather than at each tick, and the prompt's cursor does not blink:
+every frame drawn is time the agents wait for. Prompts and the REPL's slash commands go through the same
 :class:`~nestor.cli.repl_controller.ReplController` as the line REPL; permission questions become
 dialogs answered through the conversation by their id.
 """
@@ -113,10 +115,10 @@ class NestorTui(App[int]):
         lines: Where the controller's renderer prints; its lines become notes of the main transcript.
         options: The command line's flags, for ``/agents`` and ``/model``.
         clock: The time (tests pass a fixed one, so elapsed times and spinners are drawn the same).
-        tick_s: How often queued events are applied, the transcript on screen redrawn and a
-            permission question shown.
+        tick_s: How often queued events are applied, a permission question shown and, while at
+            most one agent runs, the transcript on screen redrawn.
         redraw_s: How often, at most, the agent tree and the status bar are redrawn (its spinners
-            turn at that pace).
+            turn at that pace), and the transcript on screen while several agents run.
 
     """
 
@@ -155,6 +157,7 @@ class NestorTui(App[int]):
         self._drawn_version = -1
         self._servers_shown: list[str] = []  # the language servers the status bar says are starting
         self._exit_armed = False
+        self._was_busy, self._blink = False, True  # the editor's cursor blinks when idle
         self._reset(controller.conversation)
 
     # -- layout -----------------------------------------------------------------------------
@@ -202,20 +205,28 @@ class NestorTui(App[int]):
             self._apply(event)
         for line in self._lines.take():
             self._transcript(self.live_tree.main_id).note(line, _line_style(line))
-        await self.pane.sync()
         self._ask_next()
+        busy = self.controller.busy
+        if busy != self._was_busy:  # each blink is a frame drawn: none while agents work
+            self._was_busy, self._blink = busy, (self.editor.cursor_blink if busy else self._blink)
+            self.editor.cursor_blink = not busy and self._blink
         # The tree and the status bar at most every redraw_s: with twenty agents at work something
-        # changes at every tick, and each redraw is time the agents wait for.
+        # changes at every tick, and each redraw is time the agents wait for. With several agents
+        # at work the transcript too, in the same frame; one agent's text streams at every tick.
+        running = self.live_tree.running()
+        crowded = len(running) > 1
+        if not crowded:
+            await self.pane.sync()
         moment = time.monotonic()
         starting = self.nestor.language_servers_starting()
         changed = (
-            self.live_tree.version != self._drawn_version
-            or bool(self.live_tree.running())
-            or starting != self._servers_shown
+            self.live_tree.version != self._drawn_version or bool(running) or starting != self._servers_shown
         )
         if changed and moment - self._drawn_at >= self._redraw_s:
             self._servers_shown = starting
             self._drawn_version, self._drawn_at = self.live_tree.version, moment
+            if crowded:
+                await self.pane.sync()
             self.agent_panel.redraw(self.live_tree, self._clock())
             self._draw_status()
 

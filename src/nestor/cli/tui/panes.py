@@ -18,7 +18,7 @@ from rich.syntax import Syntax
 from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
@@ -195,6 +195,7 @@ class AgentTreePanel(ScrollView, can_focus=True):
         self.highlighted = 0
         self._lines: list[Line] = []
         self._strips: dict[tuple[Line, int, bool, Style], Strip] = {}
+        self._frame: tuple[Style, int, bool, int] = (Style(), 0, False, 0)
 
     @property
     def selected_agent(self) -> str | None:
@@ -221,21 +222,32 @@ class AgentTreePanel(ScrollView, can_focus=True):
             self.agent_ids = ids
             self.highlighted = ids.index(selected) if selected in ids else 0
             self._strips.clear()
-            # A new virtual size means a new layout of the whole screen: only when it must scroll.
-            height = max(len(self._lines), self.size.height)
+            # A new virtual size means a new layout of the whole screen: only when it must scroll,
+            # and then in steps of ten agents, not at each agent that starts.
+            needed = len(self._lines)
+            height = self.size.height if needed <= self.size.height else -(-needed // _GROWTH) * _GROWTH
             if height != self.virtual_size.height or self.size.width != self.virtual_size.width:
                 self.virtual_size = Size(self.size.width, height)
         self.refresh()
 
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """The lines in ``crop``.
+
+        What each line needs of the widget (its style above all, costly to work out) is read once
+        per frame here rather than once per line.
+        """
+        self._frame = (self.rich_style, self.size.width, self.has_focus, int(self.scroll_y))
+        return super().render_lines(crop)
+
     def render_line(self, y: int) -> Strip:
         """One line of the tree, its agent highlighted when the cursor is on it."""
-        index = y + int(self.scroll_y)
-        width = self.size.width
+        # The theme's colours are in the key: a strip drawn in the other theme is not reused.
+        style, width, focused, scrolled = self._frame
+        index = y + scrolled
         if index >= len(self._lines) or width <= 0:
-            return Strip.blank(width, self.rich_style)
-        highlighted = index // 2 == self.highlighted and self.has_focus
+            return Strip.blank(width, style)
+        highlighted = focused and index // 2 == self.highlighted
         line = self._lines[index]
-        style = self.rich_style  # the theme's colours: a strip drawn in the other theme is not reused
         key = (line, width, highlighted, style)
         strip = self._strips.get(key)
         if strip is None:
@@ -262,6 +274,8 @@ class AgentTreePanel(ScrollView, can_focus=True):
         """The highlight shows only while the tree has the focus."""
         self.refresh()
 
+
+_GROWTH = 20  # lines: the tree's scrollable height grows by ten agents at a time
 
 Line = tuple[tuple[str, str], ...]
 """A line of the tree: pieces of text and the name of each one's style (a key of ``_STYLES``)."""
