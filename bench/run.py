@@ -14,6 +14,7 @@ import grep
 import html_conversion
 import local_model
 import loop_overhead
+import openai_request
 import pool_memory
 import sandbox
 import session_load
@@ -32,6 +33,8 @@ def main() -> None:
     local_model.main()
     print()
     fanout.main()
+    print()
+    openai_request.main()
     print()
     pool_memory.main()
     print()

@@ -336,8 +336,13 @@ def _openai_chat(
     model_name: str, key: str | None, env: Mapping[str, str], client: AsyncClient | None, ms: ModelSettings
 ) -> Model:
     from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
 
-    return OpenAIChatModel(model_name, provider=_openai_provider(key, env, client), settings=ms)
+    from nestor.providers.openai_client import openai_client
+
+    url = env.get("OPENAI_BASE_URL") or OPENAI_DEFAULT_BASE_URL
+    sdk = openai_client(base_url=url, api_key=key or _PLACEHOLDER_KEY, http_client=client)
+    return OpenAIChatModel(model_name, provider=OpenAIProvider(openai_client=sdk), settings=ms)
 
 
 def _google(
@@ -368,9 +373,12 @@ def _ollama(
     from pydantic_ai.models.ollama import OllamaModel
     from pydantic_ai.providers.ollama import OllamaProvider
 
+    from nestor.providers.openai_client import openai_client
+
     url = base_url(BUILTIN_PROVIDERS["ollama"], env)
-    provider = OllamaProvider(base_url=url, api_key=key or _PLACEHOLDER_KEY, http_client=client)
-    return OllamaModel(model_name, provider=provider, settings=ms)
+    assert url is not None  # Ollama's has a default
+    sdk = openai_client(base_url=url, api_key=key or _PLACEHOLDER_KEY, http_client=client)
+    return OllamaModel(model_name, provider=OllamaProvider(openai_client=sdk), settings=ms)
 
 
 _BUILDERS: Mapping[str, _Builder] = {
@@ -406,10 +414,15 @@ def _build_named(
     from pydantic_ai.providers.openai_compatible import OpenAICompatibleProvider
 
     assert config.base_url is not None  # the config validator requires it for OpenAI types
-    compatible = OpenAICompatibleProvider(name, base_url=config.base_url, api_key=key, http_client=client)
     if config.type == "openai-responses":
+        compatible = OpenAICompatibleProvider(name, base_url=config.base_url, api_key=key, http_client=client)
         return OpenAIResponsesModel(model_name, provider=compatible, settings=ms)
-    return OpenAIChatModel(model_name, provider=compatible, settings=ms)
+    from nestor.providers.openai_client import openai_client
+
+    sdk = openai_client(base_url=config.base_url, api_key=key or _PLACEHOLDER_KEY, http_client=client)
+    return OpenAIChatModel(
+        model_name, provider=OpenAICompatibleProvider(name, openai_client=sdk), settings=ms
+    )
 
 
 def _with_headers(client: AsyncClient | None, headers: Mapping[str, str]) -> AsyncClient:
