@@ -108,6 +108,7 @@ async def steady(running: Running) -> None:
                 text = _SESSION_ID.sub("ses_" + "0" * 20, entry.text.replace(project, "/work/project"))
                 entry.text = _SECONDS.sub("1.0s", text)
     await running.tui.show_agent(running.tui.shown_agent_id)
+    await running.tui.redraw_now()  # the tree and the status bar as of now, not of their last redraw
     await running.pilot.pause(0.2)
 
 

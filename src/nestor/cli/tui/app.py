@@ -230,6 +230,11 @@ class NestorTui(App[int]):
             self.agent_panel.redraw(self.live_tree, self._clock())
             self._draw_status()
 
+    async def redraw_now(self) -> None:
+        """Apply what queued and redraw the transcript, the tree and the status bar now, not at their pace."""
+        self._drawn_version, self._drawn_at = -1, 0.0
+        await self._tick()
+
     def _apply(self, event: Event) -> None:
         self.live_tree.handle(event)
         agent_id = event.agent_id
