@@ -25,6 +25,10 @@ from nestor.tools.sandbox.detect import LANDLOCK_NETWORK_ABI, Availability, Back
 from nestor.tools.sandbox.landlock_exec import EXIT_SANDBOX_FAILED, abi_version
 from nestor.tools.sandbox.policy import SandboxPolicy
 
+# The interpreter itself, not the venv's link to it: a checkout under /tmp (a CI clone, say) has its
+# venv hidden inside the sandbox, whose /tmp is private.
+_INTERPRETER = os.path.realpath(sys.executable)
+
 
 async def _skip_unless_available(backend: Backend) -> None:
     if backend == "bwrap":
@@ -124,7 +128,7 @@ async def test_read_only_has_a_private_writable_tmp(backend: Backend, ctx: ToolC
 
 async def test_read_only_commands_can_make_semaphores(backend: Backend, ctx: ToolContext) -> None:
     # Python's multiprocessing (pytest-xdist, ...) needs a POSIX semaphore, a file in /dev/shm.
-    command = f"{sys.executable} -c 'import multiprocessing; multiprocessing.Lock(); print(\"ok\")'"
+    command = f"{_INTERPRETER} -c 'import multiprocessing; multiprocessing.Lock(); print(\"ok\")'"
 
     result = await run(command, ctx, SandboxPolicy.read_only(), backend)
 
