@@ -8,6 +8,12 @@ from nestor.core.events import AgentFinished, Compacted
 from nestor.core.usage import Usage, format_cost, format_tokens
 
 _ARG_KEYS = ("command", "path", "pattern", "url", "query", "file_path", "description", "prompt")
+_SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
+
+def spinner_frame(seconds: float) -> str:
+    """The spinner's frame at ``seconds`` on some clock: eight frames a second."""
+    return _SPINNER[int(seconds * 8) % len(_SPINNER)]
 
 
 def format_duration(seconds: float) -> str:

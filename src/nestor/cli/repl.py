@@ -37,6 +37,7 @@ from prompt_toolkit.styles import Style
 from rich.console import Console
 
 from nestor.cli.error_report import report_error
+from nestor.cli.formatting import spinner_frame
 from nestor.cli.headless import detach_from_terminal, terminal_outputs
 from nestor.cli.options import CommonOptions
 from nestor.cli.render import EventRenderer
@@ -59,7 +60,6 @@ __all__ = [
     "run_repl",
 ]
 
-_SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 _STYLE = Style.from_dict(
     {
         "bottom-toolbar": "noreverse #8a8a8a",
@@ -220,7 +220,7 @@ class LinePrompt:
             return [("", "press Ctrl-C again to exit")]
         renderer = self._controller.renderer
         if self._controller.busy:
-            frame = _SPINNER[int(asyncio.get_running_loop().time() * 8) % len(_SPINNER)]
+            frame = spinner_frame(asyncio.get_running_loop().time())
             status = renderer.main_status() or "working"
             first = f"{frame} {status} · Esc to interrupt · Enter queues a prompt"
         else:

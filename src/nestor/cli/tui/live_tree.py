@@ -3,7 +3,8 @@
 :class:`LiveTree` follows the bus's events (no Textual here, so it is cheap to test and to feed at
 any rate): each :class:`AgentStarted` adds or restarts a node under its parent, tool calls, model
 requests and compactions count into it, a permission question marks it waiting, and
-:class:`AgentFinished` gives its outcome. The widget draws from it (see :mod:`nestor.cli.tui.tree_panel`).
+:class:`AgentFinished` gives its outcome. The widget draws from it
+(:class:`~nestor.cli.tui.panes.AgentTreePanel`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from nestor.cli.agent_lines import outcome_words
-from nestor.cli.formatting import counted, format_duration, one_line
+from nestor.cli.formatting import counted, format_duration, one_line, spinner_frame
 from nestor.core.events import (
     AgentFinished,
     AgentStarted,
@@ -29,14 +30,13 @@ from nestor.core.events import (
 )
 from nestor.core.usage import Usage, format_cost, format_tokens
 
-__all__ = ["SPINNER", "AgentState", "LiveAgent", "LiveTree"]
+__all__ = ["AgentState", "LiveAgent", "LiveTree"]
 
 AgentState = Literal["idle", "running", "waiting", "done", "failed", "cancelled", "stopped"]
 """What an agent is doing: ``idle`` is the main agent before its first prompt; ``waiting`` is
 waiting for the user's answer to a permission question; ``stopped`` a budget or the loop guard
 ended its run."""
 
-SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 _STATE_MARKS: dict[AgentState, str] = {
     "idle": "·",
     "done": "✓",
@@ -106,7 +106,7 @@ class LiveAgent:
     def mark(self, now: float) -> str:
         """A spinner frame while it runs (a fixed clock draws a fixed frame), else its state's mark."""
         if self.state == "running":
-            return SPINNER[int(now * 8) % len(SPINNER)]
+            return spinner_frame(now)
         return _STATE_MARKS[self.state]
 
     def counters(self, now: float) -> str:
