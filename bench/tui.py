@@ -36,7 +36,7 @@ from typing import Any
 from nestor.app import App
 from nestor.cli.options import CommonOptions
 from nestor.config.loading import load_settings
-from nestor.testing import ScriptedOpenAIServer, ServerReply, ServerToolCall
+from nestor.testing import ScriptedOpenAIServer, ServerReply, ServerToolCall, first_user_text
 
 AGENTS = 20
 STEPS = 5  # requests per sub-agent: 4 tool calls, then the report
@@ -44,15 +44,6 @@ CHUNKS = 10
 TARGET = 1.05
 # (latency in seconds, interleaved runs of each kind, judged against the target)
 SCENARIOS = ((1.0, 5, True), (0.1, 9, False))
-
-
-def first_user_text(body: dict[str, Any]) -> str:
-    """The first user message of a chat-completions request."""
-    for message in body.get("messages", []):
-        if message.get("role") == "user":
-            content = message.get("content")
-            return content if isinstance(content, str) else str(content)
-    return ""
 
 
 def answer(body: dict[str, Any], *, latency: float) -> ServerReply:

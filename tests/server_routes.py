@@ -7,23 +7,13 @@ interleaving. Requests of no route (the session's title) get a title.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
-from nestor.testing import ServerReply, ServerUsage
+from nestor.testing import ServerReply, ServerUsage, first_user_text
 
 Route = Callable[[dict[str, Any]], ServerReply]
 """A reply decided from the request body."""
-
-
-def first_user_text(body: dict[str, Any]) -> str:
-    """The first user message of a chat-completions request body."""
-    for message in body.get("messages", []):
-        if message.get("role") == "user":
-            content = message.get("content")
-            return content if isinstance(content, str) else json.dumps(content)
-    return ""
 
 
 def router(routes: dict[str, list[ServerReply | Route]], *, requests: int = 40) -> list[Route]:

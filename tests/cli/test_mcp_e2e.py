@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from nestor.testing import ScriptedOpenAIServer, ServerReply, ServerToolCall
+from nestor.testing import ScriptedOpenAIServer, ServerReply, ServerToolCall, first_user_text
 from tests.cli.support import git_repo, nestor, openai_env
-from tests.server_routes import Route, first_user_text, router
+from tests.server_routes import Route, router
 from tests.tools.mcp.support import DEMO_SERVER
 
 pytestmark = pytest.mark.timeout(120)

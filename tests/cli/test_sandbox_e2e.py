@@ -10,10 +10,10 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from nestor.testing import ScriptedOpenAIServer, ServerReply, ServerToolCall
+from nestor.testing import ScriptedOpenAIServer, ServerReply, ServerToolCall, first_user_text
 from nestor.tools.sandbox.detect import detect
 from tests.cli.support import git_repo, nestor, openai_env
-from tests.server_routes import Route, first_user_text, router
+from tests.server_routes import Route, router
 
 READER = """---
 name: reader

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from nestor.testing import ScriptedOpenAIServer, ServerReply, ServerToolCall, ServerUsage
+from nestor.testing import ScriptedOpenAIServer, ServerReply, ServerToolCall, ServerUsage, first_user_text
 from tests.cli.support import git_repo, nestor, nestor_json, openai_env
-from tests.server_routes import Route, first_user_text, router
+from tests.server_routes import Route, router
 
 
 def usage(prompt: int = 1000, completion: int = 100) -> ServerUsage:

@@ -50,6 +50,7 @@ __all__ = [
     "ServerStepSource",
     "ServerToolCall",
     "ServerUsage",
+    "first_user_text",
     "load_script",
     "main",
     "step_from_json",
@@ -125,6 +126,18 @@ ServerStep: TypeAlias = ServerReply | HTTPErrorReply
 
 ServerStepSource: TypeAlias = ServerStep | Callable[[dict[str, Any]], ServerStep]
 """A fixed step, or (in-process only) a function from the request body to a step."""
+
+
+def first_user_text(body: dict[str, Any]) -> str:
+    """The first user message of a chat-completions request body (its JSON when not plain text).
+
+    What a step function usually routes on: a sub-agent's task, or the main agent's first prompt.
+    """
+    for message in body.get("messages", []):
+        if message.get("role") == "user":
+            content = message.get("content")
+            return content if isinstance(content, str) else json.dumps(content)
+    return ""
 
 
 def step_to_json(step: ServerStep) -> dict[str, Any]:

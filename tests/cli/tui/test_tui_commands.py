@@ -8,9 +8,9 @@ from textual.widgets import OptionList
 
 from nestor.cli.tui.dialogs import SessionPicker
 from nestor.cli.tui.transcript import Note, TextBlock
-from nestor.testing import ServerReply
+from nestor.testing import ServerReply, first_user_text
 from tests.cli.tui.support import Running, running_tui
-from tests.server_routes import Route, first_user_text, router
+from tests.server_routes import Route, router
 
 
 def notes(running: Running) -> str:

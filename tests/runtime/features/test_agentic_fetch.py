@@ -16,9 +16,9 @@ import pytest
 from nestor.app import App
 from nestor.config.loading import load_settings
 from nestor.config.settings import Settings
-from nestor.testing import ScriptedOpenAIServer, ServerReply, ServerToolCall, ServerUsage
+from nestor.testing import ScriptedOpenAIServer, ServerReply, ServerToolCall, ServerUsage, first_user_text
 from nestor.tools.search_backends import RecordedBackend, SearchHit
-from tests.server_routes import Route, first_user_text, router, tool_texts
+from tests.server_routes import Route, router, tool_texts
 from tests.tools.web.server import WebServer, serve
 
 QUESTION = "What does example 3.0 remove, and what does function 7 raise?"
