@@ -64,6 +64,7 @@ async def running_tui(
     *,
     size: tuple[int, int] = (100, 32),
     clock: Callable[[], float] | None = None,
+    redraw_s: float = 0.5,
 ) -> AsyncIterator[Running]:
     """The TUI on a new session of a project whose model is ``script``, running headless."""
     with ScriptedOpenAIServer(list(script)) as server:
@@ -71,7 +72,7 @@ async def running_tui(
         nestor = App.open(settings)
         try:
             options = CommonOptions(directory=Path(settings.project_root), trust=True)
-            tui = await build_tui(nestor, options, env={}, clock=clock)
+            tui = await build_tui(nestor, options, env={}, clock=clock, redraw_s=redraw_s)
             async with tui.run_test(size=size) as pilot:
                 try:
                     yield Running(tui, pilot, server)

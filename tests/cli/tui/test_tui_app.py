@@ -13,7 +13,7 @@ from nestor.cli.tui.dialogs import PermissionScreen
 from nestor.cli.tui.live_tree import LiveTree
 from nestor.cli.tui.panes import AgentTreePanel, ConversationPane, ToolCallView
 from nestor.cli.tui.transcript import TextBlock
-from nestor.core.events import AgentStarted
+from nestor.core.events import AgentFinished, AgentStarted, TextDelta
 from nestor.testing import ServerReply, ServerToolCall
 from tests.app.test_conversation_tree import slow_and_quick
 from tests.cli.tui.support import running_tui, task_call, three_explorers
@@ -222,3 +222,23 @@ async def test_the_agent_tree_grows_its_scrollable_height_in_steps(tmp_path: Pat
     assert set(heights[-3:]) == {40}  # 28 to 32 lines: rounded up to 40, one height for all
     assert all(height == visible or height % 20 == 0 for height in heights)
     assert len(set(heights)) <= 3
+
+
+async def test_while_several_agents_run_the_transcript_is_redrawn_only_with_the_tree(tmp_path: Path) -> None:
+    # Each frame is time the agents wait for: with two at work, the main agent's text waits for the
+    # tree's next redraw (an hour away here); once they are done, it is drawn at the next tick.
+    async with running_tui(tmp_path, [], redraw_s=3600) as running:
+        tui = running.tui
+        main = tui.live_tree.main_id
+        for sub in ("sub-1", "sub-2"):
+            tui.nestor.bus.publish(AgentStarted(agent_id=sub, parent_id=main, depth=1, agent_type="explore"))
+        tui.nestor.bus.publish(TextDelta(agent_id=main, text="Meanwhile, the main agent writes."))
+        await running.pilot.pause(0.4)  # five ticks
+        while_crowded = [widget.source for widget in tui.pane.query(Markdown)]
+        for sub in ("sub-1", "sub-2"):
+            tui.nestor.bus.publish(AgentFinished(agent_id=sub, stop_reason="completed", result="done"))
+        await running.pilot.pause(0.4)
+        afterwards = [widget.source for widget in tui.pane.query(Markdown)]
+    assert len(tui.live_tree.agents) == 3
+    assert while_crowded == []
+    assert afterwards == ["Meanwhile, the main agent writes."]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING
 
@@ -48,6 +49,7 @@ async def build_tui(
     env: Mapping[str, str] | None = None,
     clock: Callable[[], float] | None = None,
     output: tuple[EventRenderer, LineSink] | None = None,
+    redraw_s: float = 0.5,
 ) -> NestorTui:
     """Start the main agent on ``session`` (a new one for None) and return the TUI over it, not yet running.
 
@@ -57,6 +59,8 @@ async def build_tui(
         session: The session to resume; None for a new one.
         env: Environment for provider credentials; ``os.environ`` when None.
         clock: The TUI's clock (tests fix it); the real time when None.
+        redraw_s: How often, at most, the tree, the status bar and (while several agents run) the
+            transcript are redrawn (see :class:`~nestor.cli.tui.app.NestorTui`).
         output: Where the REPL's lines (banner, commands, the app's notices) are printed, from
             :func:`~nestor.cli.tui.commands.sink_renderer`; a new one when None.
 
@@ -78,9 +82,7 @@ async def build_tui(
         project_root=str(nestor.settings.project_root),
     )
     await controller.open(session)
-    if clock is None:
-        return NestorTui(nestor, controller, lines, options)
-    return NestorTui(nestor, controller, lines, options, clock=clock)
+    return NestorTui(nestor, controller, lines, options, clock=clock or time.time, redraw_s=redraw_s)
 
 
 async def tui_main(
