@@ -10,7 +10,6 @@ stand-alone launcher script, to show what an interpreter start-up per command wo
 
 from __future__ import annotations
 
-import asyncio
 import statistics
 import subprocess
 import sys
@@ -30,7 +29,7 @@ COMMAND = ["bash", "-c", "true"]
 
 def _available() -> dict[Backend, str]:
     """The backends this machine has, each with why it is missing ("" when present)."""
-    return {"bwrap": asyncio.run(bwrap_problem()), "landlock": "" if abi_version() >= 1 else "no Landlock"}
+    return {"bwrap": bwrap_problem(), "landlock": "" if abi_version() >= 1 else "no Landlock"}
 
 
 def _seconds(backend: Backend | None, project: Path) -> float:
@@ -40,7 +39,7 @@ def _seconds(backend: Backend | None, project: Path) -> float:
     try:
         subprocess.run(
             launch.argv, cwd=project, check=True, stdin=subprocess.DEVNULL, capture_output=True,
-            preexec_fn=launch.preexec,
+            preexec_fn=launch.preexec, pass_fds=launch.pass_fds,
         )  # fmt: skip
     finally:
         launch.cleanup()

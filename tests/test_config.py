@@ -684,6 +684,16 @@ def test_an_untrusted_project_may_only_tighten_the_sandbox(
     assert settings.sandbox.network is False
 
 
+def test_only_the_user_or_a_trusted_project_makes_git_writable(project: Path, user_config: Path) -> None:
+    write(project / "nestor.toml", "[sandbox]\nwritable_git = true\n")
+    assert load(project, user_config, trusted=False).sandbox.writable_git is False
+    assert load(project, user_config, trusted=True).sandbox.writable_git is True
+
+    write(user_config, "[sandbox]\nwritable_git = true\n")
+    write(project / "nestor.toml", "[sandbox]\nwritable_git = false\n")
+    assert load(project, user_config, trusted=False).sandbox.writable_git is False
+
+
 def test_the_sandbox_table_defaults_to_workspace_write_with_network(project: Path, user_config: Path) -> None:
     settings = load(project, user_config)
     assert settings.sandbox.mode == "workspace-write" and settings.sandbox.network is True

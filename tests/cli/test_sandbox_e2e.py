@@ -74,6 +74,7 @@ def test_an_agent_without_write_tools_gets_a_read_only_shell(tmp_path: Path) -> 
     )
     if asyncio.run(detect()).backend == "bwrap":
         assert not (repo / ".git" / "hooks" / "pre-commit").exists()
-        assert "(sandbox: writes outside the project and the temp dirs are blocked)" in tool_results(
-            requests, "USER"
+        assert (
+            "(sandbox: writes outside the project and the temp dirs are blocked; the repository's .git is"
+            in (tool_results(requests, "USER"))
         )

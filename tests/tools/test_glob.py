@@ -11,6 +11,7 @@ from nestor.tools._search import RipgrepLookup
 from nestor.tools.base import ToolContext
 from nestor.tools.catalogue import ToolCatalogue
 from nestor.tools.glob import MAX_RESULTS, GlobParams, GlobTool
+from tests.hostile_repos import ATTACKS, Attack, build
 
 BACKENDS = {"ripgrep": RipgrepLookup.AUTO, "python": None}
 
@@ -250,3 +251,15 @@ async def test_files_a_rule_withholds_are_left_out_of_the_results(tool: GlobTool
     assert "app.py" in lines
     assert not [line for line in lines if ".env" in line or "secrets" in line]
     assert "(3 files left out by the permission rules.)" in lines
+
+
+@pytest.mark.parametrize("attack", ATTACKS.values(), ids=ATTACKS.keys())
+async def test_the_fallback_in_a_hostile_repository_runs_none_of_its_commands(
+    tmp_path: Path, attack: Attack
+) -> None:
+    directory, marker = build(attack, tmp_path)
+
+    found = await glob(GlobTool(rg_path=None), ToolContext(project_root=directory), "*.txt")
+
+    assert not marker.exists(), marker.read_text()
+    assert "a.txt" in found or "b.txt" in found

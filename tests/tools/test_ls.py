@@ -7,6 +7,7 @@ from nestor.core.errors import ToolError
 from nestor.tools.base import ToolContext
 from nestor.tools.catalogue import ToolCatalogue
 from nestor.tools.ls import MAX_ENTRIES, LsParams, LsTool
+from tests.hostile_repos import ATTACKS, Attack, build
 
 
 def make_files(root: Path, *names: str) -> None:
@@ -156,3 +157,14 @@ async def test_an_ignored_directory_listed_explicitly_shows_its_content(ctx: Too
     content = await ls(ctx, "build")
 
     assert content.splitlines() == [f"{ctx.project_root / 'build'}/", "  lib/", "    x.so", "  out.o"]
+
+
+@pytest.mark.parametrize("attack", ATTACKS.values(), ids=ATTACKS.keys())
+async def test_listing_a_hostile_repository_runs_none_of_its_commands(tmp_path: Path, attack: Attack) -> None:
+    # Case 1 of the second red team: `ls .` ran the repository's core.fsmonitor, unsandboxed.
+    directory, marker = build(attack, tmp_path)
+
+    content = await ls(ToolContext(project_root=directory))
+
+    assert not marker.exists(), marker.read_text()
+    assert "a.txt" in content or "b.txt" in content

@@ -30,9 +30,9 @@ from nestor.tools.sandbox.policy import SandboxPolicy
 _INTERPRETER = os.path.realpath(sys.executable)
 
 
-async def _skip_unless_available(backend: Backend) -> None:
+async def skip_unless_available(backend: Backend) -> None:
     if backend == "bwrap":
-        if problem := await bwrap_problem():
+        if problem := bwrap_problem():
             pytest.skip(f"bubblewrap unusable on this machine: {problem}")
     elif abi_version() < 1:
         pytest.skip("this kernel has no Landlock")
@@ -41,7 +41,7 @@ async def _skip_unless_available(backend: Backend) -> None:
 @pytest.fixture(params=["bwrap", "landlock"])
 async def backend(request: pytest.FixtureRequest) -> Backend:
     chosen: Backend = request.param
-    await _skip_unless_available(chosen)
+    await skip_unless_available(chosen)
     return chosen
 
 
@@ -179,13 +179,16 @@ async def test_workspace_write_uses_tmp_by_default(
     assert result.content == "done"
 
 
-async def test_workspace_write_protects_git_hooks_and_config(ctx: ToolContext, project: Path) -> None:
+async def test_workspace_write_keeps_the_git_dir_read_only_as_a_whole(
+    ctx: ToolContext, project: Path
+) -> None:
     # bwrap only: Landlock cannot deny a path beneath a writable one (its notice says so).
-    await _skip_unless_available("bwrap")
+    await skip_unless_available("bwrap")
     backend: Backend = "bwrap"
 
     result = await run(
-        "echo evil > .git/hooks/pre-commit; echo evil >> .git/config; echo ok > .git/HEAD",
+        "echo x > made; echo evil > .git/hooks/pre-commit; echo evil >> .git/config; echo ok > .git/HEAD; "
+        "echo /tmp/evil > .git/commondir",
         ctx,
         SandboxPolicy(),
         backend,
@@ -193,8 +196,31 @@ async def test_workspace_write_protects_git_hooks_and_config(ctx: ToolContext, p
 
     assert not (project / ".git" / "hooks" / "pre-commit").exists()
     assert (project / ".git" / "config").read_text() == "[core]\n"
-    assert (project / ".git" / "HEAD").read_text() == "ok\n"
+    assert not (project / ".git" / "HEAD").exists()
+    assert not (project / ".git" / "commondir").exists()
+    assert (project / "made").read_text() == "x\n"
     assert "Read-only file system" in result.content
+    assert "the repository's .git is read-only to commands" in result.content
+
+
+async def test_writable_git_still_protects_hooks_config_and_pointers(ctx: ToolContext, project: Path) -> None:
+    await skip_unless_available("bwrap")
+    backend: Backend = "bwrap"
+
+    result = await run(
+        "echo evil > .git/hooks/pre-commit; echo evil >> .git/config; echo ok > .git/HEAD; "
+        "echo /tmp/evil > .git/commondir",
+        ctx,
+        SandboxPolicy(writable_git=True),
+        backend,
+    )
+
+    assert not (project / ".git" / "hooks" / "pre-commit").exists()
+    assert (project / ".git" / "config").read_text() == "[core]\n"
+    assert (project / ".git" / "HEAD").read_text() == "ok\n"
+    assert not (project / ".git" / "commondir").exists()  # removed once the command ended
+    assert "Read-only file system" in result.content
+    assert "[sandbox] writable_git" not in result.content
 
 
 def _git(*args: str, cwd: Path) -> str:
@@ -244,16 +270,17 @@ EVIL = "git init -q {evil} && git -C {evil} config core.fsmonitor 'touch pwned'"
     ],
     ids=["rename .git", ".git made a file", ".git/commondir", "worktree .git file", "worktree's config"],
 )
+@pytest.mark.parametrize("writable_git", [False, True], ids=["git read-only", "writable_git"])
 async def test_workspace_write_leaves_no_git_config_of_the_commands_making(
-    project: Path, setup: Callable[[Path], None], attack: str
+    project: Path, setup: Callable[[Path], None], attack: str, writable_git: bool
 ) -> None:
     # The user's next git command in the project must not read a config the command wrote.
-    await _skip_unless_available("bwrap")
+    await skip_unless_available("bwrap")
     setup(project)
     await run(
         f"{attack}; git config core.fsmonitor 'touch pwned'",
         ToolContext(project_root=project),
-        SandboxPolicy(),
+        SandboxPolicy(writable_git=writable_git),
         "bwrap",
     )
     assert _git("config", "--get", "core.fsmonitor", cwd=project) == ""
@@ -262,7 +289,7 @@ async def test_workspace_write_leaves_no_git_config_of_the_commands_making(
 async def test_workspace_write_keeps_nestors_own_dirs_read_only_inside_the_project(project: Path) -> None:
     # A project holding nestor's data dir (a project at ~, or NESTOR_HOME in it): a command must
     # not add a folder to trusted-folders.json, nor write the user's config.
-    await _skip_unless_available("bwrap")
+    await skip_unless_available("bwrap")
     data, config = project / "data", project / "config"
     data.mkdir()
     config.mkdir()
@@ -389,7 +416,7 @@ async def test_cancelling_stops_every_sandboxed_process(backend: Backend, ctx: T
 
 
 async def test_landlock_private_tmp_is_removed_after_the_command(ctx: ToolContext) -> None:
-    await _skip_unless_available("landlock")
+    await skip_unless_available("landlock")
 
     result = await run('echo "$TMPDIR"', ctx, SandboxPolicy.read_only(), "landlock")
 
@@ -399,7 +426,7 @@ async def test_landlock_private_tmp_is_removed_after_the_command(ctx: ToolContex
 
 
 async def test_the_landlock_launcher_alone(tmp_path: Path) -> None:
-    await _skip_unless_available("landlock")
+    await skip_unless_available("landlock")
     launcher = Path(sys.modules[abi_version.__module__].__file__ or "")
     allowed, denied = tmp_path / "allowed", tmp_path / "denied"
     allowed.mkdir()
@@ -444,14 +471,21 @@ def test_bwrap_always_drops_capabilities_and_shares_the_network_only_when_allowe
 
 
 def test_a_repository_without_hooks_gets_an_empty_protected_hooks_dir(project: Path) -> None:
-    protected = SandboxPolicy().protected_paths(project)
+    protected = SandboxPolicy(writable_git=True).protected_paths(project)
 
     assert (project / ".git" / "hooks").is_dir()
-    assert protected == (project / ".git" / "hooks", project / ".git" / "config")
+    assert protected == (project / ".git" / "config", project / ".git" / "hooks")
 
 
-async def test_a_missing_bwrap_is_named() -> None:
-    assert await bwrap_problem("nestor-no-such-bwrap") == "bubblewrap is not installed"
+def test_by_default_the_git_dir_is_protected_whole(project: Path) -> None:
+    protected = SandboxPolicy().protected_paths(project)
+
+    assert not (project / ".git" / "hooks").exists()
+    assert protected == (project / ".git",)
+
+
+def test_a_missing_bwrap_is_named() -> None:
+    assert bwrap_problem("nestor-no-such-bwrap") == "bubblewrap is not installed"
 
 
 def test_the_notices_say_what_is_not_enforced() -> None:
@@ -459,5 +493,5 @@ def test_the_notices_say_what_is_not_enforced() -> None:
     old_landlock = Availability("landlock", 2, "bubblewrap is not installed").notice()
 
     assert none is not None and "commands run unsandboxed and only the permission rules apply" in none
-    assert old_landlock is not None and "cannot block the network" in old_landlock
+    assert old_landlock is not None and "can write the project's .git" in old_landlock
     assert Availability("bwrap", 7).notice() is None

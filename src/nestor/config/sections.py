@@ -236,15 +236,18 @@ class SandboxConfig(_ConfigModel):
     this table says.
 
     Attributes:
-        mode: ``workspace-write``: writes only to the project (its ``.git/hooks`` and
-            ``.git/config`` excepted) and the temp dirs; ``read-only``: nowhere but a private temp
-            dir; ``off``: no sandbox, only the permission rules apply.
+        mode: ``workspace-write``: writes only to the project (the repository's ``.git``
+            excepted) and the temp dirs; ``read-only``: nowhere but a private temp dir; ``off``:
+            no sandbox, only the permission rules apply.
         network: Whether commands may use the network (never in ``read-only`` mode).
+        writable_git: Whether commands may change the repository's ``.git`` (commit, checkout,
+            stash); its config, hooks and the files that point git elsewhere stay read-only.
 
     """
 
     mode: Literal["read-only", "workspace-write", "off"] = "workspace-write"
     network: StrictBool = True
+    writable_git: StrictBool = False
 
 
 McpTransport: TypeAlias = Literal["stdio", "http", "sse"]

@@ -102,5 +102,5 @@ def _narrows(section: str, key: str, value: object, user_data: dict[str, Any]) -
         below = _SANDBOX_STRICTNESS.get(user_mode if isinstance(user_mode, str) else "", 1)
         if key == "mode":
             return isinstance(value, str) and _SANDBOX_STRICTNESS.get(value, -1) >= below
-        return key == "network" and value is False
+        return key in ("network", "writable_git") and value is False
     return (section, key) in {("web", "search_results"), ("local", "threads")} or section == "context"

@@ -11,15 +11,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import shutil
 import stat
-import subprocess
 import sys
 from collections.abc import Callable, Iterable
 from enum import Enum
 from pathlib import Path
 
 from nestor.core.errors import ToolError
+from nestor.tools.git.runner import run_git
+from nestor.tools.programs import find_program
 
 GIT_DIR_NAME = ".git"
 _READ_CHUNK_BYTES = 1 << 18
@@ -40,7 +40,7 @@ RipgrepSetting = str | None | RipgrepLookup
 
 def find_ripgrep() -> str | None:
     """Return the path of the ``rg`` binary, or None when there is none."""
-    found = shutil.which("rg")
+    found = find_program("rg")
     if found:
         return found
     beside_python = Path(sys.executable).parent / "rg"
@@ -170,35 +170,25 @@ def git_listed_files(directory: Path) -> list[str] | None:
     """Return the paths (relative, ``/``-separated) git sees under ``directory``, minus ignored ones.
 
     Tracked files that match an ignore rule are left out too, as ripgrep leaves them out.
-    Entries may be directories (an untracked nested repository shows as ``name/``).
+    Entries may be directories (an untracked nested repository shows as ``name/``). git runs as
+    nestor's own (:mod:`nestor.tools.git.runner`): none of the repository's commands can run.
 
     Returns:
         The paths, or None when ``directory`` is not in a git work tree or git is missing.
 
     """
-    git = shutil.which("git")
-    if git is None:
-        return None
-    listed = _git_ls_files(git, directory, "--cached", "--others", "--exclude-standard")
+    listed = _git_ls_files(directory, "--cached", "--others", "--exclude-standard")
     if listed is None:
         return None
-    ignored = set(_git_ls_files(git, directory, "--cached", "--ignored", "--exclude-standard") or [])
+    ignored = set(_git_ls_files(directory, "--cached", "--ignored", "--exclude-standard") or [])
     return [name for name in listed if name not in ignored]
 
 
-def _git_ls_files(git: str, directory: Path, *flags: str) -> list[str] | None:
-    try:
-        completed = subprocess.run(
-            [git, "-C", str(directory), "ls-files", "-z", *flags],
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            check=False,
-        )
-    except OSError:
+def _git_ls_files(directory: Path, *flags: str) -> list[str] | None:
+    done = run_git(directory, "ls-files", "-z", *flags)
+    if done is None or not done.ok:
         return None
-    if completed.returncode != 0:
-        return None
-    return sorted({os.fsdecode(name) for name in completed.stdout.split(b"\0") if name})
+    return sorted({os.fsdecode(name) for name in done.stdout.split(b"\0") if name})
 
 
 def walk_files(directory: Path) -> list[Path]:

@@ -198,7 +198,7 @@ class BashTool(Tool[BashParams]):
             and launch.policy is not None
             and _blames_the_sandbox(buffer.text(), launch.policy)
         ):
-            notes.insert(0, launch.policy.refusal_note())
+            notes.insert(0, launch.policy.refusal_note(buffer.text()))
         return _result(params, buffer, outcome, timeout, notes)
 
     async def _launch(self, command: str, project_root: Path) -> Launch:
@@ -292,6 +292,7 @@ async def _start(launch: Launch, cwd: Path) -> asyncio.subprocess.Process:
             env=os.environ | COMMAND_ENVIRONMENT | launch.env,
             start_new_session=True,
             preexec_fn=launch.preexec,
+            pass_fds=launch.pass_fds,
         )
     except FileNotFoundError as error:
         raise ToolError(f"{launch.argv[0]} is not installed or not on PATH.") from error

@@ -15,6 +15,7 @@ from nestor.runtime.factory.prompt import (
     read_instructions,
     strip_front_matter,
 )
+from tests.hostile_repos import ATTACKS, Attack, build
 
 
 def git(cwd: Path, *args: str) -> None:
@@ -143,7 +144,7 @@ async def test_git_status_runs_no_command_from_the_repositorys_own_config(tmp_pa
     assert "M a.txt" in section
 
 
-async def test_a_filter_that_cannot_be_overridden_skips_the_status(tmp_path: Path) -> None:
+async def test_a_filter_whose_name_git_cannot_override_is_not_run_either(tmp_path: Path) -> None:
     marker = tmp_path / "pwned"
     git(tmp_path, "init", "-q")
     git(tmp_path, "config", "filter.a=b.clean", f"touch {marker}; cat")
@@ -153,4 +154,29 @@ async def test_a_filter_that_cannot_be_overridden_skips_the_status(tmp_path: Pat
     git(tmp_path, "-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-qm", "init")
     marker.unlink(missing_ok=True)
     section = await environment_section(tmp_path)
-    assert "Git status: not read" in section and not marker.exists()
+    assert "Git status: clean" in section and not marker.exists()
+
+
+@pytest.mark.parametrize("attack", ATTACKS.values(), ids=ATTACKS.keys())
+async def test_the_environment_of_a_hostile_repository_runs_none_of_its_commands(
+    tmp_path: Path, attack: Attack
+) -> None:
+    # Cases 2 and 3 of the second red team: a worktree config's filter and a submodule's own filter
+    # ran at start-up, from the environment section's `git status`.
+    directory, marker = build(attack, tmp_path)
+
+    section = await environment_section(directory)
+
+    assert not marker.exists(), marker.read_text()
+    assert "Git repository: yes, branch main" in section or "Git repository: yes, branch wt" in section
+    assert "M a.txt" in section or "M ../a.txt" in section
+
+
+async def test_the_branch_of_a_new_or_detached_repository(tmp_path: Path) -> None:
+    git(tmp_path, "init", "-q", "-b", "trunk")
+    assert "Git repository: yes, branch trunk (no commits yet)" in await environment_section(tmp_path)
+    (tmp_path / "x").write_text("x\n")
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "-qm", "x")
+    git(tmp_path, "checkout", "-q", "--detach")
+    assert "Git repository: yes, branch detached at " in await environment_section(tmp_path)

@@ -17,12 +17,12 @@ from importlib import resources
 from pathlib import Path
 
 from nestor.core.files import UnsafeFileError, read_bounded_text
+from nestor.tools.git.location import find_repository
+from nestor.tools.git.runner import run_git_async
 
 PROJECT_INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md", "NESTOR.md")
 _MAX_INSTRUCTION_BYTES = 40_000
 _MAX_GIT_STATUS_LINES = 40
-# Git config keys that make `git status` run a command.
-_COMMAND_KEYS = r"^(filter\..*|core\.fsmonitor)$"
 
 
 def builtin_agent_prompt(name: str) -> str:
@@ -93,12 +93,13 @@ async def environment_section(project_root: Path, *, now: datetime | None = None
         f"Platform: {platform.system()} {platform.release()} ({platform.machine()})",
         f"Date: {now:%Y-%m-%d %A}",
     ]
-    branch = await _git(project_root, "rev-parse", "--abbrev-ref", "HEAD")
-    if branch is None:
+    repository = find_repository(project_root)
+    if repository is None:
         lines.append("Git repository: no")
     else:
-        lines.append(f"Git repository: yes, branch {branch.strip() or '(none)'}")
-        status = await _safe_git_status(project_root)
+        lines.append(f"Git repository: yes, branch {repository.head().describe()}")
+        done = await run_git_async(project_root, "status", "--short", "--ignore-submodules=all")
+        status = done.stdout.decode("utf-8", errors="replace") if done is not None and done.ok else None
         status_lines = (status or "").splitlines()
         if status is None:
             lines.append("Git status: not read")
@@ -118,7 +119,7 @@ async def environment_section(project_root: Path, *, now: datetime | None = None
 class EnvironmentCache:
     """The environment section of one project, rebuilt at most every ``ttl_s`` seconds.
 
-    Sub-agents started together share one section instead of each forking ``git`` three times (a fork
+    Sub-agents started together share one section instead of each running ``git status`` (a fork
     blocks the event loop for milliseconds, which twenty parallel agents add up).
     """
 
@@ -137,40 +138,3 @@ class EnvironmentCache:
                 self._section = await environment_section(self.project_root)
                 self._built_at = now
             return self._section
-
-
-async def _safe_git_status(cwd: Path) -> str | None:
-    """``git status --short`` without running the commands a repository's own git config names.
-
-    ``.git/config`` is not cloned, but a repository that arrives any other way (an archive, a
-    shared drive) brings its own, and ``git status`` runs its ``core.fsmonitor`` and the clean
-    filters its ``.gitattributes`` select. nestor runs this on its own at every prompt, so each of
-    those keys is overridden empty; a key that cannot be (its name holds ``=``) skips the status.
-    """
-    listed = await _git(cwd, "config", "--local", "--includes", "--name-only", "--get-regexp", _COMMAND_KEYS)
-    keys = (listed or "").splitlines()
-    if any("=" in key for key in keys):
-        return None
-    overrides = ["-c", "core.fsmonitor=false"]
-    for key in keys:
-        overrides += ["-c", f"{key}="]
-    return await _git(cwd, *overrides, "--no-optional-locks", "status", "--short")
-
-
-async def _git(cwd: Path, *args: str) -> str | None:
-    """Run a read-only git command; None when git is missing or this is not a repository."""
-    try:
-        process = await asyncio.create_subprocess_exec(
-            "git",
-            *args,
-            cwd=cwd,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL,
-        )
-    except OSError:
-        return None
-    stdout, _ = await process.communicate()
-    if process.returncode != 0:
-        return None
-    return stdout.decode("utf-8", errors="replace")

@@ -57,4 +57,9 @@ def sandbox_policy(
     tools = catalogue or ToolCatalogue()
     if not any(tools.has(name, "writes_files") for name in tool_names):
         return SandboxPolicy.read_only()
-    return SandboxPolicy(mode=config.mode, network=config.network, kept_read_only=tuple(kept_read_only))
+    return SandboxPolicy(
+        mode=config.mode,
+        network=config.network,
+        kept_read_only=tuple(kept_read_only),
+        writable_git=config.writable_git,
+    )

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import shutil
+import os
+import subprocess
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
+from nestor.tools.programs import find_program
 from nestor.tools.sandbox.bwrap import BASE_OPTIONS
 
 Backend: TypeAlias = Literal["bwrap", "landlock"]
@@ -39,14 +41,13 @@ class Availability:
                 "install bubblewrap (apt-get install bubblewrap) to sandbox them"
             )
         if self.backend == "landlock":
-            network = (
-                ""
-                if self.landlock_abi >= LANDLOCK_NETWORK_ABI
-                else ", and cannot block the network (Landlock ABI < 4)"
-            )
+            from nestor.tools.sandbox.seccomp import IP_SOCKETS, socket_filter
+
+            closed = self.landlock_abi >= LANDLOCK_NETWORK_ABI or socket_filter(IP_SOCKETS) is not None
+            network = "" if closed else ", and cannot block the network (Landlock ABI < 4)"
             return (
-                f"shell sandbox: Landlock ({self.bwrap_problem}): .git/hooks, .git/config and "
-                f"/dev/shm stay writable, UDP and local sockets stay open{network}"
+                f"shell sandbox: Landlock ({self.bwrap_problem}): commands can write the project's "
+                f".git (hooks and config included) and /dev/shm{network}"
             )
         return None
 
@@ -55,39 +56,42 @@ _cached: Availability | None = None
 
 
 async def detect(*, refresh: bool = False) -> Availability:
-    """Find the backend once per process (``refresh`` looks again)."""
+    """Find the backend once per process (``refresh`` looks again), off the event loop."""
+    if _cached is None or refresh:
+        return await asyncio.to_thread(detect_blocking, refresh=refresh)
+    return _cached
+
+
+def detect_blocking(*, refresh: bool = False) -> Availability:
+    """:func:`detect` for code that runs in a thread of its own (a probe costs ~15 ms, once)."""
     global _cached
     if _cached is None or refresh:
         from nestor.tools.sandbox.landlock_exec import abi_version
 
-        problem = await bwrap_problem()
+        problem = bwrap_problem()
         abi = abi_version()
         backend: Backend | None = "bwrap" if not problem else "landlock" if abi >= 1 else None
         _cached = Availability(backend, abi, problem)
     return _cached
 
 
-async def bwrap_problem(bwrap: str = "bwrap") -> str:
+def bwrap_problem(bwrap: str = "bwrap") -> str:
     """Why ``bwrap`` cannot sandbox here ("" when it can): missing, or no namespaces allowed."""
-    path = shutil.which(bwrap)
+    path = find_program(bwrap) if not os.path.isabs(bwrap) else bwrap
     if path is None:
         return "bubblewrap is not installed"
     try:
-        process = await asyncio.create_subprocess_exec(
-            path,
-            *BASE_OPTIONS,
-            "--ro-bind",
-            "/",
-            "/",
-            "true",
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.PIPE,
+        done = subprocess.run(
+            [path, *BASE_OPTIONS, "--ro-bind", "/", "/", "true"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            timeout=30,
+            check=False,
         )
-        _, error = await process.communicate()
-    except OSError as exc:
-        return f"bubblewrap cannot start: {exc.strerror}"
-    if process.returncode != 0:
-        reason = error.decode(errors="replace").strip().splitlines()
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"bubblewrap cannot start: {getattr(exc, 'strerror', None) or exc}"
+    if done.returncode != 0:
+        reason = done.stderr.decode(errors="replace").strip().splitlines()
         return "bubblewrap cannot create namespaces" + (f" ({reason[-1]})" if reason else "")
     return ""

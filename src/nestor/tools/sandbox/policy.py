@@ -3,17 +3,29 @@
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TypeAlias
 
+from nestor.tools.git.location import Repository, find_repository, git_entries
+
 SandboxMode: TypeAlias = Literal["read-only", "workspace-write", "off"]
 
-PROTECTED_GIT_PATHS = (".git/hooks", ".git/config")
-"""Kept read-only inside a writable project: a hook, or a ``core.hooksPath``/``core.fsmonitor``
-setting, would run a command the sandbox wrote outside the sandbox, at the user's next ``git``."""
+GIT_CONFIG_FILES = ("config", "config.worktree", "commondir", "hooks", "info")
+"""What git reads in a git dir for its configuration, its commands and where its repository lies:
+kept read-only when commands may otherwise write to ``.git`` (``writable_git``). Written by a
+sandboxed command, a hook, a ``core.hooksPath``/``core.fsmonitor`` setting or a ``commondir``
+naming another repository's config would run a command outside the sandbox at the user's next
+``git``."""
+
+_NAMES_GIT_DIR = re.compile(r"(?<![\w.-])\.git(?![\w.-])")
+
+PLANTED_GIT_FILES = ("commondir", "config.worktree")
+"""Files that, absent, a command could create in a writable git dir to point git at another
+config: removed after the command where the sandbox cannot keep them from being created."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +40,9 @@ class SandboxPolicy:
             ``$TMPDIR``.
         kept_read_only: Directories that stay read-only even inside a writable path: nestor's
             data dir (its trusted folders) and the user config dir, when the project holds them.
+        writable_git: Whether commands may change the git dirs of the repositories holding the
+            project (commit, checkout, stash); their config, hooks and pointers stay read-only.
+            False (the default) keeps each of those git dirs read-only as a whole.
 
     """
 
@@ -35,6 +50,7 @@ class SandboxPolicy:
     network: bool = True
     temp_dirs: tuple[Path, ...] | None = None
     kept_read_only: tuple[Path, ...] = ()
+    writable_git: bool = False
 
     @classmethod
     def read_only(cls) -> SandboxPolicy:
@@ -61,61 +77,95 @@ class SandboxPolicy:
         candidates = [project_root, *(self.temp_dirs if self.temp_dirs is not None else _temp_dirs(env))]
         return _unique_existing(candidates)
 
-    def protected_paths(self, project_root: Path) -> tuple[Path, ...]:
-        """Paths inside the writable project that stay read-only (see :data:`PROTECTED_GIT_PATHS`).
+    def visible_paths(self, project_root: Path) -> tuple[Path, ...]:
+        """What a ``read-only`` sandbox shows again over its fresh ``/tmp``: the project's repositories.
 
-        A repository without ``.git/hooks`` gets an empty one (as ``git init`` makes), so that the
-        sandbox has a directory to protect instead of leaving it free to be created. A ``.git``
-        file (a worktree, a submodule) stays read-only itself, and so do the hooks and config of
-        the repository it names (which may lie in a writable temp dir).
+        A project below a repository's top level that lies in a temp dir would otherwise lose its
+        ``.git``, and ``git log`` would fail there.
+        """
+        if self.mode != "read-only":
+            return ()
+        paths: list[Path] = []
+        for repository in enclosing_repositories(project_root):
+            paths += [repository.work_tree, repository.git_dir, repository.common_dir]
+        return _unique_existing(paths)
+
+    def protected_paths(self, project_root: Path) -> tuple[Path, ...]:
+        """Paths inside the writable ones that stay read-only (``workspace-write``).
+
+        Every ``.git`` from the project root upwards (valid or not yet: a command could fill one
+        in), and the git dirs of the repositories they make (the one a ``.git`` file names, their
+        common dirs) are read-only as a whole, so nothing git reads can be changed or created while
+        a command runs. With ``writable_git`` only what :data:`GIT_CONFIG_FILES` names in each is
+        (a repository without ``hooks`` gets an empty one, as ``git init`` makes, to protect).
+        A ``.git`` file stays read-only itself.
         """
         if self.mode != "workspace-write":
             return ()
-        git_dir = project_root / ".git"
-        if git_dir.is_dir() and not git_dir.is_symlink():
-            (git_dir / "hooks").mkdir(exist_ok=True)
-        candidates = [project_root / relative for relative in PROTECTED_GIT_PATHS]
-        candidates += self.kept_read_only
-        if git_dir.is_file():
-            candidates.append(git_dir)
-            if (linked := _linked_git_dir(git_dir)) is not None:
-                common = _common_dir(linked)
-                candidates += [linked / "commondir", linked / "config.worktree"]
-                candidates += [common / "hooks", common / "config"]
+        candidates = list(self.kept_read_only)
+        repositories = enclosing_repositories(project_root)
+        git_dirs = [entry for entry in git_entries(project_root) if entry.is_dir()]
+        for repository in repositories:
+            git_dirs += [repository.git_dir, repository.common_dir]
+        for entry in git_entries(project_root):
+            if not entry.is_dir():
+                candidates.append(entry)  # a .git file: it says where the repository is
+        for git_dir in dict.fromkeys(path.resolve() for path in git_dirs):
+            if not self.writable_git:
+                candidates.append(git_dir)
+                continue
+            if git_dir.is_relative_to(project_root.resolve()):
+                (git_dir / "hooks").mkdir(exist_ok=True)
+            for each in (git_dir, *_submodule_git_dirs(git_dir)):
+                candidates += [each / name for name in GIT_CONFIG_FILES]
         return _unique_existing(candidates)
 
     def pinned_paths(self, project_root: Path) -> tuple[Path, ...]:
-        """Writable paths bound onto themselves, so a command can neither rename nor replace them.
+        """Writable git dirs bound onto themselves, so a command can neither rename nor replace them.
 
         ``mv .git .git-old; mkdir .git`` would otherwise leave a repository whose hooks and config
-        the command wrote, for the user's next ``git`` to run.
+        the command wrote, for the user's next ``git`` to run. (A read-only git dir is a mount
+        point already, which cannot be renamed either.)
         """
-        if self.mode != "workspace-write":
+        if self.mode != "workspace-write" or not self.writable_git:
             return ()
-        git_dir = project_root / ".git"
-        return _unique_existing([git_dir]) if git_dir.is_dir() and not git_dir.is_symlink() else ()
+        return _unique_existing([entry for entry in git_entries(project_root) if entry.is_dir()])
 
     def planted_paths(self, project_root: Path) -> tuple[Path, ...]:
         """Files that point git at another repository's config, absent now: none may be left behind.
 
-        ``.git/commondir`` makes git read the config (and hooks) of the directory it names, which a
-        command could write in a temp dir; the sandbox cannot keep a file from being created, so
-        one a command created is removed after it.
+        Where a git dir is writable (``writable_git``, or under Landlock, which cannot keep a path
+        beneath a writable one read-only), a command could create a ``commondir`` naming a config
+        in a temp dir; those it created are removed after it.
         """
         if self.mode != "workspace-write":
             return ()
-        git_dir = project_root / ".git"
-        if not git_dir.is_dir() or git_dir.is_symlink():
-            return ()
-        planted = git_dir / "commondir"
-        return () if os.path.lexists(planted) else (planted,)
+        git_dirs = [entry for entry in git_entries(project_root) if entry.is_dir()]
+        git_dirs += [repository.git_dir for repository in enclosing_repositories(project_root)]
+        planted: list[Path] = []
+        for git_dir in dict.fromkeys(path.resolve() for path in git_dirs):
+            for name in PLANTED_GIT_FILES:
+                path = git_dir / name
+                if not os.path.lexists(path) and path not in planted:
+                    planted.append(path)
+        return tuple(planted)
 
-    def refusal_note(self) -> str:
-        """The line added to a failed command's output, so the model knows the sandbox may be why."""
+    def refusal_note(self, output: str = "") -> str:
+        """The line added to a failed command's output, so the model knows the sandbox may be why.
+
+        When the output names a ``.git`` path and the git dirs are read-only, the line says so,
+        and what the user can do.
+        """
         if self.mode == "read-only":
             return "(sandbox: this agent is read-only: writes outside $TMPDIR and network access are blocked)"
         network = "" if self.allows_network else "; network access is blocked"
-        return f"(sandbox: writes outside the project and the temp dirs are blocked{network})"
+        git = ""
+        if not self.writable_git and _NAMES_GIT_DIR.search(output):
+            git = (
+                "; the repository's .git is read-only to commands (git add, commit, checkout, stash): "
+                "the user can run them, or allow them with [sandbox] writable_git = true"
+            )
+        return f"(sandbox: writes outside the project and the temp dirs are blocked{network}{git})"
 
 
 def _temp_dirs(env: Mapping[str, str]) -> list[Path]:
@@ -126,25 +176,34 @@ def _temp_dirs(env: Mapping[str, str]) -> list[Path]:
     return dirs
 
 
-def _linked_git_dir(git_file: Path) -> Path | None:
-    """The directory a ``.git`` file names (``gitdir: PATH``), or None when it names none."""
-    try:
-        first = git_file.read_text(encoding="utf-8", errors="replace")[:4096].splitlines()[:1]
-    except OSError:
-        return None
-    if not first or not first[0].startswith("gitdir:"):
-        return None
-    linked = git_file.parent / first[0].removeprefix("gitdir:").strip()
-    return linked if linked.is_dir() else None
+def _submodule_git_dirs(git_dir: Path) -> list[Path]:
+    """The git dirs of a repository's submodules (``modules/NAME``, nested ones included)."""
+    found: list[Path] = []
+    pending = [git_dir / "modules"]
+    while pending and len(found) < 1000:
+        try:
+            children = sorted(entry for entry in pending.pop().iterdir() if entry.is_dir())
+        except OSError:
+            continue
+        for child in children:
+            if (child / "HEAD").is_file():
+                found.append(child)
+                pending.append(child / "modules")
+            else:  # a submodule named with a slash: modules/libs/json
+                pending.append(child)
+    return found
 
 
-def _common_dir(git_dir: Path) -> Path:
-    """The repository a worktree's git dir belongs to (its ``commondir`` file), else itself."""
-    try:
-        named = (git_dir / "commondir").read_text(encoding="utf-8", errors="replace")[:4096].strip()
-    except OSError:
-        return git_dir
-    return git_dir / named if named else git_dir
+def enclosing_repositories(project_root: Path) -> list[Repository]:
+    """Every repository holding ``project_root``: its own, then each one further up."""
+    found: list[Repository] = []
+    start = project_root
+    while (repository := find_repository(start)) is not None and repository not in found:
+        found.append(repository)
+        if repository.work_tree.parent == repository.work_tree:
+            break
+        start = repository.work_tree.parent
+    return found
 
 
 def _unique_existing(paths: list[Path]) -> tuple[Path, ...]:

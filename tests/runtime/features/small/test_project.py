@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from nestor.runtime.features.small.project import runnable_test_command
+from nestor.runtime.features.small.project import project_files, runnable_test_command
 from nestor.runtime.features.small.reader import ProjectReader
+from tests.hostile_repos import ATTACKS, Attack, build
 
 NOISY_TEST = """import warnings
 
@@ -39,3 +40,15 @@ def test_the_failure_stays_in_the_tail_of_a_run_full_of_warnings(
     assert finished.returncode != 0
     assert "the failure the model must see" in finished.stdout
     assert "assert 1 + 1 == 3" in finished.stdout
+
+
+@pytest.mark.parametrize("attack", ATTACKS.values(), ids=ATTACKS.keys())
+def test_the_file_list_of_a_hostile_repository_runs_none_of_its_commands(
+    tmp_path: Path, attack: Attack
+) -> None:
+    directory, marker = build(attack, tmp_path)
+
+    files = project_files(directory)
+
+    assert not marker.exists(), marker.read_text()
+    assert "a.txt" in files or "b.txt" in files

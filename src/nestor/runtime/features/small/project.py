@@ -9,13 +9,14 @@ file (and line) it came from, so an answer can cite it.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from nestor.runtime.features.small.reader import ProjectReader
+from nestor.tools.git.runner import run_git
 
 _SKIPPED_DIRS = frozenset(
     {
@@ -86,20 +87,9 @@ def project_card(reader: ProjectReader, *, readme_lines: int = 20) -> ProjectCar
 
 def project_files(root: Path) -> list[str]:
     """The project's files relative to ``root``: git's list when it is a repository, else a walk."""
-    try:
-        done = subprocess.run(
-            ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=10,
-            stdin=subprocess.DEVNULL,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        done = None
-    if done is not None and done.returncode == 0:
-        return sorted(line for line in done.stdout.splitlines() if line)
+    done = run_git(root, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+    if done is not None and done.ok:
+        return sorted(os.fsdecode(name) for name in done.stdout.split(b"\0") if name)
     files: list[str] = []
     for path in sorted(root.rglob("*")):
         relative = path.relative_to(root)

@@ -1,0 +1,239 @@
+"""nestor's own git: the one way nestor runs git for itself, which runs none of a repository's commands.
+
+A repository that arrives with its ``.git`` (an archive, a copied folder) brings its own config:
+``core.fsmonitor``, ``filter.*.clean``, ``core.hooksPath``, aliases, includes, a worktree config,
+a ``commondir`` naming yet another config, submodules with configs of their own. Overriding
+each key that names a command means knowing every one, in every scope, at the moment git reads
+it. So nestor never lets git read a repository's config at all: each run gets a *view*, a
+private git dir of nestor's own holding a minimal config, ``HEAD`` (resolved by
+:mod:`~nestor.tools.git.location`, by reading files) and ``info/exclude``, and git is pointed at
+the repository's index and objects by environment variables (``GIT_INDEX_FILE``,
+``GIT_OBJECT_DIRECTORY``). Only data is read from the repository; its config, hooks and
+attributes-selected filters have nothing to run. Submodules are not entered.
+
+As a second layer, git runs in the read-only, offline sandbox (bubblewrap, else Landlock), with
+an environment of a few variables (no API keys, no tokens), and is found on ``PATH`` outside the
+repository (a ``git`` in the project's ``.venv/bin`` or ``node_modules/.bin`` is not run).
+
+The user's own git config (``~/.gitconfig``, the system's) still applies: it is not the
+repository's, and its ignore rules matter to a listing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from nestor.core.files import read_bounded_text
+from nestor.tools.git.location import Repository, find_repository
+from nestor.tools.programs import find_program
+from nestor.tools.sandbox.detect import Availability, detect, detect_blocking
+from nestor.tools.sandbox.launch import Launch, SandboxError, sandboxed
+from nestor.tools.sandbox.policy import SandboxPolicy
+
+GIT_TIMEOUT_S = 30.0
+"""A listing or status that takes longer is stopped and treated as unavailable."""
+
+_KEPT_VARIABLES = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "XDG_CONFIG_HOME")
+_MAX_EXCLUDE_BYTES = 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class GitOutput:
+    """What one run of nestor's git printed.
+
+    Attributes:
+        returncode: git's exit status.
+        stdout: Its standard output, as bytes (``-z`` listings are split by the caller).
+
+    """
+
+    returncode: int
+    stdout: bytes
+
+    @property
+    def ok(self) -> bool:
+        """Whether git exited with 0."""
+        return self.returncode == 0
+
+
+def run_git(
+    directory: Path, *args: str, timeout: float = GIT_TIMEOUT_S, sandbox: Availability | None = None
+) -> GitOutput | None:
+    """Run ``git ARGS`` for the repository holding ``directory``, from there; None if none or no git.
+
+    ``sandbox`` is the backend to run it under (None: what this machine has). Blocking: call it
+    from a thread (the tools' listings run in ``asyncio.to_thread``).
+    """
+    prepared = _prepare(directory)
+    if prepared is None:
+        return None
+    git, repository = prepared
+    availability = sandbox or detect_blocking()
+    with _view(repository) as (view, git_env):
+        launch = _sandboxed(availability, repository, view, [git, "-C", str(directory), *args])
+        if launch is None:
+            return None
+        try:
+            done = subprocess.run(
+                launch.argv,
+                cwd=directory,
+                env=_environment(git_env, launch.env),
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=timeout,
+                start_new_session=True,
+                preexec_fn=launch.preexec,
+                pass_fds=launch.pass_fds,
+                check=False,
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None
+        finally:
+            launch.cleanup()
+    return GitOutput(done.returncode, done.stdout)
+
+
+async def run_git_async(
+    directory: Path, *args: str, timeout: float = GIT_TIMEOUT_S, sandbox: Availability | None = None
+) -> GitOutput | None:
+    """:func:`run_git` for the event loop: the same view, sandbox and environment."""
+    prepared = _prepare(directory)
+    if prepared is None:
+        return None
+    git, repository = prepared
+    availability = sandbox or await detect()
+    with _view(repository) as (view, git_env):
+        launch = _sandboxed(availability, repository, view, [git, "-C", str(directory), *args])
+        if launch is None:
+            return None
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *launch.argv,
+                cwd=directory,
+                env=_environment(git_env, launch.env),
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.DEVNULL,
+                start_new_session=True,
+                preexec_fn=launch.preexec,
+                pass_fds=launch.pass_fds,
+            )
+        except (OSError, subprocess.SubprocessError):
+            launch.cleanup()
+            return None
+        try:
+            stdout, _ = await asyncio.wait_for(process.communicate(), timeout)
+        except TimeoutError:
+            process.kill()
+            await process.wait()
+            return None
+        finally:
+            launch.cleanup()
+    return GitOutput(process.returncode or 0, stdout)
+
+
+def _prepare(directory: Path) -> tuple[str, Repository] | None:
+    repository = find_repository(directory)
+    if repository is None:
+        return None
+    git = find_program("git", outside=repository.work_tree)
+    return (git, repository) if git is not None else None
+
+
+@contextmanager
+def _view(repository: Repository) -> Iterator[tuple[Path, dict[str, str]]]:
+    """A private git dir for one run, and the variables that point git at it and at the data."""
+    view = Path(tempfile.mkdtemp(prefix="nestor-git-"))
+    try:
+        head = repository.head()
+        (view / "refs").mkdir()
+        if head.ref is not None:
+            (view / "HEAD").write_text(f"ref: {head.ref}\n")
+            if head.commit is not None:
+                ref_file = view / head.ref
+                ref_file.parent.mkdir(parents=True, exist_ok=True)
+                ref_file.write_text(f"{head.commit}\n")
+        else:
+            (view / "HEAD").write_text(f"{head.commit}\n" if head.commit else "ref: refs/heads/main\n")
+        (view / "config").write_text(_config(head.commit))
+        (view / "info").mkdir()
+        (view / "info" / "exclude").write_text(_exclude_rules(repository))
+        _link_shared_indexes(repository, view)
+        yield (
+            view,
+            {
+                "GIT_DIR": str(view),
+                "GIT_WORK_TREE": str(repository.work_tree),
+                "GIT_INDEX_FILE": str(repository.index_file),
+                "GIT_OBJECT_DIRECTORY": str(repository.objects_dir),
+            },
+        )
+    finally:
+        shutil.rmtree(view, ignore_errors=True)
+
+
+def _config(commit: str | None) -> str:
+    """The view's whole config: the format the objects need, and nothing that names a command."""
+    lines = ["[core]", "\tbare = false", "\tfsmonitor = false", "\tuntrackedCache = false"]
+    if commit is not None and len(commit) == 64:
+        lines[1:1] = ["\trepositoryformatversion = 1"]
+        lines += ["[extensions]", "\tobjectformat = sha256"]
+    else:
+        lines[1:1] = ["\trepositoryformatversion = 0"]
+    return "\n".join(lines) + "\n"
+
+
+def _exclude_rules(repository: Repository) -> str:
+    """The repository's ``info/exclude`` (ignore patterns: data), when it is a regular file."""
+    try:
+        return read_bounded_text(
+            repository.common_dir / "info" / "exclude", limit_bytes=_MAX_EXCLUDE_BYTES
+        ).text
+    except OSError:  # UnsafeFileError (a link, a FIFO) included
+        return ""
+
+
+def _link_shared_indexes(repository: Repository, view: Path) -> None:
+    """A split index keeps its base in ``sharedindex.*`` beside it, where git looks in ``GIT_DIR``."""
+    try:
+        shared = [path for path in repository.git_dir.iterdir() if path.name.startswith("sharedindex.")]
+    except OSError:
+        return
+    for path in shared:
+        os.symlink(path, view / path.name)
+
+
+def _sandboxed(
+    availability: Availability, repository: Repository, view: Path, argv: list[str]
+) -> Launch | None:
+    """Git's argv in the read-only, offline sandbox that shows the repository, the view and git."""
+    git_home = Path(argv[0]).resolve().parent
+    shown = (repository.work_tree, repository.git_dir, repository.common_dir, view, git_home)
+    visible = tuple(dict.fromkeys(shown))
+    try:
+        return sandboxed(
+            availability.backend,
+            SandboxPolicy.read_only(),
+            repository.work_tree,
+            argv,
+            landlock_abi=availability.landlock_abi,
+            visible=visible,
+        )
+    except SandboxError:
+        return None
+
+
+def _environment(git_env: Mapping[str, str], sandbox_env: Mapping[str, str]) -> dict[str, str]:
+    """A few of the user's variables (no keys, no tokens, no ``GIT_*``), then git's and the sandbox's."""
+    kept = {
+        name: value for name, value in os.environ.items() if name in _KEPT_VARIABLES or name.startswith("LC_")
+    }
+    return kept | {"GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"} | dict(git_env) | dict(sandbox_env)

@@ -1,0 +1,38 @@
+"""The programs nestor runs for itself are never a repository's."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from nestor.tools.programs import find_program
+
+
+def plant(directory: Path, name: str) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    program = directory / name
+    program.write_text("#!/bin/sh\ntouch pwned\n")
+    program.chmod(0o755)
+    return program
+
+
+def test_relative_path_entries_are_skipped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    plant(tmp_path / "bin", "rg")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PATH", f"bin{os.pathsep}.{os.pathsep}{os.pathsep}{os.environ['PATH']}")
+
+    found = find_program("rg")
+
+    assert found is None or not Path(found).resolve().is_relative_to(tmp_path)
+
+
+def test_entries_inside_a_folder_to_avoid_are_skipped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    inside = plant(tmp_path / "repo" / ".venv" / "bin", "git")
+    outside = plant(tmp_path / "tools", "git")
+    monkeypatch.setenv("PATH", f"{inside.parent}{os.pathsep}{outside.parent}")
+
+    assert find_program("git") == str(inside)
+    assert find_program("git", outside=tmp_path / "repo") == str(outside)
+    assert find_program("git", outside=tmp_path) is None
