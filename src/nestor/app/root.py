@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from nestor.agents.registry import AgentRegistry, project_registry
-from nestor.agents.spec import AgentSpec
 from nestor.app.conversation import Conversation, title_from_prompt
 from nestor.app.lsp_info import LspManager, ServerStatus, language_servers
 from nestor.app.mcp_config import unconfigured_server_notices
+from nestor.app.notices import ignored_settings_notices
 from nestor.bus import EventBus, EventHandler
-from nestor.config.paths import PROJECT_CONFIG_NAME, default_user_config_path
+from nestor.config.paths import default_user_config_path
 from nestor.config.settings import Settings
 from nestor.core.errors import NestorError, SessionNotFoundError
 from nestor.providers.models import ModelBuilder
@@ -366,31 +366,3 @@ class App:
 def mcp_log_dir(settings: Settings) -> Path:
     """Where MCP servers' stderr logs go: ``<data dir>/mcp/logs/<server>.log``."""
     return settings.data_dir / "mcp" / "logs"
-
-
-def ignored_settings_notices(
-    settings: Settings, untrusted_agents: Sequence[AgentSpec], agents_with_servers: Sequence[AgentSpec] = ()
-) -> list[str]:
-    """One line per reason project settings were not applied; [] when everything applied."""
-    lines: list[str] = []
-    untrusted = [item.key for item in settings.ignored if item.reason == "untrusted"]
-    untrusted += [f"agent {spec.name}'s model" for spec in untrusted_agents]
-    untrusted += [f"agent {spec.name}'s MCP servers" for spec in agents_with_servers]
-    if untrusted:
-        lines.append(
-            f"this folder is not trusted, so its settings that would widen what nestor may do or where data "
-            f"goes were ignored ({', '.join(untrusted)}); run `nestor trust` or pass --trust if you trust it"
-        )
-    redefined = [item.key for item in settings.ignored if item.reason == "user provider"]
-    if redefined:
-        lines.append(
-            f"{PROJECT_CONFIG_NAME} may not redefine a built-in provider or one of your config, so "
-            f"{', '.join(redefined)} was ignored"
-        )
-    key_senders = [item.key for item in settings.ignored if item.reason == "user key"]
-    if key_senders:
-        lines.append(
-            f"{PROJECT_CONFIG_NAME} may not send the API key of a provider you configure to a server of its "
-            f"own, so {', '.join(key_senders)} was ignored"
-        )
-    return lines
