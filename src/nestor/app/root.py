@@ -16,12 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from nestor.agents.registry import AgentRegistry, project_registry
-from nestor.agents.spec import AgentSpec
 from nestor.app.conversation import Conversation, title_from_prompt
 from nestor.app.lsp_info import LspManager, ServerStatus, language_servers
+from nestor.app.mcp_approvals import approval_asker
 from nestor.app.mcp_config import unconfigured_server_notices
+from nestor.app.notices import ignored_settings_notices
 from nestor.bus import EventBus, EventHandler
-from nestor.config.paths import PROJECT_CONFIG_NAME, default_user_config_path
+from nestor.config.paths import default_user_config_path
 from nestor.config.settings import Settings
 from nestor.core.errors import NestorError, SessionNotFoundError
 from nestor.providers.models import ModelBuilder
@@ -35,10 +36,12 @@ from nestor.runtime.kernel.loop import SessionAgent
 from nestor.runtime.kernel.permission_gate import PermissionAsker
 from nestor.runtime.kernel.permission_questions import PermissionQuestions
 from nestor.runtime.tree.delegation import AgentTree
+from nestor.store.approvals import Approvals
 from nestor.store.db import Database, open_database
 from nestor.store.messages import MessageStore
 from nestor.store.sessions import Session, SessionStore
 from nestor.tools.catalogue import ToolCatalogue
+from nestor.tools.mcp.approval import ServerApprovals
 from nestor.tools.mcp.servers import McpServers
 
 
@@ -76,6 +79,7 @@ class App:
     lsp: LspManager = field(init=False)
     _registry: AgentRegistry | None = None
     _mcp: McpServers | None = None
+    _approvals: ServerApprovals | None = None
     _factories: list[AgentFactory] = field(default_factory=list[AgentFactory])
     _held: list[str] = field(default_factory=list[str])
     _heartbeat: asyncio.Task[None] | None = None
@@ -139,7 +143,9 @@ class App:
     def mcp_servers(self) -> McpServers | None:
         """The configured MCP servers (``[mcp_servers]``, a trusted project's ``.mcp.json``), or None.
 
-        Nothing starts here: a server starts when an agent that gets its tools is built.
+        Nothing starts here: a server starts when an agent that gets its tools is built, a
+        project's only once its definition is approved. These start with the main agent, before
+        any UI could ask: an unapproved one is skipped and named (the REPL and the TUI ask first).
         """
         if self._mcp is None and self.settings.mcp_servers:
             self._mcp = McpServers(
@@ -148,8 +154,17 @@ class App:
                 log_dir=mcp_log_dir(self.settings),
                 project_root=Path(self.settings.project_root),
                 notify=self.notify,
+                project=self.settings.project_mcp_servers,
+                approve=self.server_approvals().allows,
             )
         return self._mcp
+
+    def server_approvals(self) -> ServerApprovals:
+        """The user's approvals of this project's MCP servers (see ``nestor.tools.mcp.approval``)."""
+        if self._approvals is None:
+            root = Path(self.settings.project_root)
+            self._approvals = ServerApprovals(Approvals(self.database), root, notify=self.notify)
+        return self._approvals
 
     def hold(self, session_id: str) -> None:
         """Hold the main agent's session until :meth:`close` (or until another main session is held).
@@ -243,6 +258,8 @@ class App:
             user_config_dir=user_config_dir,
             subagent_hooks=subagent_hooks,
             mcp=self.mcp_servers(),
+            mcp_approvals=self.server_approvals(),
+            ask_approval=None if asker is None else approval_asker(asker, session.id),
             notify=self.notify,
         )
         self._factories.append(factory)
@@ -366,31 +383,3 @@ class App:
 def mcp_log_dir(settings: Settings) -> Path:
     """Where MCP servers' stderr logs go: ``<data dir>/mcp/logs/<server>.log``."""
     return settings.data_dir / "mcp" / "logs"
-
-
-def ignored_settings_notices(
-    settings: Settings, untrusted_agents: Sequence[AgentSpec], agents_with_servers: Sequence[AgentSpec] = ()
-) -> list[str]:
-    """One line per reason project settings were not applied; [] when everything applied."""
-    lines: list[str] = []
-    untrusted = [item.key for item in settings.ignored if item.reason == "untrusted"]
-    untrusted += [f"agent {spec.name}'s model" for spec in untrusted_agents]
-    untrusted += [f"agent {spec.name}'s MCP servers" for spec in agents_with_servers]
-    if untrusted:
-        lines.append(
-            f"this folder is not trusted, so its settings that would widen what nestor may do or where data "
-            f"goes were ignored ({', '.join(untrusted)}); run `nestor trust` or pass --trust if you trust it"
-        )
-    redefined = [item.key for item in settings.ignored if item.reason == "user provider"]
-    if redefined:
-        lines.append(
-            f"{PROJECT_CONFIG_NAME} may not redefine a built-in provider or one of your config, so "
-            f"{', '.join(redefined)} was ignored"
-        )
-    key_senders = [item.key for item in settings.ignored if item.reason == "user key"]
-    if key_senders:
-        lines.append(
-            f"{PROJECT_CONFIG_NAME} may not send the API key of a provider you configure to a server of its "
-            f"own, so {', '.join(key_senders)} was ignored"
-        )
-    return lines

@@ -55,7 +55,8 @@ TrustOption = Annotated[
     typer.Option(
         "--trust",
         help="Apply this project's own settings for this run (allow rules, providers, ...), as a "
-        "trusted folder's are; without it they apply only once you run `nestor trust`.",
+        "trusted folder's are; without it they apply only once you run `nestor trust`. Its MCP "
+        "servers still start only once approved (nestor mcp approve).",
     ),
 ]
 DebugOption = Annotated[bool, typer.Option("--debug", help="Show tracebacks of unexpected errors.")]
@@ -205,6 +206,8 @@ def trust(
     A repository's settings are a stranger's input: until you trust its folder, nestor ignores
     those that would widen what it may do or where your data goes (allow rules, providers, models,
     web allow lists, budgets, sandbox relaxations). Folders inside a trusted one are trusted too.
+    A project's MCP servers also need their definition approved (nestor mcp approve): trust does
+    not approve them.
     """
     from nestor.cli.trust_cmd import run_trust
 

@@ -39,6 +39,7 @@ from rich.console import Console
 from nestor.cli.error_report import report_error
 from nestor.cli.formatting import spinner_frame
 from nestor.cli.headless import detach_from_terminal, terminal_outputs
+from nestor.cli.mcp_cmd import ask_to_approve_servers
 from nestor.cli.options import CommonOptions
 from nestor.cli.render import EventRenderer
 from nestor.cli.repl_controller import PermissionPrompter, ReplController
@@ -214,7 +215,10 @@ class LinePrompt:
         return [("class:prompt.busy" if self._controller.busy else "class:prompt", "› ")]
 
     def _toolbar(self) -> StyleAndTextTuples:
-        if self._question.text is not None:
+        question = self._question.text
+        if question is not None and "[a]" not in question:  # a yes/no question (an MCP server to approve)
+            return [("", "y yes · n or Esc no · Ctrl-C no and stop")]
+        if question is not None:
             return [("", "y allow once · a allow for this session · n or Esc deny · Ctrl-C deny and stop")]
         if self.exit_armed:
             return [("", "press Ctrl-C again to exit")]
@@ -317,6 +321,7 @@ def run_repl(options: CommonOptions, *, resume: str | None, continue_latest: boo
         return report_error(error, debug=options.debug)
     try:
         settings = settings_after_asking(options, options.load_settings(), input)
+        ask_to_approve_servers(settings, input)
     except NestorError as exc:
         return report_error(exc, debug=options.debug)
     return asyncio.run(

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from nestor.cli.render import EventRenderer, counted, usage_summary
 from nestor.core.errors import NestorError
 from nestor.core.events import Event, PermissionRequested, PermissionWithdrawn
+from nestor.core.permission import PERMISSION_CHOICES
 
 if TYPE_CHECKING:
     from nestor.app import Conversation, RunResult, Session
@@ -84,17 +85,26 @@ class PermissionPrompter:
             self._asking[event.request_id].cancel()
 
     async def _ask_and_answer(self, event: PermissionRequested) -> None:
-        self.answer(event.request_id, await self.ask(event.request, event.agent_id))
+        self.answer(event.request_id, await self.ask(event.request, event.agent_id, event.choices))
 
-    async def ask(self, request: PermissionRequest, agent_id: str) -> PermissionAnswer:
-        """Ask about ``request`` from agent ``agent_id``; return ``once``, ``session`` or ``deny``."""
+    async def ask(
+        self,
+        request: PermissionRequest,
+        agent_id: str,
+        choices: tuple[PermissionAnswer, ...] = PERMISSION_CHOICES,
+    ) -> PermissionAnswer:
+        """Ask about ``request`` from agent ``agent_id``; return one of ``choices``.
+
+        ``choices`` are ``once``, ``session`` and ``deny``, or without ``session`` a yes/no
+        question (y or yes is ``once``).
+        """
         async with self._lock:
             self._renderer.flush_text()
-            question = self._renderer.permission_question(request, agent_id)
+            question = self._renderer.permission_question(request, agent_id, choices)
             answer = parse_answer(await self._read_answer(question))
-            while answer is None:
+            while answer not in choices:
                 answer = parse_answer(await self._read_answer(question))
-            self._renderer.show_permission_answer(request, agent_id, answer)
+            self._renderer.show_permission_answer(request, agent_id, answer, choices)
             return answer
 
 

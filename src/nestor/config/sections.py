@@ -308,6 +308,33 @@ class McpServerConfig(_ConfigModel):
         return "stdio" if self.command is not None else "http"
 
 
+ENV_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+"""An environment variable's name, as ``${NAME}`` spells it."""
+
+
+class McpConfig(_ConfigModel):
+    """The ``[mcp]`` table, read from the user's config only: what a project's MCP servers may read.
+
+    Attributes:
+        expand_env: The variables a project's ``.mcp.json`` may expand (``${GITHUB_TOKEN}``); any
+            other variable expands as if it were unset (its ``:-default``, else empty). A
+            provider's key variable is refused here.
+
+    """
+
+    expand_env: tuple[str, ...] = ()
+
+    @field_validator("expand_env")
+    @classmethod
+    def _check_names(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for name in value:
+            if not ENV_VARIABLE.fullmatch(name):
+                raise ValueError(
+                    f"{name!r} is not a variable name (write GITHUB_TOKEN, not ${{GITHUB_TOKEN}})"
+                )
+        return value
+
+
 def check_mcp_server_names(names: Iterable[str]) -> None:
     """Raise ValueError for the first name that cannot make ``mcp__NAME__tool`` tool names."""
     for name in names:
@@ -378,6 +405,7 @@ class ConfigDocument(_ConfigModel):
     web: WebConfig = WebConfig()
     sandbox: SandboxConfig = SandboxConfig()
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict[str, McpServerConfig])
+    mcp: McpConfig = McpConfig()
     lsp: dict[str, LspServerConfig] = Field(default_factory=dict[str, LspServerConfig])
 
     @field_validator("mcp_servers")

@@ -86,6 +86,8 @@ class PermissionRequested(_Event):
     """A tool call waits for the user's answer; a UI answers it by ``request_id`` through the facade.
 
     Published only where someone can answer (the REPL, a TUI); a headless run denies without asking.
+    ``choices`` are the answers to offer: :data:`~nestor.core.permission.YES_NO` makes it a yes/no
+    question (a project's MCP server to approve: its definition is the request's ``target``).
     """
 
     type: Literal["permission_requested"] = "permission_requested"

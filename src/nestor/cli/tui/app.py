@@ -266,7 +266,8 @@ class NestorTui(App[int]):
         # The stored session's: its earlier prompts (resumed) and every sub-agent's, rolled up as stored.
         cost = format_cost(conversation.session().usage.cost_usd)
         if self._asking is not None:
-            activity = "answer the question: y / a / n"
+            keys = "y / a / n" if "session" in self._asking.choices else "y / n"
+            activity = f"answer the question: {keys}"
         elif self.controller.busy:
             activity = "working · Esc stops · Enter queues"
         else:
@@ -285,7 +286,7 @@ class NestorTui(App[int]):
         agent = self.live_tree.get(event.agent_id)
         sub_agent = event.agent_id != self.live_tree.main_id
         asker = "the main agent" if not sub_agent or agent is None else agent.title()
-        screen = PermissionScreen(event.request, asker, sub_agent=sub_agent)
+        screen = PermissionScreen(event.request, asker, sub_agent=sub_agent, choices=event.choices)
         self._asking, self._asking_id = screen, event.request_id
 
         def answered(answer: PermissionAnswer | None) -> None:
@@ -295,6 +296,8 @@ class NestorTui(App[int]):
             self.controller.conversation.answer(event.request_id, answer)
             self.live_tree.answered(event.request_id)
             words = {"once": "allowed once", "session": "allowed for the session", "deny": "denied"}[answer]
+            if "session" not in event.choices:
+                words = "yes" if answer == "once" else "no"
             self._transcript(event.agent_id).note(f"{words}: {event.request.description}", "dim")
 
         self.push_screen(screen, answered)

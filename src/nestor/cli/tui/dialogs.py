@@ -17,6 +17,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
+from nestor.core.permission import PERMISSION_CHOICES
 from nestor.core.usage import format_cost, format_tokens
 
 if TYPE_CHECKING:
@@ -42,10 +43,14 @@ def suggested_rule(request: PermissionRequest) -> str:
 class PermissionScreen(ModalScreen["PermissionAnswer | None"]):
     """Asks whether a tool call may run; names the agent that asks and the rule that would allow it.
 
+    A yes/no question (``choices`` without ``session``: a project's MCP server to approve) shows
+    the request's target, the server's definition, instead of a rule, and answers y or n.
+
     Args:
         request: What the call wants to do.
         asker: Who asks, e.g. ``main agent`` or ``explore · find auth code``.
         sub_agent: The asker is a sub-agent: "for the session" then covers that agent's session.
+        choices: The answers offered.
 
     """
 
@@ -56,38 +61,52 @@ class PermissionScreen(ModalScreen["PermissionAnswer | None"]):
         Binding("escape", "answer('deny')", "deny", show=False),
     ]
 
-    def __init__(self, request: PermissionRequest, asker: str, *, sub_agent: bool) -> None:
+    def __init__(
+        self,
+        request: PermissionRequest,
+        asker: str,
+        *,
+        sub_agent: bool,
+        choices: tuple[PermissionAnswer, ...] = PERMISSION_CHOICES,
+    ) -> None:
         super().__init__()
         self.request = request
+        self.choices = choices
         self._asker = asker
         self._sub_agent = sub_agent
 
     def compose(self) -> ComposeResult:
-        """The question, the rule, the three answers."""
+        """The question, the rule, the three answers (or the definition, yes and no)."""
         request = self.request
         outside = " (outside the project)" if request.outside_project else ""
         session = "for this agent's session" if self._sub_agent else "for this session"
+        yes_no = "session" not in self.choices
         with Vertical(id="permission-dialog"):
             yield Label(Text(f"{self._asker} asks", style="bold"))
-            yield Static(Text(f"{request.description}{outside}"), id="permission-what")
-            rule = suggested_rule(request)
-            hint = f'to stop being asked, add to nestor.toml: [permissions] allow = ["{rule}"]'
-            yield Static(Text(hint, style="dim"), id="permission-rule")
+            yield Static(Text(f"{request.description}{outside}{'?' if yes_no else ''}"), id="permission-what")
+            if yes_no:
+                yield Static(Text(request.target, style="dim"), id="permission-rule")
+            else:
+                rule = suggested_rule(request)
+                hint = f'to stop being asked, add to nestor.toml: [permissions] allow = ["{rule}"]'
+                yield Static(Text(hint, style="dim"), id="permission-rule")
             with Horizontal(id="permission-buttons"):
-                yield Button(Text("[y] allow once"), id="once", variant="primary")
-                yield Button(Text(f"[a] allow {session}"), id="session")
-                yield Button(Text("[n] deny"), id="deny", variant="error")
+                yield Button(Text("[y] yes" if yes_no else "[y] allow once"), id="once", variant="primary")
+                if not yes_no:
+                    yield Button(Text(f"[a] allow {session}"), id="session")
+                yield Button(Text("[n] no" if yes_no else "[n] deny"), id="deny", variant="error")
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         """A button answers as its key does."""
         self.action_answer(event.button.id or "deny")
 
     def action_answer(self, answer: str) -> None:
-        """Close the dialog with ``answer`` (``once``, ``session`` or ``deny``)."""
+        """Close the dialog with ``answer`` (``once``, ``session`` or ``deny``), if it is one offered."""
         choice: PermissionAnswer = (
             "once" if answer == "once" else "session" if answer == "session" else "deny"
         )
-        self.dismiss(choice)
+        if choice in self.choices:
+            self.dismiss(choice)
 
 
 class SessionPicker(ModalScreen["str | None"]):

@@ -22,7 +22,7 @@ from pydantic_ai.settings import ModelSettings
 from nestor.agents.registry import AgentRegistry, builtin_spec
 from nestor.agents.spec import AgentSpec
 from nestor.bus import EventBus
-from nestor.config.settings import Settings
+from nestor.config.settings import ProjectServer, Settings
 from nestor.permissions import PermissionPolicy
 from nestor.permissions.child import ChildPolicy
 from nestor.providers.build import BuiltModel
@@ -38,7 +38,7 @@ from nestor.runtime.kernel.loop import SessionAgent
 from nestor.runtime.kernel.permission_gate import PermissionAsker
 from nestor.runtime.kernel.setup import AgentSetup
 from nestor.runtime.tree.delegation import AgentTree
-from nestor.runtime.tree.mcp_tools import allowed_mcp_tools
+from nestor.runtime.tree.mcp_tools import allowed_mcp_tools, own_project_servers
 from nestor.runtime.tree.services import ChildRequest, TreeServices
 from nestor.runtime.tree.subagent_hooks import (
     MAIN_AGENT_REPORT,
@@ -50,6 +50,7 @@ from nestor.store.messages import MessageStore
 from nestor.store.sessions import Session, SessionStore
 from nestor.tools.base import Tool
 from nestor.tools.catalogue import ToolCatalogue
+from nestor.tools.mcp.approval import AskApproval, ServerApprovals
 from nestor.tools.mcp.servers import McpServers
 
 
@@ -92,6 +93,10 @@ class AgentFactory:
         instructions: The instruction files' text (read anew for each task); None gives none.
         user_config_dir: nestor's user config directory (the user's ``AGENTS.md``); None reads none.
         mcp: The process's MCP servers (None without any): the main agent gets all their tools.
+        mcp_approvals: The user's approvals of a project's MCP servers: an agent file of the
+            project starts its own servers only once approved (none without it).
+        ask_approval: Asks the user to approve such a server, where someone can answer (None:
+            an unapproved server is skipped, and named).
         notify: Tells the user in one line what went wrong without stopping the run (an agent's
             own MCP server that cannot start).
         summarizer: Writes compaction summaries for every agent of the tree (the main agent's
@@ -117,6 +122,8 @@ class AgentFactory:
     user_config_dir: Path | None = None
     summarizer: SummaryModel | None = None
     mcp: McpServers | None = None
+    mcp_approvals: ServerApprovals | None = None
+    ask_approval: AskApproval | None = None
     notify: Callable[[str], None] = lambda _message: None
     subagent_hooks: Callable[[], Sequence[Hook]] | None = None
     tree: AgentTree = field(init=False)
@@ -290,6 +297,11 @@ class AgentFactory:
         )
 
     async def _own_mcp_tools(self, spec: AgentSpec, parent: SessionAgent, session_id: str) -> list[Tool[Any]]:
+        approvals, ask = self.mcp_approvals, self.ask_approval
+
+        async def approve(server: ProjectServer) -> bool:
+            return approvals is not None and await approvals.allows(server, ask=ask)
+
         servers = McpServers(
             dict(spec.own_mcp_servers),
             catalogue=self.catalogue,
@@ -297,6 +309,8 @@ class AgentFactory:
             project_root=self.project_root,
             notify=self.notify,
             owner=f"agent {spec.name}'s own MCP servers",
+            project=own_project_servers(spec),
+            approve=approve,
         )
         self._own_servers[session_id] = servers
         names = allowed_mcp_tools(await servers.tool_names(), spec, parent.setup.policy, self.catalogue)
