@@ -291,6 +291,7 @@ class NestorAcpAgent:
                 settings,
                 mode=mode or ("yolo" if settings.yolo else self._initial_mode),
                 resume=resume,
+                fs=self._client.fs,
             )
         except NestorError as exc:
             raise request_error(exc) from None

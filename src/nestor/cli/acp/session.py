@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import acp
-from acp.schema import Cost, PromptResponse, SessionInfoUpdate, UsageUpdate
+from acp.schema import Cost, FileSystemCapabilities, PromptResponse, SessionInfoUpdate, UsageUpdate
 from acp.schema import Usage as AcpUsage
 
 from nestor.app import App, Conversation, Session
+from nestor.cli.acp.editor_files import client_files
 from nestor.cli.acp.modes import ModeId
 from nestor.cli.acp.outbox import Outbox
 from nestor.cli.acp.permissions import PermissionBridge
@@ -80,20 +81,25 @@ class AcpSession:
         *,
         mode: ModeId,
         resume: str | None = None,
-        app: App | None = None,
+        fs: FileSystemCapabilities | None = None,
     ) -> AcpSession:
         """Start the main agent on a new session, or on the stored session ``resume``.
+
+        ``fs`` is what the client offers of its files: the file tools then go through the editor.
 
         Raises:
             NestorError: No model can be built, the session is unknown or another process runs it.
 
         """
-        app = app or App.open(settings, notify=notice)
+        files = client_files(conn, fs)
+        app = App.open(settings, notify=notice, editor_files=files)
         try:
             session = app.find_session(resume=resume, continue_latest=False) if resume else None
             if session is not None and session.parent_id is not None:
                 raise NestorError(f"{session.id} is a sub-agent's session", hint="load its main session")
             conversation = await app.conversation(session=session, interactive=True)
+            if files is not None:
+                files.session_id = conversation.session_id
         except BaseException:
             await app.aclose()
             raise
