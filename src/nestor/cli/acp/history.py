@@ -1,16 +1,18 @@
-"""A stored conversation as the updates ``session/load`` replays before it answers.
+"""Stored conversations over ACP: the updates ``session/load`` replays before it answers, and forks.
 
 The whole history goes, in order: the user's prompts, the main agent's text and reasoning, each
 tool call with its card and outcome (full results, which the live preview cuts), and each
 sub-agent's tool calls inside the ``task`` call that started it, tagged with ``_meta.nestor`` as
 they were live. A compaction's summary is not replayed: the messages it summarised are.
+
+Loaded only by ``session/load`` and ``session/fork``: reading messages brings in pydantic-ai.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from acp.schema import (
     AgentMessageChunk,
@@ -31,7 +33,13 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
+from nestor.app.records import MessageStore, SessionStore, compaction_mark, open_database
 from nestor.cli.acp.tool_calls import ToolContent, describe_call, text_content, tool_call_start
+from nestor.config.settings import Settings
+from nestor.core.errors import NestorError
+
+if TYPE_CHECKING:
+    from nestor.cli.acp.session import AcpSession
 
 REPLAYED_RESULT_CHARS = 4000
 """A replayed tool result is cut here: the card shows it, the model saw it whole."""
@@ -121,3 +129,78 @@ def _args(part: ToolCallPart) -> dict[str, Any]:
 
 def _text(text: str) -> TextContentBlock:
     return TextContentBlock(type="text", text=text)
+
+
+def replay_session(opened: AcpSession) -> list[Any]:
+    """The updates that replay a session's history, its sub-agents' tool calls inside their ``task`` calls."""
+    app, translator = opened.app, opened.translator
+
+    def is_summary(message: Any) -> bool:
+        return compaction_mark(message) is not None
+
+    def children(agent_id: str, depth: int) -> Callable[[str], Any]:
+        def of_call(acp_id: str) -> Any:
+            raw_id = acp_id.rpartition("/")[2]
+            for child in app.sessions.children(agent_id):
+                if child.parent_tool_call_id != raw_id:
+                    continue
+                meta = {
+                    "nestor": {
+                        "agentId": child.id,
+                        "parentAgentId": agent_id,
+                        "parentToolCallId": acp_id,
+                        "agentType": child.agent_name,
+                        "depth": depth + 1,
+                        "background": False,
+                    }
+                }
+                yield from replay(
+                    app.messages.list(child.id),
+                    project_root=opened.project_root,
+                    call_id=lambda call, child_id=child.id: f"{child_id}/{call}",
+                    meta=meta,
+                    is_summary=is_summary,
+                    children=children(child.id, depth + 1),
+                )
+
+        return of_call
+
+    return list(
+        replay(
+            app.messages.list(opened.session_id),
+            project_root=opened.project_root,
+            call_id=lambda call: translator.call_id(opened.session_id, call),
+            is_summary=is_summary,
+            children=children(opened.session_id, 0),
+        )
+    )
+
+
+def fork_stored_session(settings: Settings, session_id: str) -> str:
+    """A new main session holding a copy of ``session_id`` 's messages; returns its id.
+
+    The fork's usage starts at zero, and its ``task`` calls' sub-agents stay the original's.
+
+    Raises:
+        SessionNotFoundError: No session has this id.
+        NestorError: It is a sub-agent's session.
+
+    """
+    database = open_database(settings.database_path)
+    try:
+        sessions, messages = SessionStore(database), MessageStore(database)
+        original = sessions.get(session_id)
+        if original.parent_id is not None:
+            raise NestorError(f"{original.id} is a sub-agent's session", hint="fork its main session")
+        fork = sessions.create(
+            original.project_path,
+            agent_name=original.agent_name,
+            model=original.model,
+            title=f"{original.title} (fork)" if original.title else "",
+            metadata={"forked_from": original.id},
+        )
+        for message in messages.list(original.id):
+            messages.append(fork.id, message)
+        return fork.id
+    finally:
+        database.close()

@@ -10,6 +10,7 @@ Only ``nestor acp`` imports this package: the SDK's generated schema costs most 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -46,9 +47,8 @@ from acp.schema import (
 )
 
 import nestor
-from nestor.app.records import MessageStore, SessionStore, open_database
+from nestor.app.records import SessionStore, open_database
 from nestor.cli.acp.client_mcp import with_client_servers
-from nestor.cli.acp.history import replay
 from nestor.cli.acp.modes import MODE_OPTION, MODEL_OPTIONS, ModeId, config_options, is_mode, mode_state
 from nestor.cli.acp.session import AcpSession, request_error
 from nestor.cli.options import CommonOptions
@@ -95,6 +95,7 @@ class NestorAcpAgent:
     ) -> InitializeResponse:
         """Negotiate the version down to v1 and say what nestor offers."""
         self._client = client_capabilities or ClientCapabilities()
+        _warm_up()
         return InitializeResponse(
             protocol_version=min(protocol_version, PROTOCOL_VERSION),
             agent_capabilities=AgentCapabilities(
@@ -143,6 +144,8 @@ class NestorAcpAgent:
         opened = await self._open(
             cwd, mcp_servers, resume=session_id, models=self._models.get(session_id, {})
         )
+        from nestor.cli.acp.history import replay_session
+
         for update in replay_session(opened):
             opened.outbox.put(update)
         await opened.outbox.flush()
@@ -171,6 +174,8 @@ class NestorAcpAgent:
         **kwargs: Any,
     ) -> ForkSessionResponse:
         """A new session whose history is a copy of ``session_id`` 's; the original is left as it is."""
+        from nestor.cli.acp.history import fork_stored_session
+
         settings = self._settings(cwd, mcp_servers, {})
         try:
             fork_id = fork_stored_session(settings, session_id)
@@ -327,81 +332,17 @@ class NestorAcpAgent:
         return list(config_options(opened.mode, models, choices))
 
 
-def replay_session(opened: AcpSession) -> list[Any]:
-    """The updates that replay a session's history, its sub-agents' tool calls inside their ``task`` calls."""
-    from nestor.app.records import compaction_mark
+def _warm_up() -> None:
+    """Import the runtime in a thread while the editor gets the answer, so ``session/new`` does not wait.
 
-    app, translator = opened.app, opened.translator
-
-    def is_summary(message: Any) -> bool:
-        return compaction_mark(message) is not None
-
-    def children(agent_id: str, depth: int) -> Callable[[str], Any]:
-        def of_call(acp_id: str) -> Any:
-            raw_id = acp_id.rpartition("/")[2]
-            for child in app.sessions.children(agent_id):
-                if child.parent_tool_call_id != raw_id:
-                    continue
-                meta = {
-                    "nestor": {
-                        "agentId": child.id,
-                        "parentAgentId": agent_id,
-                        "parentToolCallId": acp_id,
-                        "agentType": child.agent_name,
-                        "depth": depth + 1,
-                        "background": False,
-                    }
-                }
-                yield from replay(
-                    app.messages.list(child.id),
-                    project_root=opened.project_root,
-                    call_id=lambda call, child_id=child.id: f"{child_id}/{call}",
-                    meta=meta,
-                    is_summary=is_summary,
-                    children=children(child.id, depth + 1),
-                )
-
-        return of_call
-
-    return list(
-        replay(
-            app.messages.list(opened.session_id),
-            project_root=opened.project_root,
-            call_id=lambda call: translator.call_id(opened.session_id, call),
-            is_summary=is_summary,
-            children=children(opened.session_id, 0),
-        )
-    )
-
-
-def fork_stored_session(settings: Settings, session_id: str) -> str:
-    """A new main session holding a copy of ``session_id`` 's messages; returns its id.
-
-    The fork's usage starts at zero, and its ``task`` calls' sub-agents stay the original's.
-
-    Raises:
-        SessionNotFoundError: No session has this id.
-        NestorError: It is a sub-agent's session.
-
+    ``initialize`` comes first and must be quick; the runtime (models, tools, the agent loop) is
+    needed only by the first session, which usually follows within a second.
     """
-    database = open_database(settings.database_path)
-    try:
-        sessions, messages = SessionStore(database), MessageStore(database)
-        original = sessions.get(session_id)
-        if original.parent_id is not None:
-            raise NestorError(f"{original.id} is a sub-agent's session", hint="fork its main session")
-        fork = sessions.create(
-            original.project_path,
-            agent_name=original.agent_name,
-            model=original.model,
-            title=f"{original.title} (fork)" if original.title else "",
-            metadata={"forked_from": original.id},
-        )
-        for message in messages.list(original.id):
-            messages.append(fork.id, message)
-        return fork.id
-    finally:
-        database.close()
+
+    def load() -> None:
+        import nestor.app.root  # noqa: F401 - the import is the work
+
+    threading.Thread(target=load, name="nestor-warm-up", daemon=True).start()
 
 
 def _iso(timestamp: float) -> str:

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import acp
 from acp.schema import Cost, FileSystemCapabilities, PromptResponse, SessionInfoUpdate, UsageUpdate
 from acp.schema import Usage as AcpUsage
 
-from nestor.app import App, Conversation, Session
 from nestor.cli.acp.editor_files import client_files
 from nestor.cli.acp.modes import ModeId
 from nestor.cli.acp.outbox import Outbox
@@ -29,6 +28,9 @@ from nestor.config.settings import Settings
 from nestor.core.errors import NestorError
 from nestor.core.events import AgentFinished, Event, RequestFinished, SessionTitled
 from nestor.core.usage import Usage
+
+if TYPE_CHECKING:
+    from nestor.app import App, Conversation, Session
 
 _STOP_REASONS: dict[str, Any] = {
     "completed": "end_turn",
@@ -91,6 +93,8 @@ class AcpSession:
             NestorError: No model can be built, the session is unknown or another process runs it.
 
         """
+        from nestor.app import App  # the runtime: loaded by the first session, not by `initialize`
+
         files = client_files(conn, fs)
         app = App.open(settings, notify=notice, editor_files=files)
         try:
