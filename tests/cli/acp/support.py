@@ -152,6 +152,13 @@ class RecordingClient:
         return "".join(update["content"]["text"] for update in self.of_kind("agent_message_chunk"))
 
 
+async def until(predicate: Callable[[], object], within_s: float = 30) -> None:
+    """Wait until ``predicate()`` is true (the updates it reads arrive from the agent's process)."""
+    async with asyncio.timeout(within_s):
+        while not predicate():  # noqa: ASYNC110 - the condition is another process's output
+            await asyncio.sleep(0.05)
+
+
 def fs_capabilities() -> ClientCapabilities:
     """A client that offers ``fs/read_text_file`` and ``fs/write_text_file``."""
     return ClientCapabilities(fs=FileSystemCapabilities(read_text_file=True, write_text_file=True))

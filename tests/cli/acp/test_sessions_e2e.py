@@ -101,3 +101,31 @@ async def test_loading_an_unknown_session_is_an_error_with_a_cause(tmp_path: Pat
 
     assert "ses_nothere" in str(raised.value)
     assert relative.value.code == -32602
+
+
+async def test_choosing_another_model_goes_on_with_the_same_history(tmp_path: Path) -> None:
+    repo = git_repo(tmp_path / "repo", {"README.md": "# demo\n"})
+    routes: dict[str, list[ServerReply | Route]] = {
+        "remember": [ServerReply(text="first answer"), ServerReply(text="second answer")]
+    }
+    with ScriptedOpenAIServer(router(routes)) as server:
+        async with nestor_acp(RecordingClient(), repo, acp_env(tmp_path, server)) as conn:
+            await conn.initialize(protocol_version=1)
+            session = await conn.new_session(cwd=str(repo))
+            options = {option.id: option for option in session.config_options or []}
+            await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("remember 42")])
+            changed = await conn.set_config_option(
+                config_id="large_model", session_id=session.session_id, value="openai-chat:gpt-4o-mini"
+            )
+            await conn.set_config_option(
+                config_id="mode", session_id=session.session_id, value="accept_edits"
+            )
+            await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("what was it?")])
+
+    assert options["large_model"].current_value == "openai-chat:gpt-4o"
+    assert options["mode"].current_value == "ask"
+    now = {option.id: option.current_value for option in changed.config_options}
+    assert now["large_model"] == "openai-chat:gpt-4o-mini"
+    assert [request["model"] for request in server.requests if "remember 42" in str(request["messages"])][
+        -1
+    ] == ("gpt-4o-mini")

@@ -9,7 +9,7 @@ import acp
 import pytest
 
 from nestor.testing import ScriptedOpenAIServer, ServerReply, ServerToolCall
-from tests.cli.acp.support import RecordingClient, acp_env, nestor_acp
+from tests.cli.acp.support import RecordingClient, acp_env, nestor_acp, until
 from tests.cli.support import git_repo
 from tests.server_routes import Route, router, task_call
 
@@ -87,9 +87,7 @@ async def test_cancel_mid_turn_stops_the_run_and_answers_cancelled(tmp_path: Pat
             prompt = asyncio.create_task(
                 conn.prompt(session_id=session.session_id, prompt=[acp.text_block("think")])
             )
-            async with asyncio.timeout(30):
-                while not client.of_kind("agent_message_chunk"):  # noqa: ASYNC110
-                    await asyncio.sleep(0.05)
+            await until(lambda: client.of_kind("agent_message_chunk"))
             await conn.cancel(session_id=session.session_id)
             cancelled = await asyncio.wait_for(prompt, 30)
             again = await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("again")])
@@ -97,3 +95,49 @@ async def test_cancel_mid_turn_stops_the_run_and_answers_cancelled(tmp_path: Pat
     assert cancelled.stop_reason == "cancelled"
     assert again.stop_reason == "end_turn"
     assert client.text().endswith("second prompt answered")
+
+
+async def test_cancelling_one_task_call_stops_that_sub_agent_and_the_others_finish(tmp_path: Path) -> None:
+    repo = git_repo(tmp_path / "repo", {"README.md": "# demo\n"})
+    routes: dict[str, list[ServerReply | Route]] = {
+        "USER": [
+            ServerReply(
+                tool_calls=(
+                    task_call("slow one", "SLOW: think long", subagent_type="explore"),
+                    task_call("quick one", "QUICK: answer", subagent_type="explore"),
+                )
+            ),
+            ServerReply(text="One was stopped, one answered."),
+        ],
+        "SLOW": [ServerReply(text="never finished", chunks=4, stall_after_chunks=1)],
+        "QUICK": [ServerReply(text="quick answer", delay=1.0)],
+    }
+    client = RecordingClient()
+    with ScriptedOpenAIServer(router(routes)) as server:
+        async with nestor_acp(client, repo, acp_env(tmp_path, server)) as conn:
+            await conn.initialize(protocol_version=1)
+            session = await conn.new_session(cwd=str(repo))
+            prompt = asyncio.create_task(
+                conn.prompt(session_id=session.session_id, prompt=[acp.text_block("USER: two tasks")])
+            )
+            slow = lambda: [c for c in client.of_kind("tool_call") if c["title"] == "explore · slow one"]  # noqa: E731
+            await until(slow)
+            slow_id = slow()[0]["toolCallId"]
+            # Its sub-agent runs once its card shows progress.
+            await until(lambda: any(u["toolCallId"] == slow_id for u in client.of_kind("tool_call_update")))
+            stopped = await conn.ext_method(  # on the wire: _nestor/cancel_task
+                "nestor/cancel_task", {"sessionId": session.session_id, "toolCallId": slow_id}
+            )
+            done = await asyncio.wait_for(prompt, 30)
+
+    assert stopped == {"cancelled": True}
+    assert done.stop_reason == "end_turn"
+    assert client.text() == "One was stopped, one answered."
+    finals = {
+        u["toolCallId"]: u
+        for u in client.of_kind("tool_call_update")
+        if u.get("status") in ("completed", "failed")
+    }
+    quick = next(c for c in client.of_kind("tool_call") if c["title"] == "explore · quick one")
+    assert "quick answer" in str(finals[quick["toolCallId"]]["content"])
+    assert "cancelled" in str(finals[slow_id]["content"])
