@@ -174,15 +174,7 @@ class AcpSession:
     def usage_update(self) -> UsageUpdate:
         """What the context holds, and what the whole tree spent (``_meta.nestor.usage``)."""
         used, window = self.conversation.context_use()
-        usage = self.stored.usage
-        cost = Cost(amount=usage.cost_usd, currency="USD") if usage.cost_usd is not None else None
-        return UsageUpdate(
-            session_update="usage_update",
-            used=used,
-            size=window or used,
-            cost=cost,
-            field_meta={"nestor": {"usage": usage.to_dict()}},
-        )
+        return usage_update(used, window, self.stored.usage)
 
     async def _send(self, update: Any) -> None:
         await self.conn.session_update(session_id=self.session_id, update=update)
@@ -232,6 +224,18 @@ class AcpSession:
                 session_update="agent_message_chunk", content=TextContentBlock(type="text", text=text)
             )
         )
+
+
+def usage_update(used: int, window: int | None, usage: Usage) -> UsageUpdate:
+    """``usage_update``: the context used of its window, the tree's cost, its usage in ``_meta``."""
+    cost = Cost(amount=usage.cost_usd, currency="USD") if usage.cost_usd is not None else None
+    return UsageUpdate(
+        session_update="usage_update",
+        used=used,
+        size=window or used,
+        cost=cost,
+        field_meta={"nestor": {"usage": usage.to_dict()}},
+    )
 
 
 def acp_usage(usage: Usage) -> AcpUsage:
