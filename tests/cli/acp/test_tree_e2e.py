@@ -141,3 +141,40 @@ async def test_cancelling_one_task_call_stops_that_sub_agent_and_the_others_fini
     quick = next(c for c in client.of_kind("tool_call") if c["title"] == "explore · quick one")
     assert "quick answer" in str(finals[quick["toolCallId"]]["content"])
     assert "cancelled" in str(finals[slow_id]["content"])
+
+
+async def test_a_background_agent_shows_in_its_task_card_with_its_notice(tmp_path: Path) -> None:
+    repo = git_repo(tmp_path / "repo", {"src/db.py": "# TODO: index\n"})
+
+    def after_notice(body: dict[str, object]) -> ServerReply:
+        assert "[Background sub-agent" in str(body["messages"])
+        return ServerReply(text="The scan found one TODO.")
+
+    routes: dict[str, list[ServerReply | Route]] = {
+        "USER": [
+            ServerReply(
+                tool_calls=(task_call("scan todos", "SCAN: find TODO markers", run_in_background=True),)
+            ),
+            ServerReply(text="Started a scan."),
+            after_notice,
+        ],
+        "SCAN": [
+            ServerReply(tool_calls=(ServerToolCall("grep", {"pattern": "TODO"}),), delay=0.3),
+            ServerReply(text="One TODO, in src/db.py:1"),
+        ],
+    }
+    client = RecordingClient()
+    with ScriptedOpenAIServer(router(routes)) as server:
+        async with nestor_acp(client, repo, acp_env(tmp_path, server)) as conn:
+            await conn.initialize(protocol_version=1)
+            session = await conn.new_session(cwd=str(repo))
+            done = await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("USER: scan")])
+
+    assert done.stop_reason == "end_turn"
+    assert client.text() == "Started a scan.\n\nThe scan found one TODO."
+    [task] = [call for call in client.of_kind("tool_call") if call["kind"] == "think"]
+    [grep] = [call for call in client.of_kind("tool_call") if call["kind"] == "search"]
+    assert grep["_meta"]["nestor"]["background"] is True
+    assert grep["_meta"]["nestor"]["parentToolCallId"] == task["toolCallId"]
+    card = [u for u in client.of_kind("tool_call_update") if u["toolCallId"] == task["toolCallId"]]
+    assert "notice to the parent" in card[-1]["content"][0]["content"]["text"]

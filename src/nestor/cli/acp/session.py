@@ -126,6 +126,7 @@ class AcpSession:
         if self.conversation.busy:
             raise acp.RequestError.invalid_request({"message": "a prompt is already running in this session"})
         self._cancelled = False
+        self.translator.new_prompt()
         try:
             outcome = await self.conversation.run_to_completion(text)
         finally:

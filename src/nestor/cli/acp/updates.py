@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from acp.schema import (
     AgentMessageChunk,
@@ -39,6 +39,7 @@ from nestor.core.events import (
     BackgroundNotice,
     ErrorEvent,
     Event,
+    RequestFinished,
     TextDelta,
     ThinkingDelta,
     TodosUpdated,
@@ -114,6 +115,11 @@ class UpdateTranslator:
         self.agents: dict[str, SubAgentCard] = {}
         self.calls: dict[str, KnownCall] = {}
         self._card_of_call: dict[str, SubAgentCard] = {}
+        self._main_spoke: Literal["", "speaking", "ended"] = ""
+
+    def new_prompt(self) -> None:
+        """A prompt begins: the editor starts a new message."""
+        self._main_spoke = ""
 
     def call_id(self, agent_id: str, tool_call_id: str) -> str:
         """The ACP id of a tool call: the model's for the main agent, prefixed by the agent's id below it.
@@ -134,9 +140,14 @@ class UpdateTranslator:
         main = event.agent_id == self.main_id
         match event:
             case TextDelta() if main:
-                return [
-                    (AgentMessageChunk(session_update="agent_message_chunk", content=_text(event.text)), None)
-                ]
+                # A later response of the same prompt (after tools, or a background agent's notice)
+                # is a paragraph of its own in the editor's one message.
+                text = "\n\n" + event.text if self._main_spoke == "ended" else event.text
+                self._main_spoke = "speaking"
+                return [(AgentMessageChunk(session_update="agent_message_chunk", content=_text(text)), None)]
+            case RequestFinished() if main and self._main_spoke:
+                self._main_spoke = "ended"
+                return []
             case ThinkingDelta() if main:
                 return [
                     (AgentThoughtChunk(session_update="agent_thought_chunk", content=_text(event.text)), None)
