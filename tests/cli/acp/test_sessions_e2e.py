@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import acp
 import pytest
 
 from nestor.testing import ScriptedOpenAIServer, ServerReply, ServerToolCall
-from tests.cli.acp.support import RecordingClient, acp_env, nestor_acp
+from tests.cli.acp.support import RecordingClient, acp_env, nestor_acp, until
 from tests.cli.support import git_repo
 from tests.server_routes import Route, router, task_call
 
@@ -129,3 +130,24 @@ async def test_choosing_another_model_goes_on_with_the_same_history(tmp_path: Pa
     assert [request["model"] for request in server.requests if "remember 42" in str(request["messages"])][
         -1
     ] == ("gpt-4o-mini")
+
+
+async def test_closing_a_session_while_it_prompts_ends_the_prompt_cancelled(tmp_path: Path) -> None:
+    repo = git_repo(tmp_path / "repo", {"README.md": "# demo\n"})
+    client = RecordingClient()
+    stalled = ServerReply(text="a long answer that never ends", chunks=4, stall_after_chunks=1)
+    with ScriptedOpenAIServer([stalled]) as server:
+        async with nestor_acp(client, repo, acp_env(tmp_path, server), "--yolo") as conn:
+            await conn.initialize(protocol_version=1)
+            session = await conn.new_session(cwd=str(repo))
+            prompt = asyncio.create_task(
+                conn.prompt(session_id=session.session_id, prompt=[acp.text_block("go")])
+            )
+            await until(lambda: client.of_kind("agent_message_chunk"))
+            await conn.close_session(session_id=session.session_id)
+            done = await asyncio.wait_for(prompt, 30)
+            listed = await conn.list_sessions(cwd=str(repo))
+
+    assert session.modes is not None and session.modes.current_mode_id == "yolo"
+    assert done.stop_reason == "cancelled"
+    assert [item.session_id for item in listed.sessions] == [session.session_id]  # closed, still stored

@@ -35,9 +35,12 @@ class Outbox:
         self._idle = asyncio.Event()
         self._idle.set()
         self._task: asyncio.Task[None] | None = None
+        self._closed = False
 
     def put(self, update: Any, key: str | None = None) -> None:
-        """Queue ``update``; a waiting update with the same ``key`` is replaced by it."""
+        """Queue ``update``; a waiting update of the same ``key`` is replaced (dropped once closed)."""
+        if self._closed:
+            return
         if key is not None:
             for entry in self._waiting:
                 if entry[1] == key:
@@ -56,8 +59,9 @@ class Outbox:
         await self._idle.wait()
 
     async def close(self) -> None:
-        """Send what waits, then stop the sender."""
+        """Send what waits, then stop the sender; later updates are dropped."""
         await self.flush()
+        self._closed = True
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -81,6 +81,7 @@ class NestorAcpAgent:
         self._client = ClientCapabilities()
         self.sessions: dict[str, AcpSession] = {}
         self._models: dict[str, dict[str, str]] = {}  # session -> role overrides chosen in the editor
+        self._servers: dict[str, list[McpServer]] = {}  # session -> the MCP servers the client gave
 
     def on_connect(self, conn: acp.Client) -> None:
         """Keep the connection to the client (for updates, permission questions, files)."""
@@ -239,7 +240,11 @@ class NestorAcpAgent:
             await opened.close()
             self.sessions.pop(session_id, None)
             opened = await self._open(
-                str(opened.project_root), None, resume=session_id, models=models, mode=opened.mode
+                str(opened.project_root),
+                self._servers.get(session_id),
+                resume=session_id,
+                models=models,
+                mode=opened.mode,
             )
         else:
             raise acp.RequestError.invalid_params(
@@ -279,7 +284,7 @@ class NestorAcpAgent:
     async def _open(
         self,
         cwd: str,
-        mcp_servers: list[Any] | None,
+        mcp_servers: list[McpServer] | None,
         *,
         resume: str | None,
         models: dict[str, str],
@@ -294,7 +299,7 @@ class NestorAcpAgent:
             opened = await AcpSession.open(
                 self._conn,
                 settings,
-                mode=mode or ("yolo" if settings.yolo else self._initial_mode),
+                mode=mode or self._initial_mode,
                 resume=resume,
                 fs=self._client.fs,
             )
@@ -303,6 +308,8 @@ class NestorAcpAgent:
         self.sessions[opened.session_id] = opened
         if models:
             self._models[opened.session_id] = models
+        if mcp_servers:
+            self._servers[opened.session_id] = mcp_servers
         return opened
 
     def _settings(self, cwd: str, mcp_servers: list[Any] | None, models: dict[str, str]) -> Settings:
@@ -356,14 +363,16 @@ def run_acp(options: CommonOptions) -> int:
     import asyncio
 
     def settings_for(directory: Path, models: dict[str, str]) -> Settings:
+        # --yolo is the yolo mode, not the policy's: the editor can switch back to asking.
         return replace(
             options,
             directory=directory,
             model=models.get("large", options.model),
             small_model=models.get("small", options.small_model),
+            yolo=False,
         ).load_settings()
 
-    asyncio.run(serve(settings_for))
+    asyncio.run(serve(settings_for, initial_mode="yolo" if options.yolo else "ask"))
     return 0
 
 

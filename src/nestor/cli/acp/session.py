@@ -9,6 +9,7 @@ by the session's :class:`~nestor.cli.acp.outbox.Outbox`, and permission question
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -162,11 +163,11 @@ class AcpSession:
         """Stop everything this session runs and release its stores and servers."""
         self._unsubscribe()
         self.conversation.stop()
-        try:
-            await self.conversation.wait()
-        except BaseException as exc:
-            if not isinstance(exc, Exception):
-                raise
+        # The stopped run's own end (cancelled, or an error) is not this call's to raise.
+        waiter = asyncio.ensure_future(self.conversation.wait())
+        await asyncio.wait([waiter])
+        if not waiter.cancelled():
+            waiter.exception()  # retrieved: it was expected
         self.permissions.withdraw_all()
         await self.outbox.close()
         self.conversation.close()
