@@ -41,6 +41,7 @@ from nestor.store.db import Database, open_database
 from nestor.store.messages import MessageStore
 from nestor.store.sessions import Session, SessionStore
 from nestor.tools.catalogue import ToolCatalogue
+from nestor.tools.editor_files import EditorFiles
 from nestor.tools.mcp.approval import ServerApprovals
 from nestor.tools.mcp.servers import McpServers
 
@@ -61,6 +62,8 @@ class App:
         models: Builds the models of this process (each once).
         tools: Builds the tools of every agent (web client, caches, todo lists).
         lsp: The project's language servers (none runs until a tool touches a file of its language).
+        editor_files: The editor this process serves (``nestor acp``), whose files ``view``,
+            ``edit`` and ``write`` read and write; None uses the disk.
 
     """
 
@@ -74,6 +77,7 @@ class App:
     notify: Callable[[str], None] = field(default=lambda _message: None)
     tree: AgentTree | None = None
     catalogue: ToolCatalogue = field(default_factory=ToolCatalogue)
+    editor_files: EditorFiles | None = None
     models: ModelBuilder = field(init=False)
     tools: ToolBuilder = field(init=False)
     lsp: LspManager = field(init=False)
@@ -95,10 +99,17 @@ class App:
             config_dir=default_user_config_path().parent,
             notify=self.notify,
             lsp=self.lsp,
+            files=self.editor_files,
         )
 
     @classmethod
-    def open(cls, settings: Settings, *, notify: Callable[[str], None] | None = None) -> App:
+    def open(
+        cls,
+        settings: Settings,
+        *,
+        notify: Callable[[str], None] | None = None,
+        editor_files: EditorFiles | None = None,
+    ) -> App:
         """Open the database named by ``settings`` (creating it on first use)."""
         database = open_database(settings.database_path)
         return cls(
@@ -109,6 +120,7 @@ class App:
             bus=EventBus(),
             coordinator=Coordinator(),
             notify=notify or (lambda _message: None),
+            editor_files=editor_files,
         )
 
     def close(self) -> None:

@@ -1,4 +1,4 @@
-"""The Typer application: ``nestor``, ``run``, ``models``, ``sessions ...``, ``agents ...``, ``lsp ...``."""
+"""The Typer application: ``nestor``, ``run``, ``acp``, ``models``, ``sessions``, ``agents``, ``lsp``."""
 
 from __future__ import annotations
 
@@ -190,6 +190,30 @@ def models(
     from nestor.cli.models_cmd import show_models
 
     show_models(ctx.obj, as_json=as_json)
+
+
+@app.command()
+def acp(
+    ctx: typer.Context,
+    model: ModelOption = None,
+    small_model: SmallModelOption = None,
+    yolo: YoloOption = False,
+    trust: TrustOption = False,
+    debug: DebugOption = False,
+) -> None:
+    """Serve nestor to an editor over the Agent Client Protocol (ACP) on stdin and stdout.
+
+    The editor starts this command and drives sessions in the folders it opens: prompts, tool
+    calls with their diffs, permission questions (answered in the editor; --yolo starts sessions
+    in the yolo mode, where deny and ask rules still hold), and the agent tree (sub-agents show
+    inside their task calls). See the README's "Editors" section for each editor's settings.
+    """
+    from nestor.cli.acp.server import run_acp
+
+    common = CommonOptions.merge(
+        ctx.obj, model=model, small_model=small_model, yolo=yolo, trust=trust, debug=debug
+    )
+    raise typer.Exit(run_acp(common))
 
 
 @app.command()

@@ -8,7 +8,6 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from textual.pilot import Pilot
 from textual.widgets import Button
@@ -21,7 +20,7 @@ from nestor.cli.tui.dialogs import PermissionScreen
 from nestor.cli.tui.transcript import Note, ToolBlock
 from nestor.testing import ScriptedOpenAIServer, ServerReply, ServerStepSource, ServerToolCall, ServerUsage
 from tests.app.test_conversation import settings_for
-from tests.server_routes import Route
+from tests.server_routes import Route, task_call
 
 
 @dataclass
@@ -80,11 +79,6 @@ async def running_tui(
                     await tui.controller.shutdown()
         finally:
             nestor.close()
-
-
-def task_call(description: str, prompt: str, **extra: Any) -> ServerToolCall:
-    """A ``task`` tool call."""
-    return ServerToolCall("task", {"description": description, "prompt": prompt, **extra})
 
 
 _SESSION_ID = re.compile(r"ses_[0-9a-f]{20}")

@@ -17,6 +17,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
+from nestor.cli.formatting import suggested_rule
 from nestor.core.permission import PERMISSION_CHOICES
 from nestor.core.usage import format_cost, format_tokens
 
@@ -24,20 +25,7 @@ if TYPE_CHECKING:
     from nestor.app import Session
     from nestor.core.permission import PermissionAnswer, PermissionRequest
 
-__all__ = ["PermissionScreen", "SessionPicker", "suggested_rule"]
-
-
-def suggested_rule(request: PermissionRequest) -> str:
-    """The allow rule that would let such calls run without asking, as ``nestor.toml`` spells it.
-
-    ``bash(git status)``, ``write(src/app.py)``, ``fetch(https://example.com/*)``: the tool and
-    what "allow for this session" covers (its grant key), or the request's target when it covers
-    every call of the tool.
-    """
-    covered = request.grant_key if request.grant_key != "*" else request.target
-    if request.tool_name in ("fetch", "web_fetch") and request.grant_key != "*":
-        covered = request.grant_key.rstrip("/") + "/*"
-    return f"{request.tool_name}({covered})" if covered else request.tool_name
+__all__ = ["PermissionScreen", "SessionPicker"]
 
 
 class PermissionScreen(ModalScreen["PermissionAnswer | None"]):

@@ -194,6 +194,7 @@ class SessionAgent:
             AgentStarted(
                 agent_id=self.session_id,
                 parent_id=setup.parent_id,
+                parent_tool_call_id=setup.parent_tool_call_id,
                 depth=setup.depth,
                 agent_type=setup.agent_type,
                 description=setup.description,
