@@ -24,6 +24,7 @@ from nestor.cli.acp.modes import ModeId, answers_itself
 from nestor.cli.acp.tool_calls import text_content
 from nestor.cli.formatting import suggested_rule
 from nestor.core.events import Event, PermissionAsked, PermissionRequested, PermissionWithdrawn
+from nestor.core.permission import PERMISSION_CHOICES
 
 if TYPE_CHECKING:
     from nestor.app import Conversation
@@ -37,8 +38,19 @@ ANSWER_TIMEOUT_S = 1800.0
 _ANSWERS: dict[str, PermissionAnswer] = {"allow_once": "once", "allow_session": "session", "reject": "deny"}
 
 
-def permission_options(request: PermissionRequest, *, sub_agent: bool) -> list[PermissionOption]:
-    """Allow once, allow always (for the session, naming the rule), reject."""
+def permission_options(
+    request: PermissionRequest, *, sub_agent: bool, choices: tuple[PermissionAnswer, ...] = PERMISSION_CHOICES
+) -> list[PermissionOption]:
+    """Allow once, allow always (for the session, naming the rule), reject: those ``choices`` offers.
+
+    A yes/no question (no ``session`` among ``choices``: a project's MCP server to approve) gets
+    "Yes" and "No".
+    """
+    if "session" not in choices:
+        return [
+            PermissionOption(option_id="allow_once", name="Yes", kind="allow_once"),
+            PermissionOption(option_id="reject", name="No", kind="reject_once"),
+        ]
     scope = "this agent's session" if sub_agent else "this session"
     return [
         PermissionOption(option_id="allow_once", name="Allow once", kind="allow_once"),
@@ -93,7 +105,11 @@ class PermissionBridge:
                 self._asked[event.agent_id] = event
             case PermissionRequested():
                 asked = self._asked.pop(event.agent_id, None)
-                if answers_itself(self._mode(), event.request, asked.rule if asked is not None else None):
+                # A yes/no question approves a definition (a project's MCP server), not a call: no
+                # mode answers it, as --yolo and --trust approve no server either.
+                yes_no = "session" not in event.choices
+                rule = asked.rule if asked is not None else None
+                if not yes_no and answers_itself(self._mode(), event.request, rule):
                     self._conversation.answer(event.request_id, "once")
                     return
                 call_id = self._translator.call_id(event.agent_id, asked.tool_call_id) if asked else ""
@@ -156,7 +172,7 @@ class PermissionBridge:
         response = await self._conn.request_permission(
             session_id=self._session_id,
             tool_call=tool_call,
-            options=permission_options(request, sub_agent=sub_agent),
+            options=permission_options(request, sub_agent=sub_agent, choices=event.choices),
         )
         outcome = response.outcome
         if outcome.outcome != "selected":
