@@ -7,6 +7,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import checkpoints
 import compaction
 import context_isolation
 import fanout
@@ -45,6 +46,8 @@ def main() -> None:
     grep.main()
     print()
     sandbox.main()
+    print()
+    checkpoints.main()
     print()
     session_load.main()
     print()
