@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from nestor.core.errors import CheckpointError
+from nestor.core.errors import CheckpointError, NestorError
 from nestor.store.checkpoints import CheckpointKind, CheckpointStore, NewChange
 from nestor.store.messages import MessageStore
 from nestor.tools.git.shadow import Scan, ShadowRepository
@@ -159,8 +159,10 @@ class CheckpointRecorder:
         try:
             return await self._snapshot(kind, trigger, prompt)
         except CheckpointError as error:
-            self._stop(f"{error.message}; {error.hint}" if error.hint else error.message)
-            return None
+            self._stop(f"checkpoints are off for this session: {error.message}")
+        except (OSError, NestorError) as error:  # the data dir or the database: the agents go on
+            self._stop(f"checkpoints are off for this session: {error}")
+        return None
 
     async def _snapshot(
         self, kind: CheckpointKind, trigger: ToolCall | None, prompt: int | None
