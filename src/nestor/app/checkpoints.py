@@ -107,22 +107,25 @@ class SessionCheckpoints:
 
     def prompts(self) -> list[Prompt]:
         """The session's prompts, oldest first, each with the files changed in it and not undone."""
+        return [prompt for prompt, _rows in self.by_prompt()]
+
+    def by_prompt(self) -> list[tuple[Prompt, list[Checkpoint]]]:
+        """Each prompt with the snapshots taken from it until the next one."""
         stored = self._messages.prompts(self.session_id)
         rows = self._store.of_session(self.session_id)
-        prompts: list[Prompt] = []
+        grouped: list[tuple[Prompt, list[Checkpoint]]] = []
         for number, (seq, text) in enumerate(stored, start=1):
             following = stored[number][0] if number < len(stored) else None
-            paths = {
-                change.path
+            own = [
+                row
                 for row in rows
                 if row.prompt_seq is not None
                 and row.prompt_seq >= seq
                 and (following is None or row.prompt_seq < following)
-                for change in row.changes
-                if change.agent_id is not None and not change.reverted
-            }
-            prompts.append(Prompt(number, seq, text, len(paths)))
-        return prompts
+            ]
+            paths = {c.path for row in own for c in row.changes if c.agent_id is not None and not c.reverted}
+            grouped.append((Prompt(number, seq, text, len(paths)), own))
+        return grouped
 
     def checkpoints(self) -> list[Checkpoint]:
         """The session tree's snapshots, oldest first, with their changes."""
@@ -143,6 +146,13 @@ class SessionCheckpoints:
             )
         return prompts[number - 1]
 
+    def last_undoable(self) -> Prompt | None:
+        """The last prompt whose changes of files are not all undone yet (what ``/undo`` undoes)."""
+        if self.recorder is None:
+            return None
+        seq = latest_undoable_prompt(self.recorder)
+        return next((prompt for prompt in self.prompts() if prompt.seq == seq), None)
+
     async def plan_undo(self, number: int | None = None) -> UndoPlan:
         """What undoing prompt ``number`` and every prompt after it would write.
 
@@ -150,10 +160,10 @@ class SessionCheckpoints:
         """
         recorder = self._recorder()
         if number is None:
-            seq = latest_undoable_prompt(recorder)
-            if seq is None:
+            last = self.last_undoable()
+            if last is None:
                 return UndoPlan("nothing: no prompt of this session changed files that are not undone")
-            prompt = next(prompt for prompt in self.prompts() if prompt.seq == seq)
+            prompt = last
         else:
             prompt = self.prompt(number)
         later = len(self.prompts()) - prompt.number

@@ -17,7 +17,12 @@ from pathlib import Path
 
 from nestor.agents.registry import AgentRegistry, project_registry
 from nestor.agents.spec import AgentSpec
-from nestor.app.checkpoints import SessionCheckpoints, prune_old_checkpoints, recorder_for
+from nestor.app.checkpoints import (
+    SessionCheckpoints,
+    prune_old_checkpoints,
+    recorder_for,
+    stored_session_checkpoints,
+)
 from nestor.app.conversation import Conversation, title_from_prompt
 from nestor.app.lsp_info import LspManager, ServerStatus, language_servers
 from nestor.app.mcp_config import unconfigured_server_notices
@@ -193,6 +198,10 @@ class App:
                 )
             return latest
         return None
+
+    def fork_session(self, session: Session, before_seq: int | None = None) -> Session:
+        """A copy of a main session (its messages before ``before_seq``; all for None) to run instead."""
+        return stored_session_checkpoints(self.settings, self.database, session).fork(before_seq)
 
     def project_sessions(self, limit: int = 50) -> list[Session]:
         """The main sessions of this project, the most recently updated first (a session picker's list)."""
