@@ -168,8 +168,9 @@ class CheckpointRecorder:
         self, kind: CheckpointKind, trigger: ToolCall | None, prompt: int | None
     ) -> Snapshot | None:
         shadow = self.shadow
+        # Its config again each time: whatever else wrote into the data dir lasts one snapshot at most.
+        shadow.prepare()
         if not self._prepared:
-            shadow.prepare()
             shadow.seed_index(self.session_id)
             self._prepared = True
         index = shadow.index_file(self.session_id)

@@ -156,3 +156,23 @@ async def test_the_shadow_git_writes_only_its_own_dir_offline_and_without_secret
     assert "sk-secret" not in seen and "token-secret" not in seen and "GIT_CONFIG_PARAMETERS" not in seen
     assert "wrote the project" not in seen and "connected" not in seen
     assert not (repo / "written-by-git").exists() and not (tmp_path / "outside").exists()
+
+
+async def test_a_config_written_into_the_shadow_between_snapshots_does_not_run(tmp_path: Path) -> None:
+    # A data dir a command could write to (one under /tmp): its shadow's config lasts one snapshot at most.
+    marker = tmp_path / "pwned"
+    project = open_project(tmp_path / "project", tmp_path / "data")
+    try:
+        project.prompt("change")
+        await project.recorder.starting(ToolCall("main", "c1", "bash"))
+        config = project.recorder.shadow.git_dir / "config"
+        config.write_text(
+            f'[core]\n\tfsmonitor = "echo fsmonitor >> {marker}; false"\n'
+            f'[alias]\n\tnestor-snapshot = "!echo alias >> {marker}"\n'
+        )
+        (project.root / "a.txt").write_text("a\n")
+        await project.recorder.finished("c1")
+        changed = [c.path for row in project.checkpoints.of_session(project.session_id) for c in row.changes]
+    finally:
+        project.close()
+    assert not marker.exists() and changed == ["a.txt"]

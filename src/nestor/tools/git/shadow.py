@@ -113,6 +113,7 @@ class ShadowRepository:
         self.work_tree = repository.work_tree if repository is not None else self.project_root
         relative = self.project_root.relative_to(self.work_tree).as_posix()
         self._prefix = "" if relative == "." else relative + "/"
+        self._files: dict[str, str] = {}
         self._repository_exclude = (
             repository.common_dir / "info" / "exclude" if repository is not None else None
         )
@@ -122,15 +123,23 @@ class ShadowRepository:
         return self.git_dir / "indexes" / name
 
     def prepare(self) -> None:
-        """Create the git dir when missing, and write its config and ignore rules (again)."""
+        """Create the git dir when missing, and write its config and ignore rules (again).
+
+        Each file is replaced whole, so a git of another process reading it never sees half of it.
+        """
         try:
             for folder in ("objects", "refs", "info", "indexes"):
                 (self.git_dir / folder).mkdir(parents=True, exist_ok=True)
-            (self.git_dir / "HEAD").write_text("ref: refs/heads/main\n")
-            (self.git_dir / "config").write_text(_CONFIG + self._snapshot_alias())
-            (self.git_dir / "project").write_text(f"{self.project_root}\n")
-            (self.git_dir / "info" / "exclude").write_text(self._exclude_rules())
-            (self.git_dir / "info" / "attributes").write_text(_ATTRIBUTES)
+            if not self._files:
+                self._files = {
+                    "HEAD": "ref: refs/heads/main\n",
+                    "config": _CONFIG + self._snapshot_alias(),
+                    "project": f"{self.project_root}\n",
+                    "info/exclude": self._exclude_rules(),
+                    "info/attributes": _ATTRIBUTES,
+                }
+            for name, text in self._files.items():
+                _write_atomically(self.git_dir / name, text)
         except OSError as error:
             raise CheckpointError(
                 f"cannot create the checkpoint store {self.git_dir}: {error.strerror or error}",
@@ -317,6 +326,14 @@ class ShadowRepository:
                 hint="set [checkpoints] enabled = false to work without checkpoints",
             )
         return output
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    if path.is_file() and path.read_text(errors="replace") == text:
+        return
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary.write_text(text)
+    os.replace(temporary, path)
 
 
 def _size(path: Path) -> int:
