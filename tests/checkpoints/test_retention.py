@@ -72,3 +72,22 @@ async def test_old_checkpoints_are_pruned_and_zero_days_keeps_them(tmp_path: Pat
         assert not project.recorder.shadow.git_dir.exists()
     finally:
         project.close()
+
+
+async def test_a_session_whose_snapshots_were_pruned_starts_again_without_false_changes(
+    tmp_path: Path,
+) -> None:
+    project = open_project(tmp_path / "project", tmp_path / "data")
+    try:
+        (project.root / "a.txt").write_text("a\n")
+        project.prompt("one")
+        await project.recorder.starting(ToolCall("main", "c1", "bash"))
+        await prune_old(project.data_dir, project.checkpoints, 30, clock=lambda: 1e12)
+        project.prompt("two")
+        await project.recorder.starting(ToolCall("main", "c2", "bash"))
+        (project.root / "b.txt").write_text("b\n")
+        await project.recorder.finished("c2")
+        changed = [c.path for row in project.checkpoints.of_session(project.session_id) for c in row.changes]
+    finally:
+        project.close()
+    assert changed == ["b.txt"]

@@ -222,3 +222,16 @@ async def test_a_resumed_session_undoes_what_an_earlier_process_recorded(project
 
     assert (project.root / "change.txt").read_text() == "before\n"
     assert (project.root / "keep.txt").read_text() == "keep\n"
+
+
+async def test_a_file_too_large_to_snapshot_is_never_deleted_when_it_shrinks(project: Project) -> None:
+    (project.root / "data.bin").write_bytes(b"x" * (MAX_FILE_BYTES + 1))  # there before: no snapshot holds it
+    seq = project.prompt("shrink")
+    await run_bash(project, "main", "c1", "printf small > data.bin; echo 1 > change.txt")
+    project.recorder = project.new_recorder()  # a later process knows it too
+
+    plan = await plan_prompt_undo(project.recorder, seq, "prompt 1")
+    await apply_undo(project.recorder, plan)
+
+    assert [file.path for file in plan.files] == ["change.txt"] and "data.bin" in plan.left
+    assert (project.root / "data.bin").read_bytes() == b"small"

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from nestor.core.errors import CheckpointError, NestorError
+from nestor.core.errors import CheckpointError
 from nestor.store.checkpoints import CheckpointKind, CheckpointStore, NewChange
 from nestor.store.messages import MessageStore
 from nestor.tools.git.shadow import Scan, ShadowRepository
@@ -94,11 +94,11 @@ class CheckpointRecorder:
         self.lock = asyncio.Lock()
         """Held while a snapshot is taken (or an undo writes the project): one at a time."""
         self._calls: dict[str, ToolCall] = {}
-        self._large: dict[str, int] = {}
         latest = checkpoints.latest(session_id)
         self._tree = latest.tree if latest is not None else None
+        # Files an earlier process found too large (their sizes unknown here): still never put back.
+        self._large = dict.fromkeys(checkpoints.skipped(session_id), -1)
         self._prompt_done = latest.prompt_seq if latest is not None else None
-        self._prepared = False
         self.stopped: str | None = None
         """Why this tree takes no more snapshots (None while it does)."""
 
@@ -160,8 +160,8 @@ class CheckpointRecorder:
             return await self._snapshot(kind, trigger, prompt)
         except CheckpointError as error:
             self._stop(f"checkpoints are off for this session: {error.message}")
-        except (OSError, NestorError) as error:  # the data dir or the database: the agents go on
-            self._stop(f"checkpoints are off for this session: {error}")
+        except Exception as error:  # the data dir, the database, a bug: the agents go on without
+            self._stop(f"checkpoints are off for this session: {type(error).__name__}: {error}")
         return None
 
     async def _snapshot(
@@ -170,10 +170,10 @@ class CheckpointRecorder:
         shadow = self.shadow
         # Its config again each time: whatever else wrote into the data dir lasts one snapshot at most.
         shadow.prepare()
-        if not self._prepared:
-            shadow.seed_index(self.session_id)
-            self._prepared = True
         index = shadow.index_file(self.session_id)
+        if not index.exists():  # a new tree, or its snapshots were pruned: nothing to compare with
+            shadow.seed_index(self.session_id)
+            self._tree = None
         async with shadow.locked(shared=True):
             scan = await shadow.scan(index, self.max_file_bytes)
             if self._tree is None and len(scan.changed) > MAX_FIRST_FILES:
@@ -182,19 +182,23 @@ class CheckpointRecorder:
                     f"{MAX_FIRST_FILES:,} files to snapshot (add a .gitignore, or work in a smaller folder)"
                 )
                 return None
+            parent = self._tree
             try:
-                tree = await shadow.store(index, scan, self._tree)
+                tree = await shadow.store(index, scan, parent)
             except CheckpointError:
-                # An index naming objects a prune removed: start it again from the files.
+                # An index naming objects a prune removed: start it again from the files, as a
+                # first snapshot (what it would list are all the files, not changes).
                 index.unlink(missing_ok=True)
                 scan = await shadow.scan(index, self.max_file_bytes)
-                tree = await shadow.store(index, scan, None)
-        parent = self._tree
+                tree, parent = await shadow.store(index, scan, None), None
         new_large = {path: size for path, size in scan.large.items() if self._large.get(path) != size}
+        # A file that was too large to snapshot has no "before" to go back to: never put back.
+        shrunk = [path for path in scan.changed if path in self._large]
         self._large = dict(scan.large)
-        changes = _attribute(scan, trigger, list(self._calls.values())) if parent is not None else []
+        kept = Scan({p: flag for p, flag in scan.changed.items() if p not in shrunk}, scan.large, scan.nested)
+        changes = _attribute(kept, trigger, list(self._calls.values())) if parent is not None else []
         checkpoint_id = None
-        if kind == "prompt" or changes or new_large:
+        if kind == "prompt" or changes or new_large or shrunk:
             checkpoint_id = self.checkpoints.add(
                 session_id=self.session_id,
                 project_path=str(self.project_root),
@@ -205,7 +209,7 @@ class CheckpointRecorder:
                 agent_id=trigger.agent_id if trigger is not None else None,
                 tool_call_id=trigger.tool_call_id if trigger is not None else None,
                 tool_name=trigger.tool_name if trigger is not None else "",
-                skipped=[*new_large, *(scan.nested if parent is None else ())],
+                skipped=[*new_large, *shrunk, *(scan.nested if parent is None else ())],
                 changes=changes,
             )
         self._tree = tree

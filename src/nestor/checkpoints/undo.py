@@ -16,6 +16,7 @@ repository), checks every file can be written, writes them all or none
 from __future__ import annotations
 
 import difflib
+import hashlib
 import os
 import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -70,6 +71,8 @@ class UndoPlan:
     refusal: str | None = None
     targets: Mapping[str, Target] = field(default_factory=dict[str, Target], repr=False)
     reverts: tuple[tuple[int, str], ...] = field(default=(), repr=False)
+    seen: Mapping[str, str | None] = field(default_factory=dict[str, "str | None"], repr=False)
+    """A digest of each planned file as it was shown: an undo writes only if none changed since."""
 
     @property
     def empty(self) -> bool:
@@ -103,7 +106,7 @@ async def plan_agent_undo(recorder: CheckpointRecorder, agent_ids: Iterable[str]
     if conflicts:
         shown = ", ".join(conflicts[:5]) + (f" and {len(conflicts) - 5} more" if len(conflicts) > 5 else "")
         refusal = f"cannot undo {title} alone: {shown}; undo the prompt instead, or change the files by hand"
-        return UndoPlan(title, plan.files, plan.left, refusal)
+        return UndoPlan(title, plan.files, plan.left, refusal)  # nothing to write: no targets
     return plan
 
 
@@ -127,8 +130,16 @@ async def apply_undo(recorder: CheckpointRecorder, plan: UndoPlan) -> None:
     if plan.refusal is not None:
         raise CheckpointError(plan.refusal)
     async with recorder.lock:
-        await recorder.snapshot_held("outside")
-        now = _differing(recorder.project_root, plan.targets)
+        if await recorder.snapshot_held("outside") is None:
+            raise CheckpointError(
+                f"cannot snapshot the project before the undo, so nothing was written: {recorder.stopped}"
+            )
+        root = recorder.project_root
+        now = {
+            path: target
+            for path, target in plan.targets.items()
+            if _digest(root / path) == plan.seen.get(path)
+        }
         if set(now) != {file.path for file in plan.files}:
             raise CheckpointError(
                 "the files changed since the undo was shown, so nothing was written",
@@ -167,7 +178,8 @@ async def _plan(
     targets = {path: _target(path, entry, contents) for path, entry in wanted.items()}
     differing = _differing(recorder.project_root, targets)
     files = tuple(_planned(recorder.project_root, target) for _path, target in sorted(differing.items()))
-    return UndoPlan(title, files, tuple(sorted(set(left))), None, differing, tuple(reverts))
+    seen = {path: _digest(recorder.project_root / path) for path in differing}
+    return UndoPlan(title, files, tuple(sorted(set(left))), None, differing, tuple(reverts), seen)
 
 
 def _from(row: Checkpoint, from_seq: int) -> bool:
@@ -197,6 +209,15 @@ def _current(path: Path) -> tuple[str, bytes, bool] | None:
         return ("other", b"", False)
     except OSError:
         return None
+
+
+def _digest(path: Path) -> str | None:
+    """What a file holds now, as a digest (None: no file)."""
+    current = _current(path)
+    if current is None:
+        return None
+    kind, data, executable = current
+    return hashlib.sha256(f"{kind}:{executable}:".encode() + data).hexdigest()
 
 
 def _wanted(target: Target) -> tuple[str, bytes, bool] | None:

@@ -201,6 +201,14 @@ class CheckpointStore:
         )
         return None if row is None else _checkpoint(row, ())
 
+    def skipped(self, session_id: str) -> set[str]:
+        """Every file a tree's snapshots skipped (too large, nested repositories)."""
+        rows = self._db.fetch_all(
+            "SELECT DISTINCT value FROM checkpoints, json_each(checkpoints.skipped) WHERE session_id = ?",
+            (session_id,),
+        )
+        return {row[0] for row in rows}
+
     def changes_after(self, project_path: str, after_id: int, paths: Iterable[str]) -> builtins.list[Change]:
         """Changes to ``paths`` seen by any session of the project after checkpoint ``after_id``."""
         wanted = sorted(set(paths))
