@@ -28,7 +28,8 @@ async def prune_project(data_dir: Path, project_path: Path, checkpoints: Checkpo
         return
     keep = checkpoints.kept_trees(str(shadow.project_root))
     if not keep:
-        shutil.rmtree(shadow.git_dir, ignore_errors=True)
+        async with shadow.locked(shared=False):  # after any snapshot being taken
+            shutil.rmtree(shadow.git_dir, ignore_errors=True)
         return
     with contextlib.suppress(CheckpointError):  # a project folder gone: its snapshots stay until deleted
         await shadow.prune(keep, checkpoints.sessions(str(shadow.project_root)))
