@@ -12,6 +12,7 @@ from nestor.checkpoints.recorder import ToolCall
 from nestor.checkpoints.undo import apply_undo, plan_prompt_undo
 from nestor.tools.git.shadow import ShadowRepository
 from nestor.tools.sandbox.detect import Availability, detect_blocking
+from nestor.tools.sandbox.landlock_exec import abi_version
 from tests.checkpoints.support import files_of, open_project
 from tests.hostile_repos import ATTACKS, Attack, build, committed_repo, git
 from tests.tools.git.test_runner import NO_SANDBOX, install_spy_git
@@ -46,11 +47,18 @@ async def snapshot_change_and_undo(directory: Path, data_dir: Path, sandbox: Ava
     assert after == before
 
 
-@pytest.mark.parametrize("sandbox", [NO_SANDBOX, None], ids=["shadow alone", "shadow and sandbox"])
+LANDLOCK = Availability("landlock", abi_version(), "the test runs git under Landlock")
+
+
+@pytest.mark.parametrize(
+    "sandbox", [NO_SANDBOX, None, LANDLOCK], ids=["shadow alone", "shadow and sandbox", "shadow and Landlock"]
+)
 @pytest.mark.parametrize("attack", ATTACKS.values(), ids=ATTACKS.keys())
 async def test_no_command_of_the_repository_runs_for_snapshots_and_restores(
     tmp_path: Path, attack: Attack, sandbox: Availability | None
 ) -> None:
+    if sandbox is LANDLOCK and abi_version() < 1:
+        pytest.skip("no Landlock in this kernel")
     directory, marker = build(attack, tmp_path)
     git_dir = Path(git(directory, "rev-parse", "--absolute-git-dir").strip())
     before = fingerprint(git_dir)
