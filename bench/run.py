@@ -8,6 +8,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import acp_startup
+import checkpoints
 import compaction
 import context_isolation
 import fanout
@@ -48,6 +49,8 @@ def main() -> None:
     grep.main()
     print()
     sandbox.main()
+    print()
+    checkpoints.main()
     print()
     session_load.main()
     print()

@@ -16,6 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from nestor.agents.registry import AgentRegistry, project_registry
+from nestor.app.checkpoints import (
+    SessionCheckpoints,
+    prune_old_checkpoints,
+    recorder_for,
+    stored_session_checkpoints,
+)
 from nestor.app.conversation import Conversation, title_from_prompt
 from nestor.app.lsp_info import LspManager, ServerStatus, language_servers
 from nestor.app.mcp_approvals import approval_asker
@@ -87,6 +93,7 @@ class App:
     _factories: list[AgentFactory] = field(default_factory=list[AgentFactory])
     _held: list[str] = field(default_factory=list[str])
     _heartbeat: asyncio.Task[None] | None = None
+    _pruning: asyncio.Task[list[str]] | None = None
     _ignored_notice_given: bool = False
 
     def __post_init__(self) -> None:
@@ -133,6 +140,8 @@ class App:
             self.titles.cancel()
         if self._heartbeat is not None:
             self._heartbeat.cancel()
+        if self._pruning is not None:
+            self._pruning.cancel()
         for session_id in self._held:
             self.sessions.release(session_id)
         self._held.clear()
@@ -144,6 +153,8 @@ class App:
         MCP servers of sub-agents are stopped too; with no language server started, nothing waits.
         """
         try:
+            if self._pruning is not None:
+                await asyncio.gather(self._pruning, return_exceptions=True)
             for factory in self._factories:
                 await factory.close()
             if self._mcp is not None:
@@ -215,6 +226,10 @@ class App:
             return latest
         return None
 
+    def fork_session(self, session: Session, before_seq: int | None = None) -> Session:
+        """A copy of a main session (its messages before ``before_seq``; all for None) to run instead."""
+        return stored_session_checkpoints(self.settings, self.database, session).fork(before_seq)
+
     def project_sessions(self, limit: int = 50) -> list[Session]:
         """The main sessions of this project, the most recently updated first (a session picker's list)."""
         return self.sessions.list(str(self.settings.project_root), limit=limit)
@@ -254,6 +269,8 @@ class App:
             hooks.extend(self._title_hooks(environment))
         project_root = Path(settings.project_root)
         user_config_dir = default_user_config_path(environment).parent
+        recorder = recorder_for(settings, self.database, session.id, project_root, self.notify)
+        self._start_pruning()
         factory = AgentFactory(
             settings=settings,
             registry=self.agent_registry(environment),
@@ -273,6 +290,7 @@ class App:
             mcp_approvals=self.server_approvals(),
             ask_approval=None if asker is None else approval_asker(asker, session.id),
             notify=self.notify,
+            checkpoints=recorder,
         )
         self._factories.append(factory)
         self.tree = factory.tree
@@ -331,6 +349,7 @@ class App:
             questions=questions,
             titles=lambda: self.titles,
             needs_title=not existing and not first_prompt,
+            checkpoints=SessionCheckpoints(self._factories[-1].checkpoints, self.database, agent.session_id),
         )
 
     def language_servers(self) -> list[ServerStatus]:
@@ -371,6 +390,13 @@ class App:
         self.sessions.delete(session_id)
         for removed in lineage:
             shutil.rmtree(self.scratch_dir(removed), ignore_errors=True)
+
+    def _start_pruning(self) -> None:
+        """Prune snapshots older than ``[checkpoints] keep_days``, once per process, in the background."""
+        if self._pruning is None:
+            self._pruning = asyncio.get_running_loop().create_task(
+                prune_old_checkpoints(self.settings, self.database), name="prune-checkpoints"
+            )
 
     def _title_hooks(self, env: Mapping[str, str]) -> list[Hook]:
         """The hook that titles a new session; none when the small model cannot be built."""

@@ -77,6 +77,8 @@ class PendingQuestion:
     def __init__(self) -> None:
         self._current: tuple[str, asyncio.Future[str]] | None = None
         self._listeners: list[Callable[[], None]] = []
+        self.keys: str | None = None
+        """What the keys answer, for the status line (None: a permission question's y / a / n)."""
 
     @property
     def text(self) -> str | None:
@@ -87,15 +89,18 @@ class PendingQuestion:
         """Call ``listener`` whenever a question appears or goes."""
         self._listeners.append(listener)
 
-    async def ask(self, question: str) -> str:
-        """Show ``question`` and wait for :meth:`answer`; a ``ReadAnswer`` for the prompter."""
+    async def ask(self, question: str, keys: str | None = None) -> str:
+        """Show ``question`` and wait for :meth:`answer`; a ``ReadAnswer`` for the prompter.
+
+        ``keys`` says what the keys answer, when they are not a permission's y / a / n.
+        """
         future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-        self._current = (question, future)
+        self._current, self.keys = (question, future), keys
         self._notify()
         try:
             return await future
         finally:
-            self._current = None
+            self._current, self.keys = None, None
             self._notify()
 
     def answer(self, text: str) -> bool:
@@ -216,6 +221,8 @@ class LinePrompt:
 
     def _toolbar(self) -> StyleAndTextTuples:
         question = self._question.text
+        if question is not None and self._question.keys is not None:
+            return [("", self._question.keys)]
         if question is not None and "[a]" not in question:  # a yes/no question (an MCP server to approve)
             return [("", "y yes · n or Esc no · Ctrl-C no and stop")]
         if question is not None:
@@ -370,6 +377,7 @@ async def repl_main(
             open_conversation=open_conversation,
             prompter=prompter,
             project_root=str(settings.project_root),
+            ask=lambda text: question.ask(text, keys="y yes · n or Esc no"),
         )
         try:
             await controller.open(app.find_session(resume=resume, continue_latest=continue_latest))

@@ -250,6 +250,22 @@ class SandboxConfig(_ConfigModel):
     writable_git: StrictBool = False
 
 
+class CheckpointsConfig(_ConfigModel):
+    """The ``[checkpoints]`` table: snapshots of the project for ``/undo``, ``/rewind`` and ``nestor undo``.
+
+    Attributes:
+        enabled: Snapshot the project before each prompt's first change and after each tool call
+            that can change files (``write``, ``edit``, ``bash``, MCP tools not marked read-only).
+        max_file_mb: Files larger than this are not snapshotted (an undo leaves them as they are).
+        keep_days: Snapshots older than this are pruned (0 keeps them until their session is deleted).
+
+    """
+
+    enabled: StrictBool = True
+    max_file_mb: Annotated[StrictFloat | StrictInt, Field(gt=0)] = 10
+    keep_days: Annotated[StrictInt, Field(ge=0)] = 30
+
+
 McpTransport: TypeAlias = Literal["stdio", "http", "sse"]
 MCP_SERVER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*(?:_[A-Za-z0-9-]+)*")
 """An MCP server's name: letters, digits, '-' and single '_' (its tools are ``mcp__NAME__tool``)."""
@@ -404,6 +420,7 @@ class ConfigDocument(_ConfigModel):
     agents: AgentsConfig = AgentsConfig()
     web: WebConfig = WebConfig()
     sandbox: SandboxConfig = SandboxConfig()
+    checkpoints: CheckpointsConfig = CheckpointsConfig()
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict[str, McpServerConfig])
     mcp: McpConfig = McpConfig()
     lsp: dict[str, LspServerConfig] = Field(default_factory=dict[str, LspServerConfig])

@@ -19,6 +19,7 @@ from types import TracebackType
 from typing import Any
 
 from nestor.core.errors import StoreError
+from nestor.store.checkpoints import CHECKPOINTS_SCHEMA
 
 Migration = tuple[str, ...]
 """One schema step: SQL statements applied together in one transaction."""
@@ -93,7 +94,7 @@ _SCHEMA_V3: Migration = (
     """,
 )
 
-MIGRATIONS: tuple[Migration, ...] = (_SCHEMA_V1, _SCHEMA_V2, _SCHEMA_V3)
+MIGRATIONS: tuple[Migration, ...] = (_SCHEMA_V1, _SCHEMA_V2, _SCHEMA_V3, CHECKPOINTS_SCHEMA)
 """Every schema step in order; migration ``i`` brings the database to version ``i + 1``."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -64,10 +64,14 @@ async def running_tui(
     size: tuple[int, int] = (100, 32),
     clock: Callable[[], float] | None = None,
     redraw_s: float = 0.5,
+    config: str = "",
 ) -> AsyncIterator[Running]:
-    """The TUI on a new session of a project whose model is ``script``, running headless."""
+    """The TUI on a new session of a project whose model is ``script``, running headless.
+
+    ``config`` is more of the project's ``nestor.toml``.
+    """
     with ScriptedOpenAIServer(list(script)) as server:
-        settings = settings_for(tmp_path, server.base_url)
+        settings = settings_for(tmp_path, server.base_url, config)
         nestor = App.open(settings)
         try:
             options = CommonOptions(directory=Path(settings.project_root), trust=True)

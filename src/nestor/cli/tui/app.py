@@ -26,7 +26,7 @@ from textual.widgets import Label, TextArea
 
 from nestor.cli.formatting import turn_summary
 from nestor.cli.tui.commands import TUI_COMMANDS, TUI_KEYS, LineSink, agents_command, models_text
-from nestor.cli.tui.dialogs import PermissionScreen, SessionPicker
+from nestor.cli.tui.dialogs import PermissionScreen, SessionPicker, ask_yes_or_no
 from nestor.cli.tui.live_tree import LiveTree
 from nestor.cli.tui.panes import AgentTreePanel, ConversationPane, StatusBar, TodoPanel
 from nestor.cli.tui.transcript import TextBlock, Transcript
@@ -159,6 +159,7 @@ class NestorTui(App[int]):
         self._exit_armed = False
         self._was_busy, self._blink = False, True  # the editor's cursor blinks when idle
         self._reset(controller.conversation)
+        controller.undo.ask = lambda question: ask_yes_or_no(self, question)
 
     # -- layout -----------------------------------------------------------------------------
 
@@ -200,6 +201,9 @@ class NestorTui(App[int]):
     # -- the tick ---------------------------------------------------------------------------
 
     async def _tick(self) -> None:
+        if self.controller.conversation is not self._shown:  # after /undo, /rewind, /fork
+            self._reset(self.controller.conversation)
+            await self.show_agent(self.live_tree.main_id)
         queued, self._pending[:] = list(self._pending), []
         for event in queued:
             self._apply(event)
@@ -377,11 +381,16 @@ class NestorTui(App[int]):
         await self.show_agent(message.agent_id)
 
     def on_key(self, event: events.Key) -> None:
-        """``x`` (or Delete) in the agent tree stops the highlighted agent and its sub-agents."""
-        panel = self.agent_panel
-        if event.key in ("x", "delete") and panel.has_focus and panel.selected_agent is not None:
+        """In the tree: ``x`` (or Delete) stops the highlighted agent and its descendants, ``u`` undoes it."""
+        agent_id = self.agent_panel.selected_agent if self.agent_panel.has_focus else None
+        if agent_id is not None and event.key in ("x", "delete", "u"):
             event.stop()
-            self.cancel_agent(panel.selected_agent)
+            if event.key != "u":
+                self.cancel_agent(agent_id)
+            elif agent_id == self.live_tree.main_id:
+                self._transcript(agent_id).note("the main agent's changes: use /undo or /rewind", "yellow")
+            else:
+                self.controller.start_undo(self.controller.undo.undo_agent(agent_id))
 
     def cancel_agent(self, agent_id: str) -> bool:
         """Stop one agent and its descendants; the others go on."""
@@ -416,6 +425,7 @@ class NestorTui(App[int]):
         return self._lines.take()
 
     def _reset(self, conversation: Conversation) -> None:
+        self._shown = conversation
         main_id = conversation.session_id
         self.live_tree = LiveTree(main_id, conversation.is_background, self._clock)
         self.transcripts: dict[str, Transcript] = {main_id: Transcript()}

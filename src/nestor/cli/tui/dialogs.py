@@ -1,16 +1,18 @@
-"""The TUI's modal screens: a permission question, and the session picker.
+"""The TUI's modal screens: a permission question, the session picker, a yes-or-no question.
 
-Both work from the keyboard alone: the permission dialog answers with ``y`` / ``a`` / ``n`` (Esc
-denies) or its buttons, the picker with the arrows and Enter (Esc leaves it).
+All work from the keyboard alone: the permission dialog answers with ``y`` / ``a`` / ``n`` (Esc
+denies) or its buttons, the picker with the arrows and Enter (Esc leaves it), the question with
+``y`` / ``n`` (Esc is no).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
-from textual.app import ComposeResult
+from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
@@ -25,7 +27,7 @@ if TYPE_CHECKING:
     from nestor.app import Session
     from nestor.core.permission import PermissionAnswer, PermissionRequest
 
-__all__ = ["PermissionScreen", "SessionPicker"]
+__all__ = ["ConfirmScreen", "PermissionScreen", "SessionPicker", "ask_yes_or_no"]
 
 
 class PermissionScreen(ModalScreen["PermissionAnswer | None"]):
@@ -131,3 +133,52 @@ class SessionPicker(ModalScreen["str | None"]):
     def action_leave(self) -> None:
         """Close the picker without choosing."""
         self.dismiss(None)
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """A yes-or-no question (an undo, before it writes): ``y`` or its button is yes, ``n`` or Esc no."""
+
+    DEFAULT_CSS = """
+    ConfirmScreen { align: center middle; }
+    #confirm-dialog { width: 76; max-width: 95%; height: auto; border: thick $warning;
+        background: $surface; padding: 1 2; }
+    #confirm-buttons { height: auto; margin-top: 1; }
+    #confirm-buttons Button { margin-right: 1; min-width: 10; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("y", "answer(True)", "yes"),
+        Binding("n", "answer(False)", "no"),
+        Binding("escape", "answer(False)", "no", show=False),
+    ]
+
+    def __init__(self, question: str) -> None:
+        super().__init__()
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        """The question and its two answers."""
+        with Vertical(id="confirm-dialog"):
+            yield Static(Text(self.question, style="bold"))
+            with Horizontal(id="confirm-buttons"):
+                yield Button(Text("[y] yes"), id="yes", variant="warning")
+                yield Button(Text("[n] no"), id="no")
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        """A button answers as its key does."""
+        self.action_answer(event.button.id == "yes")
+
+    def action_answer(self, answer: bool) -> None:
+        """Close the dialog with the answer."""
+        self.dismiss(answer)
+
+
+async def ask_yes_or_no(app: App[Any], question: str) -> str:
+    """Ask ``question`` in a :class:`ConfirmScreen` over ``app``; ``y`` or ``n`` (an undo's ``ask``)."""
+    answered: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+
+    def done(answer: bool | None) -> None:
+        if not answered.done():
+            answered.set_result("y" if answer else "n")
+
+    app.push_screen(ConfirmScreen(question), done)
+    return await answered

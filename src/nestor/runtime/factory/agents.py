@@ -22,12 +22,14 @@ from pydantic_ai.settings import ModelSettings
 from nestor.agents.registry import AgentRegistry, builtin_spec
 from nestor.agents.spec import AgentSpec
 from nestor.bus import EventBus
+from nestor.checkpoints.recorder import CheckpointRecorder
 from nestor.config.settings import ProjectServer, Settings
 from nestor.permissions import PermissionPolicy
 from nestor.permissions.child import ChildPolicy
 from nestor.providers.build import BuiltModel
 from nestor.runtime.factory.prompt import build_system_prompt
 from nestor.runtime.factory.toolset import main_tool_names
+from nestor.runtime.features.checkpoints import CheckpointHook
 from nestor.runtime.features.compaction import Compaction, SummaryModel
 from nestor.runtime.features.large_results import LargeResultHook
 from nestor.runtime.features.small.harness import SmallModelHarness
@@ -103,6 +105,8 @@ class AgentFactory:
             model: set when the main agent is built).
         subagent_hooks: Makes an embedder's hooks for each sub-agent (called once per sub-agent
             built, so that no two agents share a hook's state); None adds none.
+        checkpoints: The tree's snapshots: every agent that can change files gets a hook that
+            snapshots the project around its calls that can (None: no checkpoints).
         tree: The tree of the agents this factory builds.
 
     """
@@ -126,6 +130,7 @@ class AgentFactory:
     ask_approval: AskApproval | None = None
     notify: Callable[[str], None] = lambda _message: None
     subagent_hooks: Callable[[], Sequence[Hook]] | None = None
+    checkpoints: CheckpointRecorder | None = None
     tree: AgentTree = field(init=False)
     _own_servers: dict[str, McpServers] = field(default_factory=dict[str, McpServers])
     _closing: set[asyncio.Task[None]] = field(default_factory=set[asyncio.Task[None]])
@@ -230,6 +235,7 @@ class AgentFactory:
                 *hooks,
                 *self.tools.hooks(tool_names, session.id),
                 *self.tree.tree_hooks(0),
+                *self._checkpoint_hooks(self.project_root),
             ],
             harness=SmallModelHarness(
                 ProjectReader(self.project_root),
@@ -289,12 +295,19 @@ class AgentFactory:
                 *self.tree.tree_hooks(parent.setup.depth + 1),
                 *self.tools.hooks(request.tool_names, session.id),
                 *(self.subagent_hooks() if self.subagent_hooks is not None else ()),
+                *(self._checkpoint_hooks(root) if not read_only else ()),
             ],
             harness=SmallModelHarness(ProjectReader(root), read_only=read_only) if built.compact else None,
             parent=parent,
             history=request.history,
             project_root=root,
         )
+
+    def _checkpoint_hooks(self, root: Path) -> list[Hook]:
+        """The snapshots' hook, for an agent that can change the project's files."""
+        if self.checkpoints is None or root.resolve() != self.checkpoints.project_root:
+            return []
+        return [CheckpointHook(self.checkpoints, self.catalogue, root)]
 
     async def _own_mcp_tools(self, spec: AgentSpec, parent: SessionAgent, session_id: str) -> list[Tool[Any]]:
         approvals, ask = self.mcp_approvals, self.ask_approval
