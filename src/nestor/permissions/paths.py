@@ -54,6 +54,24 @@ def is_inside(real: str, project_root: str) -> bool:
     return _relative(real, _real_root(project_root)) is not None
 
 
+def pattern_base(pattern: str, project_root: str) -> str:
+    """The resolved path every file ``pattern`` (not bare) covers lies under, or is.
+
+    ``secrets/**`` gives the project's ``secrets`` directory, ``~/.ssh/id_*`` the ``.ssh``
+    directory, ``.env`` the project's ``.env`` itself, ``*.pem`` the project root.
+    """
+    root = _real_root(project_root)
+    written = _written(pattern, root)
+    absolute = written if os.path.isabs(written) else os.path.join(root, written)
+    parts = absolute.split("/")
+    fixed = 0
+    while fixed < len(parts) and not _GLOB_CHARACTERS.intersection(parts[fixed]):
+        fixed += 1
+    if fixed == len(parts):
+        return os.path.realpath(absolute)
+    return os.path.realpath("/".join(parts[: max(fixed, 1)]) or "/")
+
+
 def _written(pattern: str, root: str) -> str:
     """``pattern`` normalised: ``//x`` and ``~/x`` made absolute, ``./`` dropped, ``dir/`` its tree."""
     written = pattern.strip()

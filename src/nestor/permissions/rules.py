@@ -9,7 +9,8 @@ What a pattern is matched against depends on the tool:
   deny or ask rule on such a file applies to the line, and a line with a pattern allow rule is
   covered only when its redirections are allowed too (a bare ``bash`` allow covers them all).
 - file tools: the resolved path (see :mod:`nestor.permissions.paths`); relative patterns are
-  relative to the project root, and a bare allow rule covers the project only.
+  relative to the project root, and a bare allow rule covers the project only. A deny or ask rule
+  also covers the hard links of the files it covers (see :mod:`nestor.permissions.hard_links`).
 - ``fetch``/``web_fetch``: the parsed URL (see :mod:`nestor.permissions.urls`).
 - MCP tools (``mcp__server__tool``): the rule's name itself says which tools it covers:
   ``mcp__github`` or ``mcp__github__*`` every tool of the server, ``mcp__github__get_*`` some;
@@ -36,6 +37,7 @@ from nestor.core.errors import ConfigError
 from nestor.core.permission import PermissionRequest
 from nestor.permissions.bash_commands import CommandLine, parse_command_line
 from nestor.permissions.bash_redirects import FileAccess
+from nestor.permissions.hard_links import linked_rule
 from nestor.permissions.paths import is_bare, is_inside, path_matches
 from nestor.permissions.urls import UrlPatternError, parse_url_pattern, url_matches
 from nestor.tools.catalogue import ToolCatalogue
@@ -157,7 +159,7 @@ def find_rule(
     """
     candidates = [rule for rule in rules if rule.action == action and rule.governs(request.tool_name)]
     if request.tool_name not in _COMMAND_TOOLS:
-        return next(
+        found = next(
             (
                 rule
                 for rule in candidates
@@ -167,6 +169,9 @@ def find_rule(
             ),
             None,
         )
+        if found is None and action != "allow" and request.tool_name in _PATH_TOOLS:
+            return linked_rule(candidates, request.target, project_root)
+        return found
     bare = next((rule for rule in candidates if is_bare(rule.pattern)), None)
     if bare is not None:
         return bare
