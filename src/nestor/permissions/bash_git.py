@@ -129,7 +129,7 @@ _GLOBAL_VALUES = frozenset(
 _COMMAND_OPTIONS: dict[str, tuple[str, ...]] = {
     "rebase": ("-x", "--exec"),
     "difftool": ("-x", "--extcmd"),
-    "clone": ("-u", "--upload-pack", "--template"),
+    "clone": ("-u", "--upload-pack", "--template", "-c", "--config"),  # -c: config of the new repository
     "init": ("--template",),
     "fetch": ("--upload-pack",),
     "pull": ("--upload-pack",),
@@ -198,20 +198,9 @@ def _subcommand_reason(subcommand: str, args: list[Word]) -> str:
         text = arg.text
         if text == "--":
             break
-        if not arg.static and (options or subcommand == "clone"):
+        if not arg.static and options:
             # Its value may be one of the options below (a word xargs appends, too).
             return f"git {subcommand} is given {text}, which is not known before it runs"
-        if subcommand == "clone" and text.startswith(("-c", "--config")):
-            setting = (
-                text.partition("=")[2]
-                if text.startswith("--config=")
-                else text[2:]
-                if text.startswith("-c")
-                else ""
-            )
-            value = setting or _next_text(args, arg)
-            if reason := config_reason(value):
-                return reason
         if _names_option(text, options):
             return f"git {subcommand} {text.split('=', 1)[0]} runs the command it is given"
     return ""
@@ -226,8 +215,3 @@ def _names_option(text: str, options: tuple[str, ...]) -> bool:
     if text.startswith("-") and len(text) > 1:
         return any(option[1] in text[1:] for option in options if not option.startswith("--"))
     return False
-
-
-def _next_text(args: list[Word], arg: Word) -> str:
-    index = args.index(arg)
-    return args[index + 1].text if index + 1 < len(args) else ""

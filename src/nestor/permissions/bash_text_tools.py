@@ -16,7 +16,7 @@ import re
 from nestor.permissions.bash_options import OptionSyntax, read_option
 from nestor.permissions.bash_words import Word
 
-AWKS = frozenset({"awk", "gawk", "mawk", "nawk", "busybox-awk"})
+AWKS = frozenset({"awk", "gawk", "mawk", "nawk"})
 _AWK_VALUES = frozenset("Fvf")  # POSIX: -F fs, -v assignment, -f progfile
 _AWK_FILE_OPTIONS = ("-f", "--file", "-E", "--exec", "-i", "--include", "-l", "--load", "-W")
 _AWK_SANDBOX = ("-S", "--sandbox")
@@ -30,7 +30,7 @@ def awk_reason(words: list[Word]) -> str:
     """Why the awk command ``words`` runs a command or writes a file its line does not show, or ""."""
     name = words[0].text
     args = words[1:]
-    program: Word | None = None
+    programs: list[Word] = []  # gawk's -e/--source, each a piece of one program
     index = 0
     while index < len(args):
         word = args[index]
@@ -42,24 +42,25 @@ def awk_reason(words: list[Word]) -> str:
             break
         if text.startswith(_AWK_FILE_OPTIONS):
             return f"{name} {text[:2]} reads code from a file"
-        if text in _AWK_SANDBOX or text == "--sandbox":
-            return ""
+        if text in _AWK_SANDBOX:
+            return ""  # gawk refuses system(), pipes and redirections
         if text in ("-e", "--source") or text.startswith("--source="):
-            program = Word(text.partition("=")[2], True) if "=" in text else _at(args, index + 1)
+            programs.append(Word(text.partition("=")[2], True) if "=" in text else _at(args, index + 1))
             index += 1 if "=" in text else 2
             continue
         index += 2 if text[1:2] in _AWK_VALUES and len(text) == 2 else 1
-    if program is None:
-        program = _at(args, index)
-    if program is None:
-        return ""
-    if not program.static:
-        return f"{name} is given the program {program.text}, which is not known before it runs"
-    return _awk_program_reason(name, program.text)
+    if not programs and index < len(args):
+        programs.append(args[index])
+    for program in programs:
+        if not program.static:
+            return f"{name} is given the program {program.text}, which is not known before it runs"
+        if reason := _awk_program_reason(name, program.text):
+            return reason
+    return ""
 
 
-def _at(args: list[Word], index: int) -> Word | None:
-    return args[index] if index < len(args) else None
+def _at(args: list[Word], index: int) -> Word:
+    return args[index] if index < len(args) else Word("", True)
 
 
 def _awk_program_reason(name: str, program: str) -> str:
