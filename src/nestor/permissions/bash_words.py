@@ -1,8 +1,11 @@
 """Shell words from tree-sitter-bash's syntax nodes: their value when static, else their source.
 
 A word is static when the shell gives it a value without expanding anything (``rm``, ``'a b'``,
-``"x"``, an escaped letter); a word with an expansion (``$X``, ``$(cmd)``, ``*``) keeps its text as written,
-and the rules treat it as not known before it runs (see :mod:`.bash_commands`).
+``"x"``, an escaped letter); a word with an expansion (``$X``, ``$(cmd)``) keeps its text as
+written, and the rules treat it as not known before it runs (see :mod:`.bash_commands`). A word
+is single when it stays one word however it expands: an unquoted expansion, a glob (``*.txt``) or
+a brace expansion (``r{m,}``) may make it several, which matters where a word's place decides
+what it is (a command name, a wrapper's option).
 """
 
 from __future__ import annotations
