@@ -13,6 +13,7 @@ import compaction
 import context_isolation
 import fanout
 import grep
+import hard_links
 import html_conversion
 import local_model
 import loop_overhead
@@ -47,6 +48,8 @@ def main() -> None:
     html_conversion.main()
     print()
     grep.main()
+    print()
+    hard_links.main()
     print()
     sandbox.main()
     print()
