@@ -175,12 +175,15 @@ def test_what_cannot_be_judged_is_asked_even_under_a_broad_allow(command: str) -
         'run() { "$@"; }; run rm -rf x',
     ],
 )
-def test_a_line_hiding_its_commands_is_asked_when_a_deny_rule_might_cover_it(command: str) -> None:
-    # Neither a bare allow, nor --yolo, nor a session grant lets such a line past the deny rule.
-    assert decide(command, allow=("bash",), deny=("bash(rm *)",)) == "ask"
+def test_a_line_hiding_its_commands_is_refused_when_a_deny_rule_might_cover_it(command: str) -> None:
+    # Neither a bare allow, nor --yolo, nor a session grant lets such a line past the deny rule;
+    # under an ask rule it is asked.
+    assert decide(command, allow=("bash",), deny=("bash(rm *)",)) == "deny"
     policy = PermissionPolicy.from_config([], [], ["bash(rm *)"], project_root=ROOT, yolo=True)
     policy.grant_for_session(bash(command))
-    assert policy.decide(bash(command)).kind == "ask"
+    decision = policy.decide(bash(command))
+    assert decision.kind == "deny" and "write each command it runs plainly" in decision.reason
+    assert decide(command, allow=("bash",), ask=("bash(rm *)",)) == "ask"
 
 
 @pytest.mark.parametrize(

@@ -111,9 +111,10 @@ def test_an_input_redirection_is_a_read(tmp_path: Path) -> None:
     assert decide("cat < /etc/hostname", tmp_path, allow=("bash(cat*)",)) == "ask"  # outside: asked
 
 
-def test_a_file_not_known_before_the_line_runs_is_asked_under_a_file_rule(tmp_path: Path) -> None:
-    assert decide('echo x > "$f"', tmp_path, allow=("bash",), deny=("edit(.env)",)) == "ask"
-    assert decide('echo x > "$f"', tmp_path, deny=("edit(.env)",), yolo=True) == "ask"
+def test_a_file_not_known_before_the_line_runs_is_refused_under_a_file_deny_rule(tmp_path: Path) -> None:
+    assert decide('echo x > "$f"', tmp_path, allow=("bash",), deny=("edit(.env)",)) == "deny"
+    assert decide('echo x > "$f"', tmp_path, deny=("edit(.env)",), yolo=True) == "deny"
+    assert decide('echo x > "$f"', tmp_path, allow=("bash",), ask=("edit(.env)",)) == "ask"
     assert decide('echo x > "$f"', tmp_path, deny=("edit",), yolo=True) == "deny"
     assert decide('echo x > "$f"', tmp_path, allow=("bash(echo *)", "edit")) == "ask"
     assert decide('echo x > "$f"', tmp_path, allow=("bash",)) == "allow"  # no file rule: a bare bash allow

@@ -214,7 +214,11 @@ def unjudged_rule(rules: Sequence[Rule], request: PermissionRequest) -> Rule | N
     """
     if request.tool_name not in _COMMAND_TOOLS:
         return None
-    guards = [rule for rule in rules if rule.action != "allow" and not is_bare(rule.pattern)]
+    # A deny rule first: a line it may cover is refused, not asked.
+    guards = sorted(
+        (rule for rule in rules if rule.action != "allow" and not is_bare(rule.pattern)),
+        key=lambda rule: rule.action != "deny",
+    )
     if not guards:
         return None
     line = parse_command_line(request.target)
