@@ -27,7 +27,7 @@ def usage_error(args: list[str], tmp_path: Path) -> str:
 @pytest.mark.parametrize(
     ("group", "commands"),
     [
-        ([], "run, undo, models, trust, sessions, agents"),
+        ([], "run, undo, models, acp, trust, sessions, agents"),
         (["sessions"], "list, show, export, delete, fork"),
         (["agents"], "list, show, validate, create, delete"),
     ],

@@ -15,8 +15,9 @@ from textual.widgets import Button
 from nestor.app import App
 from nestor.cli.options import CommonOptions
 from nestor.cli.tui import build_tui
-from nestor.cli.tui.app import NestorTui, PromptEditor
+from nestor.cli.tui.app import NestorTui
 from nestor.cli.tui.dialogs import PermissionScreen
+from nestor.cli.tui.prompt_editor import PromptEditor
 from nestor.cli.tui.transcript import Note, ToolBlock
 from nestor.testing import ScriptedOpenAIServer, ServerReply, ServerStepSource, ServerToolCall, ServerUsage
 from tests.app.test_conversation import settings_for

@@ -21,14 +21,14 @@ from textual import events
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.message import Message
-from textual.widgets import Label, TextArea
+from textual.widgets import Label
 
 from nestor.cli.formatting import turn_summary
 from nestor.cli.tui.commands import TUI_COMMANDS, TUI_KEYS, LineSink, agents_command, models_text
 from nestor.cli.tui.dialogs import PermissionScreen, SessionPicker, ask_yes_or_no
 from nestor.cli.tui.live_tree import LiveTree
 from nestor.cli.tui.panes import AgentTreePanel, ConversationPane, StatusBar, TodoPanel
+from nestor.cli.tui.prompt_editor import PromptEditor
 from nestor.cli.tui.transcript import TextBlock, Transcript
 from nestor.core.events import (
     AgentFinished,
@@ -74,36 +74,6 @@ StatusBar { height: 1; padding: 0 1; background: $panel; }
 #permission-buttons Button { margin-right: 1; min-width: 10; }
 PermissionScreen, SessionPicker { align: center middle; }
 """
-
-
-class PromptEditor(TextArea):
-    """The prompt: Enter sends, Alt-Enter or Ctrl-J add a line, a trailing backslash too."""
-
-    class Submitted(Message):
-        """The user sent ``text``."""
-
-        def __init__(self, text: str) -> None:
-            super().__init__()
-            self.text = text
-
-    async def _on_key(self, event: events.Key) -> None:
-        if event.key in ("alt+enter", "ctrl+j", "shift+enter") or (
-            event.key == "enter" and self.text.endswith("\\")
-        ):
-            event.prevent_default()
-            event.stop()
-            if event.key == "enter":
-                self.action_delete_left()
-            self.insert("\n")
-            return
-        if event.key == "enter":
-            event.prevent_default()
-            event.stop()
-            text = self.text
-            self.clear()
-            self.post_message(self.Submitted(text))
-            return
-        await super()._on_key(event)
 
 
 class NestorTui(App[int]):
