@@ -500,6 +500,30 @@ def test_minicc_invalid_json_and_wrong_types_give_lines(tmp_path: Path) -> None:
     assert not_object.spec is None
 
 
+@pytest.mark.parametrize(
+    ("tools", "cause"),
+    [
+        ("[" * 100_000 + "]" * 100_000, "levels deep"),  # stopped the decoder with a RecursionError
+        ("[" * 40 + "]" * 40, "levels deep"),
+        ("[" + ", ".join(['"view"'] * 20_000) + "]", "more than 10,000 values"),
+    ],
+    ids=["100,000 nested lists", "40 nested lists", "20,000 values"],
+)
+def test_minicc_json_too_deep_or_too_large_is_one_error(tmp_path: Path, tools: str, cause: str) -> None:
+    result = _read(tmp_path, "mini-cc", "m/deep.json", '{"name": "x", "tools": ' + tools + "}")
+    assert result.spec is None
+    [error] = result.problems
+    assert error.severity == "error" and cause in error.message
+
+
+def test_a_results_values_count_its_front_matter(tmp_path: Path) -> None:
+    text = "---\nname: a\ndescription: d\ntools: [Read, Grep]\n---\nBody.\n"
+    # the mapping, two keys with their scalars, a key with its list of two
+    assert _read(tmp_path, "claude", "a.md", text).values == 1 + 2 * 2 + 2 + 2
+    assert _read(tmp_path, "mini-cc", "a.json", '{"name": "a", "tools": ["bash"]}').values == 1 + 2 * 2 + 1
+    assert _read(tmp_path, "claude", "notes.md", "no front matter").values == 0
+
+
 # deepagents
 
 

@@ -93,6 +93,8 @@ class ReadResult:
         depends_on: Other files the result depends on (rules, skills, prompt files), existing or not,
             so a registry can re-read the agent file when one of them appears or changes.
         name_line: The line of the name (for problems about the agent as a whole).
+        values: How many values its front matter holds (:attr:`FrontMatter.values`), which the
+            registry counts against the limits of a project's agent files.
 
     """
 
@@ -100,6 +102,7 @@ class ReadResult:
     problems: tuple[AgentFileProblem, ...] = ()
     depends_on: tuple[Path, ...] = ()
     name_line: int = 1
+    values: int = 0
 
 
 def problem_from_error(error: AgentFileError, path: Path) -> AgentFileProblem:
@@ -406,6 +409,7 @@ class Fields:
             problems=tuple(self.problems),
             depends_on=tuple(dict.fromkeys(self.depends_on)),
             name_line=self.document.line("name") if "name" in self.document.data else 1,
+            values=self.document.values,
         )
 
 
