@@ -41,6 +41,9 @@ from nestor.store.sessions import Session, SessionStore
 from nestor.tools.catalogue import ToolCatalogue
 from nestor.tools.mcp.servers import McpServers
 
+_MOST_NAMED = 10
+"""The most agents a start's notices name one by one (a repository may define hundreds)."""
+
 
 @dataclass
 class App:
@@ -211,9 +214,7 @@ class App:
         if not self._ignored_notice_given:
             self._ignored_notice_given = True
             registry = self.agent_registry(environment)
-            for line in ignored_settings_notices(
-                settings, registry.untrusted_models(), registry.untrusted_servers()
-            ) + unconfigured_server_notices(settings, registry.specs()):
+            for line in _start_notices(settings, registry):
                 self.notify(line)
         if session is not None:
             self.hold(session.id)  # before anything slow: a session in use is refused at once
@@ -374,8 +375,11 @@ def ignored_settings_notices(
     """One line per reason project settings were not applied; [] when everything applied."""
     lines: list[str] = []
     untrusted = [item.key for item in settings.ignored if item.reason == "untrusted"]
-    untrusted += [f"agent {spec.name}'s model" for spec in untrusted_agents]
-    untrusted += [f"agent {spec.name}'s MCP servers" for spec in agents_with_servers]
+    agents = [f"agent {spec.name}'s model" for spec in untrusted_agents]
+    agents += [f"agent {spec.name}'s MCP servers" for spec in agents_with_servers]
+    if len(agents) > _MOST_NAMED:  # a repository's agent files name any number of models
+        agents[_MOST_NAMED:] = [f"{len(agents) - _MOST_NAMED} more agents' models or MCP servers"]
+    untrusted += agents
     if untrusted:
         lines.append(
             f"this folder is not trusted, so its settings that would widen what nestor may do or where data "
@@ -394,3 +398,18 @@ def ignored_settings_notices(
             f"own, so {', '.join(key_senders)} was ignored"
         )
     return lines
+
+
+def _start_notices(settings: Settings, registry: AgentRegistry) -> list[str]:
+    """What a start tells the user about the project's settings and agent files, one line each."""
+    limit = registry.read_limit()
+    servers = unconfigured_server_notices(settings, registry.specs())
+    if len(servers) > _MOST_NAMED:  # one line per agent: a repository may define hundreds
+        servers[_MOST_NAMED:] = [
+            f"{len(servers) - _MOST_NAMED} more agents name MCP servers that are not configured"
+        ]
+    return (
+        ([str(limit)] if limit is not None else [])
+        + ignored_settings_notices(settings, registry.untrusted_models(), registry.untrusted_servers())
+        + servers
+    )
