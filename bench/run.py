@@ -7,6 +7,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import agent_files
 import compaction
 import context_isolation
 import fanout
@@ -27,6 +28,8 @@ def main() -> None:
     loop_overhead.main()
     print()
     startup.main()
+    print()
+    agent_files.main()
     print()
     compaction.main()
     print()
