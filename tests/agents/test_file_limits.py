@@ -128,6 +128,16 @@ def test_reading_stops_once_the_front_matter_values_reach_the_limit(tmp_path: Pa
     assert limit is not None and limit.path == agents / "b.md"
 
 
+def test_the_files_a_file_makes_nestor_look_for_count_as_values(tmp_path: Path, project: Path) -> None:
+    agents = project / ".nestor/agents"
+    # 15 values (the mapping, 2 keys, a description, a list of 10), and 2 places to look for each rule
+    _agent(agents / "a.md", extra=f"rules: [{', '.join(f'r{index}' for index in range(10))}]\n")
+    _agent(agents / "b.md")
+    assert _registry(tmp_path, AgentFileLimits(values=36)).read_limit() is None
+    limit = _registry(tmp_path, AgentFileLimits(values=35)).read_limit()
+    assert limit is not None and limit.path == agents / "b.md"
+
+
 def test_the_users_own_agent_files_are_not_limited(tmp_path: Path, project: Path) -> None:
     for name in "abcd":
         _agent(tmp_path / "home/.config/nestor/agents" / f"{name}.md")

@@ -4,8 +4,10 @@ import os
 import shutil
 from pathlib import Path
 
+import pytest
+
 from nestor.agents.file_limits import AgentFileLimits, LimitTally
-from nestor.agents.locations import AgentLocation, list_agent_files
+from nestor.agents.locations import AgentLocation, Layout, list_agent_files
 
 
 def _touch(path: Path, text: str = "---\ndescription: d\n---\n") -> Path:
@@ -105,19 +107,28 @@ def test_listing_stops_when_the_directory_entries_run_out(tmp_path: Path) -> Non
         _touch(root / f"a{index:02}.md")
     tally = LimitTally(AgentFileLimits(entries=10))
     listed = _listed(AgentLocation("claude", "project", root), tally)
-    assert len(listed) == 10  # the first ten entries the directory gave, in name order
+    assert len(listed) == 9  # opening the directory, then its first nine entries, in name order
     assert [name for _path, name in listed] == sorted(name for _path, name in listed)
     assert not tally.listing and tally.reading
     problem = tally.problem()
     assert problem is not None and problem.path == root and problem.severity == "warning"
-    assert "50,000" not in problem.message and "10 directory entries" in problem.message
+    assert "10 directory entries" in problem.message
 
 
-def test_a_tree_stops_walking_when_the_entries_run_out(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("layout", "last", "entries"),
+    [
+        ("tree", "late.md", 15),  # the root and its first 14 entries: "zz" is never opened
+        ("folders", "AGENTS.md", 30),  # the root, its 21 entries, 8 looks for an AGENTS.md
+    ],
+)
+def test_every_folder_opened_or_looked_into_counts_as_an_entry(
+    tmp_path: Path, layout: Layout, last: str, entries: int
+) -> None:
     root = tmp_path / "agents"
     for index in range(20):
         (root / f"empty{index:02}").mkdir(parents=True)
-    _touch(root / "zz" / "late.md")
-    tally = LimitTally(AgentFileLimits(entries=15))
-    assert _listed(AgentLocation("opencode", "project", root, "tree"), tally) == []
-    assert tally.entries == 15 and not tally.listing
+    _touch(root / "zz" / last)
+    tally = LimitTally(AgentFileLimits(entries=entries))
+    assert _listed(AgentLocation("opencode", "project", root, layout), tally) == []
+    assert tally.entries == entries and not tally.listing

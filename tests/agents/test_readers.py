@@ -193,6 +193,17 @@ def test_unknown_tools_are_warnings_and_the_spec_loads_without_them(tmp_path: Pa
     assert "view, ls" in warnings[0].message
 
 
+def test_a_close_tool_name_is_suggested_for_a_files_first_20_unknown_tools_only(tmp_path: Path) -> None:
+    # Each suggestion compares the name with every name nestor knows: thousands would cost seconds.
+    text = "---\nname: a\ndescription: d\ntools: [" + ", ".join(["gerp"] * 25) + "]\n---\n"
+    warnings = _warnings(_read(tmp_path, "claude", "a.md", text))
+    assert len(warnings) == 25
+    assert all("did you mean 'grep'" in problem.message for problem in warnings[:20])
+    assert all(
+        "did you mean" not in problem.message and "'gerp'" in problem.message for problem in warnings[20:]
+    )
+
+
 def test_nestor_permission_rules_are_validated(tmp_path: Path) -> None:
     text = "---\ndescription: d\npermission:\n  deny: [frobnicate(x), bash]\n  maybe: [view]\n---\n"
     result = _read(tmp_path, "nestor", "a/x.md", text)

@@ -24,15 +24,18 @@ class AgentFileLimits:
     Attributes:
         files: Agent files read (a large collection of agents has a few hundred).
         bytes: Their total size.
-        values: The values their front matter holds in total (a file has a few dozen).
-        entries: Directory entries looked at while listing the agent directories.
+        values: The values their front matter holds in total (a file has a few dozen), and the
+            files those make nestor look for (rules, skills, prompt files), which it looks for
+            again on every refresh.
+        entries: Directory entries looked at while listing the agent directories (each directory
+            opened and each ``AGENTS.md`` looked for counts as one too).
 
     """
 
     files: int = 500
     bytes: int = 4_000_000
     values: int = 25_000
-    entries: int = 50_000
+    entries: int = 10_000
 
     def describe(self) -> str:
         """The limits in a few words, for the notice."""

@@ -3,9 +3,10 @@
 Each :class:`AgentLocation` is one directory of one ecosystem; :func:`agent_locations` gives them in
 precedence order. :func:`list_agent_files` yields a location's agent files in name order, building a
 path only for the files the caller goes on to take. Given a :class:`LimitTally` it counts every
-directory entry it looks at and stops when they run out, and it walks nested folders without
-recursion, so neither a folder of a million entries nor one nested a thousand deep stalls or
-crashes a start.
+directory entry it looks at (and every directory it opens, every ``AGENTS.md`` it looks for) and
+stops when they run out, and it walks nested folders without recursion, so neither a folder of a
+million entries, nor thousands of empty ones, nor one nested a thousand deep stalls or crashes a
+start.
 """
 
 from __future__ import annotations
@@ -85,6 +86,8 @@ def list_agent_files(location: AgentLocation, tally: LimitTally | None = None) -
     if location.layout == "folders":
         for name in _names(directory, tally, folders=True):
             path = directory / name / "AGENTS.md"
+            if tally is not None and not tally.look_at_entry(directory):
+                return
             if path.is_file():
                 yield path, name
     elif location.layout == "flat":
@@ -117,6 +120,8 @@ def _names(
     ``folders_into`` collects the visible subfolders besides (links to folders are not followed).
     """
     names: list[str] = []
+    if tally is not None and not tally.look_at_entry(directory):  # opening it costs as much as an entry
+        return names
     try:
         with os.scandir(directory) as iterator:
             for entry in iterator:

@@ -220,8 +220,8 @@ class AgentRegistry:
             cached = _CachedFile(context, fingerprint, _fingerprints(result.depends_on), result)
             self._files[path] = cached
             self._stale = True
-        if tally is not None:
-            tally.add(size, cached.result.values)
+        if tally is not None:  # each file it attaches is looked for again on every refresh
+            tally.add(size, cached.result.values + len(cached.result.depends_on))
         return True
 
     def _active_locations(self) -> tuple[AgentLocation, ...]:

@@ -87,12 +87,14 @@ def expand_tool_wildcard(pattern: str, catalogue: ToolCatalogue | None = None) -
     return tuple(tool for tool in tools.names() if tool in matched)
 
 
-def describe_unknown_tool(name: str, catalogue: ToolCatalogue | None = None) -> str:
-    """A one-line explanation for a tool name nestor does not know, with what it offers instead."""
-    tools = catalogue or _BUILTIN
-    known = tools.aliases()
+def describe_unknown_tool(name: str, catalogue: ToolCatalogue | None = None, *, suggest: bool = True) -> str:
+    """A one-line explanation for a tool name nestor does not know, with what it offers instead.
+
+    ``suggest`` looks for a close name too, which costs a comparison with every name nestor knows.
+    """
+    known = _BUILTIN_ALIASES if catalogue is None else catalogue.aliases()
     lowered = name.strip().lower()
-    offered = "nestor's tools are: " + ", ".join(tools.names())
+    offered = "nestor's tools are: " + ", ".join(NESTOR_TOOLS if catalogue is None else catalogue.names())
     if lowered.startswith("mcp_"):
         return (
             f"{name!r} looks like an MCP tool, but nestor names them mcp__SERVER__TOOL (or mcp__SERVER "
@@ -103,6 +105,6 @@ def describe_unknown_tool(name: str, catalogue: ToolCatalogue | None = None) -> 
         return (
             f"nestor has no tool {name!r}, so the agent runs without it; instead, {alternative} ({offered})"
         )
-    close = difflib.get_close_matches(lowered, list(known), n=1, cutoff=0.75)
+    close = difflib.get_close_matches(lowered, list(known), n=1, cutoff=0.75) if suggest else []
     suggestion = f"; did you mean {known[close[0]]!r}?" if close else ""
     return f"nestor has no tool {name!r}, so the agent runs without it{suggestion} ({offered})"
