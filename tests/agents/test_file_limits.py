@@ -60,8 +60,9 @@ def test_past_the_file_limit_the_rest_is_ignored_in_precedence_order_with_one_wa
     assert limit.message.startswith("nestor reads at most 3 agent files of a project (4 MB, 25,000 ")
     assert "\n" not in str(limit)
     assert registry.problems() == [limit]
-    with pytest.raises(UnknownAgentError):
+    with pytest.raises(UnknownAgentError) as caught:
         registry.get("e")
+    assert caught.value.message.endswith(f"nestor stopped at {project / '.claude/agents/d.md'}")
 
 
 def test_removed_files_let_the_next_ones_in_and_the_warning_goes_when_all_fit(

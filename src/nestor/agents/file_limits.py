@@ -1,9 +1,9 @@
 """How much of a project's agent files nestor reads: a bound on the work a repository can cause.
 
 Every agent file is read before the first request (the ``task`` tool lists the agents), and a
-repository can hold any number of them: 20,000 files held a start for over 20 s. So the registry reads a
-project's agent directories in precedence order (each in name order) and stops at the first of
-these limits: :attr:`AgentFileLimits.files` files, :attr:`AgentFileLimits.bytes` bytes,
+repository can hold any number of them: 20,000 files held a start for over 20 s. So the registry
+reads a project's agent directories in precedence order (each in name order) and stops at the first
+of these limits: :attr:`AgentFileLimits.files` files, :attr:`AgentFileLimits.bytes` bytes,
 :attr:`AgentFileLimits.values` front-matter values (what readers spend time on), and
 :attr:`AgentFileLimits.entries` directory entries looked at. The files after that point are not
 read; one warning says where reading stopped. The user's own agent files are not limited.
@@ -103,7 +103,7 @@ class LimitTally:
         return True
 
     def add(self, size: int, values: int) -> None:
-        """Count a file read: its size and its front matter's values."""
+        """Count a file read: its size and its values (its front matter's, and the files it attaches)."""
         self.files += 1
         self.bytes += size
         self.values += values

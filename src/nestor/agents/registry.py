@@ -129,6 +129,9 @@ class AgentRegistry:
         broken = self._broken_definition(name)
         if broken is not None:
             message += f". {broken.path} defines it but could not be loaded: {broken.message}"
+        elif self._limit_problem is not None:
+            stopped = self._limit_problem.path
+            message += f". Not every agent file of the project was read: nestor stopped at {stopped}"
         raise UnknownAgentError(
             message,
             hint=f"use one of the available agent types, or define {name!r} in "
