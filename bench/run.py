@@ -8,6 +8,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import acp_startup
+import agent_files
 import checkpoints
 import compaction
 import context_isolation
@@ -32,6 +33,7 @@ def main() -> None:
     startup.main()
     print()
     acp_startup.main()
+    agent_files.main()
     print()
     compaction.main()
     print()

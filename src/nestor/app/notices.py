@@ -12,6 +12,9 @@ from nestor.agents.spec import AgentSpec
 from nestor.config.paths import PROJECT_CONFIG_NAME
 from nestor.config.settings import Settings
 
+MOST_NAMED = 10
+"""The most agents a start's notices name one by one (a repository may define hundreds)."""
+
 
 def ignored_settings_notices(
     settings: Settings, untrusted_agents: Sequence[AgentSpec], agents_with_servers: Sequence[AgentSpec] = ()
@@ -19,8 +22,11 @@ def ignored_settings_notices(
     """One line per reason project settings were not applied; [] when everything applied."""
     lines: list[str] = []
     untrusted = [item.key for item in settings.ignored if item.reason == "untrusted"]
-    untrusted += [f"agent {spec.name}'s model" for spec in untrusted_agents]
-    untrusted += [f"agent {spec.name}'s MCP servers" for spec in agents_with_servers]
+    agents = [f"agent {spec.name}'s model" for spec in untrusted_agents]
+    agents += [f"agent {spec.name}'s MCP servers" for spec in agents_with_servers]
+    if len(agents) > MOST_NAMED:  # a repository's agent files name any number of models
+        agents[MOST_NAMED:] = [f"{len(agents) - MOST_NAMED} more agents' models or MCP servers"]
+    untrusted += agents
     if untrusted:
         lines.append(
             f"this folder is not trusted, so its settings that would widen what nestor may do or where data "

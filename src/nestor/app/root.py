@@ -26,7 +26,7 @@ from nestor.app.conversation import Conversation, title_from_prompt
 from nestor.app.lsp_info import LspManager, ServerStatus, language_servers
 from nestor.app.mcp_approvals import approval_asker
 from nestor.app.mcp_config import unconfigured_server_notices
-from nestor.app.notices import ignored_settings_notices
+from nestor.app.notices import MOST_NAMED, ignored_settings_notices
 from nestor.bus import EventBus, EventHandler
 from nestor.config.paths import default_user_config_path
 from nestor.config.settings import Settings
@@ -253,9 +253,7 @@ class App:
         if not self._ignored_notice_given:
             self._ignored_notice_given = True
             registry = self.agent_registry(environment)
-            for line in ignored_settings_notices(
-                settings, registry.untrusted_models(), registry.untrusted_servers()
-            ) + unconfigured_server_notices(settings, registry.specs()):
+            for line in _start_notices(settings, registry):
                 self.notify(line)
         if session is not None:
             self.hold(session.id)  # before anything slow: a session in use is refused at once
@@ -421,3 +419,18 @@ class App:
 def mcp_log_dir(settings: Settings) -> Path:
     """Where MCP servers' stderr logs go: ``<data dir>/mcp/logs/<server>.log``."""
     return settings.data_dir / "mcp" / "logs"
+
+
+def _start_notices(settings: Settings, registry: AgentRegistry) -> list[str]:
+    """What a start tells the user about the project's settings and agent files, one line each."""
+    limit = registry.read_limit()
+    servers = unconfigured_server_notices(settings, registry.specs())
+    if len(servers) > MOST_NAMED:  # one line per agent: a repository may define hundreds
+        servers[MOST_NAMED:] = [
+            f"{len(servers) - MOST_NAMED} more agents name MCP servers that are not configured"
+        ]
+    return (
+        ([str(limit)] if limit is not None else [])
+        + ignored_settings_notices(settings, registry.untrusted_models(), registry.untrusted_servers())
+        + servers
+    )

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
 
+from nestor.agents.listing import agent_names
 from nestor.agents.spec import AgentSpec
 from nestor.core.errors import DelegationError, NestorError, ToolError, UnknownAgentError
 from nestor.core.events import ErrorEvent
@@ -113,8 +114,7 @@ class AgentTree:
         return None
 
     def _available(self) -> str:
-        names = ", ".join(spec.name for spec in self.services.registry.delegable())
-        return f"Available agents: {names}."
+        return f"Available agents: {agent_names(self.services.registry.delegable())}."
 
     # -- running tasks ----------------------------------------------------------------------
 
