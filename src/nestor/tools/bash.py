@@ -28,6 +28,7 @@ from typing import ClassVar, Literal
 from pydantic import BaseModel, Field
 
 from nestor.tools.base import PermissionRequest, Tool, ToolContext, ToolError, ToolResult, clamp_timeout
+from nestor.tools.git.neutralize import neutralizing_environment
 from nestor.tools.sandbox.detect import Backend, detect
 from nestor.tools.sandbox.launch import Launch, SandboxError, sandboxed
 from nestor.tools.sandbox.policy import SandboxPolicy
@@ -148,6 +149,7 @@ class BashTool(Tool[BashParams]):
         sandbox: SandboxPolicy | None = None,
         backend: Backend | Literal["auto"] = "auto",
         notify: Callable[[str], None] | None = None,
+        neutralize_repository_git: bool = False,
     ) -> None:
         """Make the tool.
 
@@ -158,6 +160,9 @@ class BashTool(Tool[BashParams]):
             backend: The sandbox backend; ``auto`` takes what :func:`~nestor.tools.sandbox.detect.detect`
                 finds on this machine.
             notify: Told, once, when the sandbox is missing or cannot enforce all of the policy.
+            neutralize_repository_git: Override every setting of the project's repository that
+                names a command (:mod:`nestor.tools.git.neutralize`) for the git a command runs: the
+                project is not trusted.
 
         """
         self._output_limit = output_limit
@@ -166,6 +171,7 @@ class BashTool(Tool[BashParams]):
         self._backend: Backend | Literal["auto"] = backend
         self._notify = notify
         self._notified = False
+        self._neutralize_repository_git = neutralize_repository_git
 
     def permission(self, params: BashParams, ctx: ToolContext) -> PermissionRequest | None:
         """Every command needs an ``execute`` permission; the runtime decides it."""
@@ -185,7 +191,9 @@ class BashTool(Tool[BashParams]):
             raise ToolError(f"The project root {ctx.project_root} is not a directory.")
 
         buffer = OutputBuffer(self._output_limit)
+        git_env = await neutralizing_environment(ctx.project_root) if self._neutralize_repository_git else {}
         launch = await self._launch(params.command, ctx.project_root)
+        launch.env.update(git_env)
         try:
             process = await _start_stopping_on_cancel(launch, ctx.project_root)
             outcome = await self._supervise(process, buffer, timeout)

@@ -172,6 +172,24 @@ def _linked_git_dir(git_file: Path) -> Path | None:
     return linked if named and linked.is_dir() else None
 
 
+def submodule_git_dirs(git_dir: Path) -> list[Path]:
+    """The git dirs of a repository's submodules (``modules/NAME``, nested ones included)."""
+    found: list[Path] = []
+    pending = [git_dir / "modules"]
+    while pending and len(found) < 1000:
+        try:
+            children = sorted(entry for entry in pending.pop().iterdir() if entry.is_dir())
+        except OSError:
+            continue
+        for child in children:
+            if (child / "HEAD").is_file():
+                found.append(child)
+                pending.append(child / "modules")
+            else:  # a submodule named with a slash: modules/libs/json
+                pending.append(child)
+    return found
+
+
 def common_dir_of(git_dir: Path) -> Path:
     """The common dir a git dir's ``commondir`` file names (relative to it), else the git dir."""
     named = _read_pointer(git_dir / "commondir")

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TypeAlias
 
-from nestor.tools.git.location import Repository, find_repository, git_entries
+from nestor.tools.git.location import Repository, find_repository, git_entries, submodule_git_dirs
 
 SandboxMode: TypeAlias = Literal["read-only", "workspace-write", "off"]
 
@@ -124,7 +124,7 @@ class SandboxPolicy:
                 continue
             if git_dir.is_relative_to(project_root.resolve()):
                 (git_dir / "hooks").mkdir(exist_ok=True)
-            for each in (git_dir, *_submodule_git_dirs(git_dir)):
+            for each in (git_dir, *submodule_git_dirs(git_dir)):
                 candidates += [each / name for name in GIT_CONFIG_FILES]
         return _unique_existing(candidates)
 
@@ -182,24 +182,6 @@ def _temp_dirs(env: Mapping[str, str]) -> list[Path]:
         dirs.append(Path(tmpdir))
     dirs.append(Path(tempfile.gettempdir()))
     return dirs
-
-
-def _submodule_git_dirs(git_dir: Path) -> list[Path]:
-    """The git dirs of a repository's submodules (``modules/NAME``, nested ones included)."""
-    found: list[Path] = []
-    pending = [git_dir / "modules"]
-    while pending and len(found) < 1000:
-        try:
-            children = sorted(entry for entry in pending.pop().iterdir() if entry.is_dir())
-        except OSError:
-            continue
-        for child in children:
-            if (child / "HEAD").is_file():
-                found.append(child)
-                pending.append(child / "modules")
-            else:  # a submodule named with a slash: modules/libs/json
-                pending.append(child)
-    return found
 
 
 def enclosing_repositories(project_root: Path) -> list[Repository]:
