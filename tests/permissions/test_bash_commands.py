@@ -255,13 +255,26 @@ def _compose(draw: st.DrawFn, depth: int) -> tuple[str, set[str]]:
         kind = draw(st.sampled_from(["allowed", "denied", "other"]))
         pool = {"allowed": ALLOWED, "denied": DENIED, "other": OTHER}[kind]
         return draw(st.sampled_from(pool)), {kind}
-    shape = draw(st.sampled_from(["list", "subst", "backtick", "subshell", "group", "shell", "not"]))
+    shape = draw(
+        st.sampled_from(
+            ["list", "subst", "backtick", "subshell", "group", "shell", "not", "operand", "heredoc", "nested"]
+        )
+    )
     left, left_kinds = _compose(draw, depth - 1)
     if shape == "subst":
         # Spaced, since "$((" and "((" open arithmetic, where bash runs no command.
         return f"echo $( {left} )", left_kinds | {"other"}
     if shape == "backtick" and "`" not in left:
         return f"echo `{left}`", left_kinds | {"other"}
+    if shape == "operand" and "`" not in left:
+        # tree-sitter-bash reads these as text; bash runs them.
+        template = draw(st.sampled_from(["echo ${{x-`{0}`}}", 'echo "${{x:-`{0}`}}"']))
+        return template.format(left), left_kinds | {"other"}
+    if shape == "heredoc" and "`" not in left:
+        template = draw(st.sampled_from(["cat <<E\n`{0}`\nE", "cat <<-E\n\t$( {0} )\n\tE"]))
+        return template.format(left), left_kinds | {"other"}
+    if shape == "nested" and "`" not in left:
+        return f"echo `echo \\`{left}\\``", left_kinds | {"other"}
     if shape == "subshell":
         return f"( {left} )", left_kinds
     if shape == "group":
@@ -416,6 +429,11 @@ EVALUATING_WORDS = [
     "${s:0:n}",
     "$(( $(echo 1) ))",
     "${y:-${x@P}}",
+    "${y-$[x]}",
+    "${y-`id`}",
+    '"${y:-`id`}"',
+    "${u/${!x}/y}",
+    "${y-<(id)}",
 ]
 EVALUATING_STATEMENTS = [
     "((x))",
@@ -432,6 +450,9 @@ EVALUATING_STATEMENTS = [
     "x[i]=1",
     "for ((i=n; i<3; i++)); do ls; done",
     "bash -c 'ls ${x@P}'",
+    "cat <<-E\n\t$((x))\n\tE",
+    "cat <<E\n`id`\nE",
+    "cat <<E\n${y-`id`}\nE",
 ]
 
 

@@ -120,5 +120,18 @@ def test_a_file_not_known_before_the_line_runs_is_refused_under_a_file_deny_rule
     assert decide('echo x > "$f"', tmp_path, allow=("bash",)) == "allow"  # no file rule: a bare bash allow
 
 
+# -- the red team's third pass: a substitution reading a file -------------------------------------
+
+
+def test_a_substitution_reading_a_file_is_a_read(tmp_path: Path) -> None:
+    # "$(<f)" is "$(cat < f)": a redirection no command holds.
+    assert files("ls $(<secrets/key.txt)") == [("secrets/key.txt", "read")]
+    assert set(files('echo "$(< /etc/hostname)" > out')) == {("/etc/hostname", "read"), ("out", "write")}
+    careful = {"allow": ("bash(ls *)", "bash(cat *)"), "deny": ("Read(secrets/**)",)}
+    assert decide("ls $(<secrets/key.txt)", tmp_path, **careful) == "deny"
+    assert decide("ls $(</etc/hostname)", tmp_path, **careful) == "ask"  # outside the project
+    assert decide("ls $(<notes.txt)", tmp_path, **careful) == "allow"
+
+
 def test_file_access_is_plain_data() -> None:
     assert FileAccess("f", "write") == FileAccess("f", "write")

@@ -7,14 +7,17 @@ collected (inside substitutions, pipelines, lists, subshells, groups, loops and 
 ``bash -c``), and each is normalised: leading ``VAR=value`` assignments dropped, the command name
 reduced to its basename, and wrappers such as ``env``, ``timeout`` or ``sudo`` unwrapped.
 
-What cannot be judged statically is reported as unresolved, and rules never allow such a line: a
-parse error, a command name that is an expansion, a shell reading its script from stdin or a file,
-an expansion or arithmetic that evaluates a variable's value (:mod:`.bash_expansions`), a builtin
-that runs or defines code (:mod:`.bash_builtins`), git, awk, sed or another program told to run
-a command (:mod:`.bash_git`, :mod:`.bash_text_tools`, :mod:`.bash_command_options`), a variable
-that changes what commands run (:mod:`.variables`). The files the line's redirections open are collected too
-(:mod:`.bash_redirects`), for the read and write rules. The words of a command come from
-:mod:`.bash_words`, and :mod:`.bash_wrappers` unwraps them.
+A backquoted command is parsed again as bash reads it (an escaped backquote inside one nests a
+command). What cannot be judged statically is reported as unresolved, and rules never allow such a
+line: a parse error, text the grammar leaves unparsed where bash expands it
+(:mod:`.bash_unparsed`), a command name that is an expansion, a shell reading its script from
+stdin or a file, an expansion or arithmetic that evaluates a variable's value
+(:mod:`.bash_expansions`), a builtin that runs or defines code (:mod:`.bash_builtins`), git, awk,
+sed or another program told to run a command (:mod:`.bash_git`, :mod:`.bash_text_tools`,
+:mod:`.bash_command_options`), a variable that changes what commands run (:mod:`.variables`).
+The files the line's redirections open are collected too (:mod:`.bash_redirects`), for the read
+and write rules. The words of a command come from :mod:`.bash_words`, and :mod:`.bash_wrappers`
+unwraps them.
 """
 
 from __future__ import annotations
@@ -31,7 +34,8 @@ from nestor.permissions.bash_expansions import evaluation_reasons
 from nestor.permissions.bash_git import git_reason
 from nestor.permissions.bash_redirects import FileAccess, is_relative, redirect_accesses
 from nestor.permissions.bash_text_tools import AWKS, awk_reason, sed_reason
-from nestor.permissions.bash_words import Word, node_text, with_placeholder, word_of
+from nestor.permissions.bash_unparsed import unparsed_reasons
+from nestor.permissions.bash_words import Word, backquoted_source, node_text, with_placeholder, word_of
 from nestor.permissions.bash_wrappers import PRIVILEGED_WRAPPERS, unwrap
 
 if TYPE_CHECKING:
@@ -184,7 +188,18 @@ def _collect_source(source: str, collector: _Collector) -> None:
     if tree.root_node.has_error:
         collector.unresolved.append("the command does not parse")
     collector.unresolved.extend(evaluation_reasons(tree.root_node))
+    collector.unresolved.extend(unparsed_reasons(tree.root_node))
     _walk(tree.root_node, collector)
+
+
+def _nested_source(source: str, collector: _Collector) -> None:
+    """Collect a command line found inside another: a shell's ``-c`` string, a backquoted command."""
+    if collector.depth >= _MAX_SHELL_NESTING:
+        collector.unresolved.append("command lines are nested too deep")
+        return
+    collector.depth += 1
+    _collect_source(source, collector)
+    collector.depth -= 1
 
 
 def _walk(node: Node, collector: _Collector) -> None:
@@ -202,6 +217,10 @@ def _walk(node: Node, collector: _Collector) -> None:
     elif kind == "function_definition":
         collector.unresolved.append("it defines a function")
         _walk_children(node, collector)
+    elif kind.endswith("redirect"):
+        _redirection(node, collector)  # one no command holds: "$(<f)" reads f
+    elif (source := backquoted_source(node)) is not None:
+        _nested_source(source, collector)
     else:
         _walk_children(node, collector)
 
@@ -229,8 +248,7 @@ def _redirected(node: Node, collector: _Collector) -> None:
     body = node.child_by_field_name("body")
     redirects = [child for child in node.named_children if child != body]
     for redirect in redirects:
-        _walk_children(redirect, collector)
-        _add_files(redirect, collector)
+        _redirection(redirect, collector)
     if body is None:
         return
     if body.type == "command":
@@ -240,11 +258,21 @@ def _redirected(node: Node, collector: _Collector) -> None:
     _walk(body, collector)
 
 
-def _add_files(redirect: Node, collector: _Collector) -> None:
+def _redirection(redirect: Node, collector: _Collector) -> None:
+    """The substitutions inside a redirection, and the files it opens (those of the ones it holds too)."""
+    _redirection_parts(redirect, collector)
     accesses, problem = redirect_accesses(redirect)
     collector.files.extend(accesses)
     if problem:
         collector.unresolved.append(problem)
+
+
+def _redirection_parts(redirect: Node, collector: _Collector) -> None:
+    for child in redirect.named_children:
+        if child.type.endswith("redirect"):
+            _redirection_parts(child, collector)  # "cat <<E > f": its file is read with the outer one
+        else:
+            _walk(child, collector)
 
 
 def _redirect_text(node: Node) -> str:
@@ -271,13 +299,13 @@ def _command(node: Node, redirects: list[str], collector: _Collector) -> None:
     for child in node.named_children:
         joined = previous is not None and _continues(node, previous, child)
         previous = child
-        # Assignments and arguments may hold substitutions, which run commands of their own.
-        _walk_children(child, collector)
-        if child.type == "variable_assignment" and not words:
-            continue
         if child.type.endswith("redirect"):
+            _redirection(child, collector)
             redirects.append(_redirect_text(child))
-            _add_files(child, collector)
+            continue
+        # Assignments and arguments may hold substitutions, which run commands of their own.
+        _walk(child, collector)
+        if child.type == "variable_assignment" and not words:
             continue
         if child.type == "comment":
             continue
@@ -378,13 +406,8 @@ def _shell(words: list[Word], collector: _Collector) -> bool:
                 return False
             if words[0].text not in _BASH_SHELLS:
                 collector.unresolved.append(f"{words[0].text}'s syntax is not bash's, which nestor reads")
-            if collector.depth >= _MAX_SHELL_NESTING:
-                collector.unresolved.append("shells are nested too deep")
-                return True
             string = args[index + 1] if text == "--" and index + 1 < len(args) else word
-            collector.depth += 1
-            _collect_source(string.text, collector)
-            collector.depth -= 1
+            _nested_source(string.text, collector)
             return True
     # No operand: the shell runs what it reads, and what it reads is not known here.
     collector.unresolved.append(f"{words[0].text} reads the commands it runs from its input")
@@ -396,7 +419,7 @@ def _has_c_flag(text: str) -> bool:
 
 
 def _find_exec(words: list[Word], collector: _Collector) -> None:
-    """``find ... -exec rm {} ;`` runs ``rm``: judge it like any command."""
+    """``find ... -exec rm {} ;`` runs ``rm``: judge it like any command ."""
     index = 1
     while index < len(words):
         if words[index].text in ("-exec", "-execdir", "-ok", "-okdir"):
