@@ -491,6 +491,8 @@ REDIRECT_TARGETS = {
     "/tmp/x": "file",
     "~/.bashrc": "file",
     '"$f"': "file",
+    ".en?": "file",
+    "src/*.py": "file",
     "/dev/null": "none",
     "/dev/stderr": "none",
     "&1": "none",
@@ -513,8 +515,11 @@ def test_fuzz_a_redirection_to_a_file_needs_the_write_permission(
     line = f"{command} {fd}{op}{target}" if not target.startswith("&") else f"{command} {fd or '2'}>{target}"
     kind = decide(line, allow=RULES["allow"])
     assert kind == ("ask" if REDIRECT_TARGETS[target] == "file" else "allow"), line
-    if target == "src/app.py":
+    if target in ("src/app.py", "src/*.py"):
         assert decide(line, allow=("bash",), deny=("edit(src/**)",)) == "deny", line
+    if target in ('"$f"', ".en?"):
+        # bash opens the file it expands to: a glob is judged as any file, never as its letters.
+        assert decide(line, allow=("bash",), deny=("edit(.env)",)) == "deny", line
 
 
 def test_a_brace_expansion_in_the_command_name_hides_it(tmp_path: Path) -> None:
@@ -523,3 +528,74 @@ def test_a_brace_expansion_in_the_command_name_hides_it(tmp_path: Path) -> None:
         assert not leaves(command, tmp_path, "x"), command
         assert decide(command, allow=("bash",), deny=("bash(rm *)",)) != "allow", command
     assert not parse_command_line("echo {a,b} ${x:-a,b}").unresolved
+
+
+# -- fuzzing: a line that links, moves or removes files, or changes directory, and writes a file -----
+
+# Each may make "x" (or "../x" in sub/) lead to .env by the time the redirection opens it.
+MOVERS = [
+    "ln -s .env x",
+    "ln -sf .env x",
+    "link .env x",
+    "mv .env x",
+    "cp -s .env x",
+    "cp -P l x",
+    "rm -f x",
+    "install .env x",
+    "rsync -l l x",
+    "tar xf links.tar",
+    "unzip -o links.zip",
+    "git checkout HEAD -- x",
+    "git -C . stash pop",
+    "busybox ln -s .env x",
+    "command ln -s .env x",
+    "find . -name .env -exec ln -s {} x \\;",
+    "echo .env | xargs -I{} ln -s {} x",
+    "bash -c 'ln -s .env x'",
+    "echo $(ln -s .env x)",
+]
+WRITES = ["echo E >> x", "{ echo E; } > x", "cat < x > /dev/null"]
+SHAPES = [
+    "{mover}; {write}",
+    "{mover} && {write}",
+    "{mover} | {write}",
+    "{write} | {mover}",
+    "{mover} & {write}",
+    "( {mover} ); {write}",
+    "for i in 1 2; do {write}; {mover}; done",
+    "while true; do {write}; {mover}; done",
+    "{write}; {mover}",
+]
+ELSEWHERE = [
+    "cd sub",
+    "pushd sub",
+    "env -C sub sh -c '{write}'",
+    "env --chdir=sub sh -c '{write}'",
+    "sudo -D sub sh -c '{write}'",
+    "nsenter --wd=sub sh -c '{write}'",
+    "unshare -w sub sh -c '{write}'",
+    "chroot . sh -c '{write}'",
+    "find sub -name a -execdir sh -c '{write}' \\;",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(MOVERS), st.sampled_from(WRITES), st.sampled_from(SHAPES))
+def test_fuzz_a_write_on_a_line_that_links_or_moves_files_is_judged_as_any_file(
+    mover: str, write: str, shape: str
+) -> None:
+    line = shape.format(mover=mover, write=write)
+    assert decide(line, deny=("edit(.env)", "Read(.env)"), yolo=True) == "deny", line
+    assert decide(line, allow=("bash",), ask=("edit(.env)", "Read(.env)")) == "ask", line
+    # Nothing on the line moves a name: the same write is judged as the file it names.
+    assert decide(shape.format(mover="git status", write=write), deny=("edit(.env)",), yolo=True) == "allow"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(ELSEWHERE), st.sampled_from(["echo E >> ../x", "echo E > ../.env", "cat < ../x"]))
+def test_fuzz_a_relative_write_after_a_change_of_directory_is_judged_as_any_file(
+    where: str, write: str
+) -> None:
+    line = where.format(write=write) if "{write}" in where else f"{where} && {write}"
+    assert decide(line, deny=("edit(.env)", "Read(.env)"), yolo=True) == "deny", line
+    assert decide(f"sh -c '{write}'", deny=("edit(.env)", "Read(.env)"), yolo=True) == "allow"

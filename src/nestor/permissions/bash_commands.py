@@ -16,8 +16,9 @@ stdin or a file, an expansion or arithmetic that evaluates a variable's value
 sed or another program told to run a command (:mod:`.bash_git`, :mod:`.bash_text_tools`,
 :mod:`.bash_command_options`), a variable that changes what commands run (:mod:`.variables`).
 The files the line's redirections open are collected too (:mod:`.bash_redirects`), for the read
-and write rules. The words of a command come from :mod:`.bash_words`, and :mod:`.bash_wrappers`
-unwraps them.
+and write rules, made unknown where the line changes directory or links or moves files
+(:mod:`.bash_path_changes`). The words of a command come from :mod:`.bash_words`, and
+:mod:`.bash_wrappers` unwraps them.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ from nestor.permissions.bash_builtins import builtin_reason
 from nestor.permissions.bash_command_options import command_option_reason
 from nestor.permissions.bash_expansions import evaluation_reasons
 from nestor.permissions.bash_git import git_reason
-from nestor.permissions.bash_redirects import FileAccess, is_relative, redirect_accesses
+from nestor.permissions.bash_path_changes import MovedPaths, moved_paths, unmoved, widest
+from nestor.permissions.bash_redirects import FileAccess, redirect_accesses
 from nestor.permissions.bash_text_tools import AWKS, awk_reason, sed_reason
 from nestor.permissions.bash_unparsed import unparsed_reasons
 from nestor.permissions.bash_words import Word, backquoted_source, node_text, with_placeholder, word_of
@@ -64,7 +66,6 @@ _FOREIGN_SHELLS = frozenset(
         "murex",
     }
 )
-_DIRECTORY_CHANGERS = frozenset({"cd", "pushd", "popd"})
 _MAX_SHELL_NESTING = 8
 # A command "named" like a reserved word means the grammar misread the line (tree-sitter-bash
 # reads "! { rm x; }" as a command "{"): the line is not judged, and the rest of the words are.
@@ -152,7 +153,7 @@ class _Collector:
     commands: list[SimpleCommand] = field(default_factory=list[SimpleCommand])
     unresolved: list[str] = field(default_factory=list[str])
     files: list[FileAccess] = field(default_factory=list[FileAccess])
-    changes_directory: bool = False
+    moved: MovedPaths = ""
     depth: int = 0
 
 
@@ -167,10 +168,9 @@ def _parse_cached(source: str) -> CommandLine:
     _collect_source(source, collector)
     if not collector.commands and not collector.unresolved:
         collector.unresolved.append("no command to run")
-    files = collector.files
-    if collector.changes_directory:
-        # After a "cd", a relative path names a file in a directory only known when the line runs.
-        files = [FileAccess(None, f.action) if f.path and is_relative(f.path) else f for f in files]
+    # After "cd" a relative path names a file in a directory only known when the line runs; after
+    # "ln -s" any path may lead elsewhere.
+    files = unmoved(collector.files, collector.moved)
     return CommandLine(tuple(collector.commands), tuple(dict.fromkeys(collector.unresolved)), tuple(files))
 
 
@@ -329,25 +329,27 @@ def _continues(command: Node, previous: Node, child: Node) -> bool:
 
 def _add_command(words: list[Word], redirects: list[str], collector: _Collector) -> None:
     stages = list(unwrap(words))
-    final, problem = stages[-1]
+    final, problem = stages[-1].words, stages[-1].problem
     if problem:
         collector.unresolved.append(problem)
+    for stage in stages:
+        collector.moved = widest(collector.moved, stage.moved)
     suffix = [r for r in redirects if r]
 
     def render(stage: list[Word]) -> str:
         return " ".join([w.text for w in stage] + suffix)
 
-    texts = [render(stage) for stage, _ in stages]
+    texts = [render(stage.words) for stage in stages]
     allow_text = texts[-1]
-    for index, (stage, _) in enumerate(stages[:-1]):
-        if _name(stage) in PRIVILEGED_WRAPPERS:
+    for index, stage in enumerate(stages[:-1]):
+        if _name(stage.words) in PRIVILEGED_WRAPPERS:
             allow_text = texts[index]
             break
     if not final:
         collector.commands.append(SimpleCommand(texts[-1], tuple(texts[:-1]), allow_text))
         return
     name = _name(final)
-    collector.changes_directory = collector.changes_directory or name in _DIRECTORY_CHANGERS
+    collector.moved = widest(collector.moved, moved_paths(final))
     if not final[0].static or not final[0].single:
         collector.unresolved.append(f"the command name {final[0].text} is not known before it runs")
         name = ""
@@ -419,10 +421,12 @@ def _has_c_flag(text: str) -> bool:
 
 
 def _find_exec(words: list[Word], collector: _Collector) -> None:
-    """``find ... -exec rm {} ;`` runs ``rm``: judge it like any command ."""
+    """``find ... -exec rm {} ;`` runs ``rm``: judge it like any command (``-execdir`` elsewhere)."""
     index = 1
     while index < len(words):
         if words[index].text in ("-exec", "-execdir", "-ok", "-okdir"):
+            if words[index].text.endswith("dir"):
+                collector.moved = widest(collector.moved, "relative")  # it runs in each file's folder
             end = index + 1
             while end < len(words) and words[end].text not in (";", "+"):
                 end += 1

@@ -145,31 +145,43 @@ _SUBCOMMAND_WORDS = {"submodule": "foreach", "bisect": "run"}
 
 def git_reason(words: list[Word]) -> str:
     """Why the ``git`` command ``words`` runs a command no rule sees, or ""."""
+    index, reason = _subcommand_index(words)
+    if reason or index >= len(words):
+        return reason
+    if not words[index].static:
+        return f"git is given the command {words[index].text}, which is not known before it runs"
+    return _subcommand_reason(words[index].text, words[index + 1 :])
+
+
+def git_subcommand(words: list[Word]) -> str:
+    """The subcommand the ``git`` command ``words`` runs (``git -C x status``: ``status``), or ""."""
+    index, reason = _subcommand_index(words)
+    return words[index].text if not reason and index < len(words) and words[index].static else ""
+
+
+def _subcommand_index(words: list[Word]) -> tuple[int, str]:
+    """Where git's own options end in ``words``, and why they run a command no rule sees ("" if not)."""
     index = 1
     while index < len(words) and words[index].text.startswith("-"):
         word = words[index]
         if not word.static:
-            return f"git is given {word.text}, which is not known before it runs"
+            return index, f"git is given {word.text}, which is not known before it runs"
         option, equals, value = word.text.partition("=")
         if option not in _GLOBAL_FLAGS | _GLOBAL_VALUES:
-            return f"git {option} is not an option nestor knows"
+            return index, f"git {option} is not an option nestor knows"
         if option == "--exec-path" and equals:
-            return "git --exec-path decides where git finds the commands it runs"
+            return index, "git --exec-path decides where git finds the commands it runs"
         if option in _GLOBAL_VALUES and not equals:
             index += 1
             if index >= len(words):
-                return ""
+                return index, ""
             if not words[index].static:
-                return f"git {option} is given {words[index].text}, which is not known before it runs"
+                return index, f"git {option} is given {words[index].text}, which is not known before it runs"
             value = words[index].text
         if option in ("-c", "--config-env") and (reason := config_reason(value)):
-            return reason
+            return index, reason
         index += 1
-    if index >= len(words):
-        return ""
-    if not words[index].static:
-        return f"git is given the command {words[index].text}, which is not known before it runs"
-    return _subcommand_reason(words[index].text, words[index + 1 :])
+    return index, ""
 
 
 def config_reason(setting: str) -> str:
