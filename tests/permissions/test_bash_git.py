@@ -98,6 +98,8 @@ def test_plain_git_is_judged(command: str) -> None:
         "git filter-branch --tree-filter evil",
         "git grep -O evil pattern",
         'git -c "$KEY" status',
+        "git --git-dir=evil.git status",
+        "git --work-tree x --git-dir x status",
     ],
 )
 def test_git_options_that_name_a_program_are_not_judged(command: str) -> None:
@@ -122,5 +124,6 @@ def test_the_subcommand_is_found_past_gits_own_options() -> None:
     assert git_subcommand(words("git status")) == "status"
     assert git_subcommand(words("git -C sub -c color.ui=never --no-pager checkout x")) == "checkout"
     assert git_subcommand(words("git --no-pager -P stash pop")) == "stash"
+    assert git_subcommand(words("git --git-dir=x status")) == ""  # not judged: another repository
     assert git_subcommand(words("git")) == ""
     assert git_subcommand(words("git -c core.pager=x log")) == ""  # not judged: no subcommand told

@@ -5,7 +5,8 @@ Many of git's config keys name a program it runs (``core.fsmonitor``, ``core.pag
 ``include.path`` which reads more of them, ...), and new ones come with new versions: a key given
 with ``-c`` or ``--config-env`` is accepted only when it is known to name no program (the list
 below); any other makes the line unjudgeable. So do ``--exec-path=DIR`` (where git finds its
-commands) and the options of subcommands that take a command (``rebase --exec``, ``bisect run``,
+commands), ``--git-dir`` and ``--work-tree`` (a repository of the line's choosing, whose config
+runs) and the options of subcommands that take a command (``rebase --exec``, ``bisect run``,
 ``submodule foreach``, ``--upload-pack``, ``--template``, ...). The same keys set through the
 environment (``GIT_CONFIG_*``) are caught by :mod:`.variables`.
 """
@@ -125,6 +126,7 @@ _GLOBAL_VALUES = frozenset(
         "--shallow-file",
     }
 )
+_REPOSITORY_OPTIONS = frozenset({"--git-dir", "--work-tree"})
 # Subcommand options that take a command (long ones may be abbreviated, as git allows).
 _COMMAND_OPTIONS: dict[str, tuple[str, ...]] = {
     "rebase": ("-x", "--exec"),
@@ -171,6 +173,10 @@ def _subcommand_index(words: list[Word]) -> tuple[int, str]:
             return index, f"git {option} is not an option nestor knows"
         if option == "--exec-path" and equals:
             return index, "git --exec-path decides where git finds the commands it runs"
+        if option in _REPOSITORY_OPTIONS:
+            # As GIT_DIR and GIT_WORK_TREE do (:mod:`.variables`): a repository whose config and
+            # attributes may name programs (filters, textconv, diff.external).
+            return index, f"git {option} chooses the repository git reads"
         if option in _GLOBAL_VALUES and not equals:
             index += 1
             if index >= len(words):
