@@ -116,11 +116,21 @@ class PermissionPolicy:
         self._grants.add((request.tool_name, request.grant_key))
 
 
+_PLAIN_COMMANDS = (
+    "write each command it runs plainly (no eval, source, evaluating expansions or unknown wrappers)"
+)
+_PLAIN_FILES = (
+    "; name each file it redirects to plainly (no glob, variable or change of directory), and move, link "
+    "or remove files in a call of their own"
+)
+
+
 def unjudged_decision(rules: Sequence[Rule], request: PermissionRequest) -> Decision | None:
     """Refuse (or ask about) a command line that cannot be judged when a deny or ask rule might cover it.
 
-    ``X=rm; $X -rf y`` or ``eval 'rm -rf y'`` hide the command a deny rule names: no allow rule,
-    session grant or ``--yolo`` may let such a line through while a rule says what must not run.
+    ``X=rm; $X -rf y`` or ``eval 'rm -rf y'`` hide the command a deny rule names, and
+    ``ln -s .env x; echo >> x`` the file a write rule names: no allow rule, session grant or
+    ``--yolo`` may let such a line through while a rule says what must not run or be opened.
     Under a deny rule with a pattern the line is refused (the model is told to write each command
     plainly); under an ask rule it is asked.
     """
@@ -128,10 +138,10 @@ def unjudged_decision(rules: Sequence[Rule], request: PermissionRequest) -> Deci
     if rule is None:
         return None
     if rule.action == "deny":
-        reason = (
-            f"the command cannot be judged before it runs, and rule deny {rule} may cover it: "
-            "write each command it runs plainly (no eval, source, evaluating expansions or unknown wrappers)"
-        )
+        advice = _PLAIN_COMMANDS
+        if not rule.governs(request.tool_name):
+            advice += _PLAIN_FILES  # a file rule: the files the line opens must be known too
+        reason = f"the command cannot be judged before it runs, and rule deny {rule} may cover it: {advice}"
         return Decision("deny", reason, rule)
     reason = f"the command cannot be judged before it runs, and rule {rule.action} {rule} may cover it"
     return Decision("ask", reason, rule)
