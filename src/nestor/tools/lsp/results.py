@@ -6,6 +6,7 @@ markup or marked strings), so answers are read field by field rather than struct
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,9 +67,12 @@ def plain(value: Any) -> Any:
 
 
 def uri_to_path(uri: str) -> Path | None:
-    """The local path of a ``file:`` URI; None for any other scheme."""
+    """The real path of a ``file:`` URI, None for another scheme.
+
+    Links are resolved: the read rules judge the file where it is, and it is read there.
+    """
     parts = urlsplit(uri)
-    return Path(unquote(parts.path)) if parts.scheme == "file" else None
+    return Path(os.path.realpath(unquote(parts.path))) if parts.scheme == "file" else None
 
 
 def _line_of(item: dict[str, Any], key: str = "range") -> int:
