@@ -31,12 +31,15 @@ class Decision:
         kind: allow, ask or deny.
         reason: One line, e.g. ``rule deny bash(rm *)`` or ``changing files needs approval``.
         rule: The rule that decided, when one did.
+        must_ask: Only a person may answer this question: no mode of a UI answers it by itself
+            (a write into a git dir, which ``--yolo``, grants and allow rules leave asked too).
 
     """
 
     kind: DecisionKind
     reason: str
     rule: Rule | None = None
+    must_ask: bool = False
 
 
 @dataclass
@@ -93,6 +96,7 @@ class PermissionPolicy:
             return Decision(
                 "ask",
                 f"{request.target} is inside a repository's .git: what is written there runs at the next git",
+                must_ask=True,
             )
         if (request.tool_name, request.grant_key) in self._grants or (request.tool_name, "*") in self._grants:
             return Decision("allow", "allowed for this session")
