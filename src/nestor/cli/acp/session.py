@@ -38,6 +38,7 @@ _STOP_REASONS: dict[str, Any] = {
     "max_iterations": "max_turn_requests",
     "token_budget": "max_tokens",
     "cancelled": "cancelled",
+    "refusal": "refusal",
     # The agent said why in its last message: the turn ended, not the protocol.
     "timeout": "end_turn",
     "loop": "end_turn",

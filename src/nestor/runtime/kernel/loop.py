@@ -44,7 +44,7 @@ from nestor.runtime.kernel.hooks import (
 )
 from nestor.runtime.kernel.model_call import response_text
 from nestor.runtime.kernel.permission_gate import PermissionGate
-from nestor.runtime.kernel.requests import Requests
+from nestor.runtime.kernel.requests import Requests, refusal_stop
 from nestor.runtime.kernel.setup import AgentSetup, RunResult, finish_run
 from nestor.runtime.kernel.tool_runner import ToolRunner
 from nestor.runtime.kernel.tool_schema import tool_definitions
@@ -267,6 +267,8 @@ class SessionAgent:
             reminder = action.text if action else None
             response = await self._requests.request(state, self._request_parameters, reminder)
             state.last_text = response_text(response) or state.last_text
+            if (refused := refusal_stop(response)) is not None:
+                return refused
             calls = [part for part in response.parts if isinstance(part, ToolCallPart)]
             if calls:
                 results = await self.run_tool_calls(state, calls)
