@@ -1,17 +1,68 @@
-"""Requests over real HTTP: refusals end a run as ``refusal``."""
+"""Requests over real HTTP: refusals end a run as ``refusal``; files a provider rejects are left out after."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx2
-from pydantic_ai.messages import ModelResponse, TextPart
+from pydantic_ai.messages import BinaryContent, ModelRequest, ModelResponse, TextPart, UserPromptPart
 from pydantic_ai.models.anthropic import AnthropicModel
 from pydantic_ai.providers.anthropic import AnthropicProvider
 
 from nestor.core.events import TextDelta
+from nestor.runtime.kernel.prompt_files import FILES_LEFT_OUT_HINT
 from nestor.runtime.kernel.requests import REFUSAL_MESSAGE
-from nestor.testing import ScriptedOpenAIServer, ServerReply
+from nestor.testing import HTTPErrorReply, ScriptedOpenAIServer, ServerReply
 from nestor.testing.anthropic_server import AnthropicReply, ScriptedAnthropicServer
 from tests.runtime.support import Harness, openai_model
+
+PNG = BinaryContent(data=b"\x89PNG\r\n\x1a\n-a-tiny-image-", media_type="image/png")
+PNG_URL = "data:image/png;base64," + PNG.base64
+
+
+def user_parts(body: dict[str, Any]) -> list[Any]:
+    """The content of each user message of a chat-completions body."""
+    return [message["content"] for message in body["messages"] if message["role"] == "user"]
+
+
+async def test_an_image_goes_to_the_server_as_an_image_url_part_with_its_data_url(
+    harness: Harness, client: httpx2.AsyncClient
+) -> None:
+    with ScriptedOpenAIServer([ServerReply(text="A tiny PNG.")]) as server:
+        agent = harness.agent(openai_model(server, client))
+        result = await agent.run(["what is this?", PNG])
+    assert result.text == "A tiny PNG."
+    [content] = user_parts(server.requests[0])
+    assert content == [
+        {"type": "text", "text": "what is this?"},
+        {"type": "image_url", "image_url": {"url": PNG_URL}},
+    ]
+
+
+async def test_files_the_provider_rejects_fail_the_run_in_one_line_then_the_session_goes_on_without_them(
+    harness: Harness, client: httpx2.AsyncClient
+) -> None:
+    rejected = HTTPErrorReply(
+        400, body={"error": {"message": "image input is not supported by this model", "type": "invalid"}}
+    )
+    with ScriptedOpenAIServer([rejected, ServerReply(text="Happy to help with text.")]) as server:
+        agent = harness.agent(openai_model(server, client))
+        failed = await agent.run(["what is this?", PNG])
+        after = await agent.run("then just tell me a joke")
+    assert failed.is_error and failed.stop_reason == "error"
+    assert "400" in failed.text and "image input is not supported" in failed.text
+    assert "\n" not in failed.text and failed.hint == FILES_LEFT_OUT_HINT
+    assert after.stop_reason == "completed" and after.text == "Happy to help with text."
+    second = user_parts(server.requests[1])
+    assert "image_url" not in str(second)
+    assert second[0] == [
+        {"type": "text", "text": "what is this?"},
+        {"type": "text", "text": "[image/png left out: the model did not take it]"},
+    ]
+    [stored, *_] = [m for m in harness.messages.list(agent.session_id) if isinstance(m, ModelRequest)]
+    prompt = stored.parts[0]
+    assert isinstance(prompt, UserPromptPart) and not isinstance(prompt.content, str)
+    assert any(isinstance(item, BinaryContent) for item in prompt.content)  # the store keeps the image
 
 
 async def test_a_content_filter_with_no_text_ends_the_run_as_a_refusal_without_asking_again(

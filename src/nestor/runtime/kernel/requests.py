@@ -2,9 +2,10 @@
 
 A request compacts first when it would pass the context threshold, and once more (then retries)
 when the provider rejects it as too long; an empty reply is asked again once. A refusal (the
-provider's content filter or the model's refusal) is kept and ends the run (:func:`refusal_stop`).
-Every response is counted in the run (budgets, the tree's budget), stored with its usage, and
-published.
+provider's content filter or the model's refusal) is kept and ends the run (:func:`refusal_stop`);
+a request whose prompts' files the provider rejected fails, and the next go without them
+(``prompt_files.py``). Every response is counted in the run (budgets, the tree's budget), stored
+with its usage, and published.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from nestor.providers.usage import usage_from_response
 from nestor.runtime.kernel.history import repair as history_repair
 from nestor.runtime.kernel.hooks import RunState, Stop
 from nestor.runtime.kernel.model_call import ModelCall, is_context_overflow, response_text
+from nestor.runtime.kernel.prompt_files import FILES_LEFT_OUT_HINT, files_rejected, leave_out_files
 
 if TYPE_CHECKING:
     from nestor.runtime.kernel.loop import SessionAgent
@@ -58,6 +60,8 @@ class Requests:
         try:
             response = await self._send(parameters, reminder)
         except ModelRequestError as exc:
+            if files_rejected(exc) and leave_out_files(agent.history):
+                raise ModelRequestError(exc.message, hint=FILES_LEFT_OUT_HINT) from exc.__cause__
             if (
                 compactor is None
                 or not is_context_overflow(exc)
