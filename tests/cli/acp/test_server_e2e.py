@@ -28,6 +28,7 @@ async def test_initialize_negotiates_the_version_down_and_says_what_nestor_offer
     assert capabilities is not None and capabilities.load_session is True
     assert capabilities.prompt_capabilities is not None
     assert capabilities.prompt_capabilities.embedded_context is True
+    assert capabilities.prompt_capabilities.image is True and not capabilities.prompt_capabilities.audio
     sessions = capabilities.session_capabilities
     assert sessions is not None
     assert sessions.list is not None and sessions.resume is not None and sessions.fork is not None
