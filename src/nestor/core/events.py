@@ -14,9 +14,12 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from nestor.core.permission import PERMISSION_CHOICES, PermissionAnswer, PermissionRequest
 from nestor.core.usage import Usage, UsageField
 
-StopReason = Literal["completed", "max_iterations", "token_budget", "timeout", "cancelled", "error", "loop"]
+StopReason = Literal[
+    "completed", "max_iterations", "token_budget", "timeout", "cancelled", "error", "loop", "refusal"
+]
 """Why an agent's run ended: it answered (``completed``), a budget or the loop guard stopped it, the
-user cancelled it, or an error ended it."""
+user cancelled it, an error ended it, or the model refused (``refusal``: the provider reported a
+refusal or its content filter)."""
 
 
 class _Event(BaseModel):
