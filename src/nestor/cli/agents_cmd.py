@@ -100,9 +100,23 @@ def show_agent(ctx: typer.Context, name: NameArgument, as_json: JsonOption = Fal
 
 
 @app.command("validate")
-def validate_agents(ctx: typer.Context, as_json: JsonOption = False) -> None:
+def validate_agents(
+    ctx: typer.Context,
+    as_json: JsonOption = False,
+    fix: Annotated[
+        bool,
+        typer.Option(
+            "--fix",
+            help="Rewrite the agent files whose YAML nestor had to repair (an unquoted ': ' in a value, "
+            "continuation lines not indented), each repaired value as a block scalar.",
+        ),
+    ] = False,
+) -> None:
     """Read every agent file and report its problems; exit 1 when any is an error."""
+    from nestor.app.agent_files import fix_agent_files
+
     registry = _registry(ctx)
+    fixed = fix_agent_files(registry) if fix else []
     problems = registry.problems()
     files_ok = sum(1 for spec in registry.specs() + registry.shadowed() if spec.source != "builtin")
     errors = sum(1 for problem in problems if problem.severity == "error")
@@ -115,8 +129,12 @@ def validate_agents(ctx: typer.Context, as_json: JsonOption = False) -> None:
             "warnings": warnings,
             "problems": [problem_to_dict(problem) for problem in problems],
         }
+        if fix:
+            document["fixed"] = [{"path": str(path), "outcome": outcome} for path, outcome in fixed]
         print(json.dumps(document, indent=2))
     else:
+        for path, outcome in fixed:
+            print(f"{_display(path)}: {outcome}")
         for problem in problems:
             print(format_problem(problem))
         if errors:
@@ -369,7 +387,7 @@ def _read_new_agent(registry: AgentRegistry, text: str, name: str | None) -> Age
     result = read_new_agent(registry, text, name)
     for problem in result.problems:
         print(format_problem(problem), file=sys.stderr)
-    if result.spec is None:
+    if result.spec is None or any(repair.kind == "ignored" for repair in result.repairs):
         print(text, file=sys.stderr)
         raise NestorError(
             "the new agent has errors (shown above), so nothing was written",
