@@ -286,6 +286,15 @@ def test_claude_inherit_model_and_required_keys(tmp_path: Path) -> None:
     assert [problem.key for problem in _errors(missing)] == ["name"]
 
 
+@pytest.mark.parametrize(
+    ("written", "model"),
+    [("claude-sonnet-4-20250514", "anthropic:claude-sonnet-4-20250514"), ("opus", "opus"), ("x:y", "x:y")],
+)
+def test_a_claude_full_model_id_is_anthropics(tmp_path: Path, written: str, model: str) -> None:
+    text = f"---\nname: a\ndescription: d\nmodel: {written}\n---\n"
+    assert _spec(_read(tmp_path, "claude", "c/a.md", text)).model == model
+
+
 # OpenCode
 
 

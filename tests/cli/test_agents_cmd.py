@@ -377,3 +377,32 @@ def test_create_from_description_takes_a_draft_with_an_unquoted_colon_and_writes
     assert "description: 'Use it when: a migration locks a table'" in written
     checked = nestor(["agents", "validate"], cwd=project.root, env=project.env)
     assert checked.stdout.splitlines()[-1] == "1 agent file OK (0 warnings)", checked.stdout
+
+
+def test_an_unknown_provider_is_refused_where_the_file_is_written_and_an_error_in_validate(
+    project: Project,
+) -> None:
+    options = ["--description", "d", "--tools", "", "--prompt", "p"]
+    refused = nestor(
+        ["agents", "create", "m3", *options, "--model", "notaprovider:zzz"], cwd=project.root, env=project.env
+    )
+    assert refused.returncode == 1
+    assert ".nestor/agents/m3.md:4: model: unknown provider 'notaprovider'" in refused.stderr
+    assert "nothing was written" in refused.stderr and not (project.root / ".nestor/agents/m3.md").exists()
+    keyless = nestor(
+        ["agents", "create", "m4", *options, "--model", "openai:gpt-4o"], cwd=project.root, env=project.env
+    )
+    assert keyless.returncode == 0, keyless.stderr
+    assert "OPENAI_API_KEY is not set" in keyless.stderr and "(warning)" in keyless.stderr
+
+    project.write(".claude/agents/m3.md", "---\nname: m3\ndescription: d\nmodel: notaprovider:zzz\n---\np\n")
+    checked = nestor(["--trust", "agents", "validate"], cwd=project.root, env=project.env)
+    assert checked.returncode == 1
+    lines = checked.stdout.splitlines()
+    assert any(
+        line.startswith(".claude/agents/m3.md:4: model: unknown provider 'notaprovider'")
+        and line.endswith("(error)")
+        for line in lines
+    )
+    assert any(line.startswith(".nestor/agents/m4.md:4: model: 'openai:gpt-4o'") for line in lines)
+    assert lines[-1] == "1 error, 1 warning in the agent files"

@@ -182,13 +182,21 @@ def read_claude(fields: Fields) -> ReadResult:
         prompt=fields.document.body,
         tools=fields.tools("tools"),
         disallowed_tools=fields.tools("disallowedTools") or (),
-        model=plain_model(fields.string("model")),
+        model=_claude_model(fields.string("model")),
         max_turns=fields.integer("maxTurns"),
         skill_files=fields.files("skills", "skills"),
         background=bool(fields.boolean("background")),
         color=fields.string("color"),
         **mcp_fields(fields, "mcpServers"),
     )
+
+
+def _claude_model(value: str | None) -> str | None:
+    """Claude Code's full model ids (``claude-sonnet-4-5``) are Anthropic's: ``anthropic:<id>``."""
+    value = plain_model(value)
+    if value is not None and ":" not in value and value.startswith("claude-"):
+        return f"anthropic:{value}"
+    return value
 
 
 def read_opencode(fields: Fields) -> ReadResult:
