@@ -120,5 +120,50 @@ def test_a_file_not_known_before_the_line_runs_is_refused_under_a_file_deny_rule
     assert decide('echo x > "$f"', tmp_path, allow=("bash",)) == "allow"  # no file rule: a bare bash allow
 
 
+# -- the red team's third pass: a substitution reading a file, a glob in a redirection --------------
+
+
+def test_a_substitution_reading_a_file_is_a_read(tmp_path: Path) -> None:
+    # "$(<f)" is "$(cat < f)": a redirection no command holds.
+    assert files("ls $(<secrets/key.txt)") == [("secrets/key.txt", "read")]
+    assert set(files('echo "$(< /etc/hostname)" > out')) == {("/etc/hostname", "read"), ("out", "write")}
+    careful = {"allow": ("bash(ls *)", "bash(cat *)"), "deny": ("Read(secrets/**)",)}
+    assert decide("ls $(<secrets/key.txt)", tmp_path, **careful) == "deny"
+    assert decide("ls $(</etc/hostname)", tmp_path, **careful) == "ask"  # outside the project
+    assert decide("ls $(<notes.txt)", tmp_path, **careful) == "allow"
+
+
+@pytest.mark.parametrize(
+    "target", ["secre?s/key.txt", "secrets/*.txt", "secrets/[k]ey.txt", "{secrets,x}/key.txt"]
+)
+def test_a_glob_in_a_redirection_is_any_file(target: str, tmp_path: Path) -> None:
+    # bash opens the one file the glob matches when the line runs: never judged as its letters.
+    (tmp_path / "secrets").mkdir()
+    (tmp_path / "secrets" / "key.txt").write_text("hunter2\n")
+    assert files(f"cat < {target}") == [(None, "read")]
+    assert decide(f"cat < {target}", tmp_path, allow=("bash(cat *)",), deny=("Read(secrets/**)",)) == "deny"
+    assert decide(f"cat < {target}", tmp_path, allow=("bash(cat *)",)) == "ask"
+
+
+def test_a_glob_in_a_redirection_really_opens_the_file_it_matches(tmp_path: Path) -> None:
+    import subprocess
+
+    (tmp_path / ".env").write_text("SAFE=1\n")
+    subprocess.run(["bash", "-c", "echo EVIL=1 >> .en?"], cwd=tmp_path, check=True, timeout=10)
+    assert "EVIL" in (tmp_path / ".env").read_text()
+    assert decide("echo EVIL=1 >> .en?", tmp_path, deny=("edit(.env)",), yolo=True) == "deny"
+    assert (
+        decide('echo EVIL=1 >> ".en?"', tmp_path, deny=("edit(.env)",), yolo=True) == "allow"
+    )  # quoted: the name
+
+
+def test_a_line_that_cannot_be_judged_is_refused_under_a_file_rule(tmp_path: Path) -> None:
+    # What it hides may open any file: "eval" and a line that does not parse hide their redirections.
+    for line in ("eval 'echo X >> .env'", "shopt -s extglob\necho X >> @(.env)", "ls ${x-`echo X >> .env`}"):
+        assert decide(line, tmp_path, deny=("edit(.env)",), yolo=True) == "deny", line
+        assert decide(line, tmp_path, allow=("bash",), ask=("Read(.env)",)) == "ask", line
+        assert decide(line, tmp_path, deny=("fetch(https://example.com*)",), yolo=True) == "allow", line
+
+
 def test_file_access_is_plain_data() -> None:
     assert FileAccess("f", "write") == FileAccess("f", "write")

@@ -80,7 +80,8 @@ class PermissionAsked(_Event):
     """A tool call needs the user's permission (``decision`` None), or got its answer.
 
     ``rule`` is the rule that decided, when one did (``bash(rm *)``): a question an ask rule raised
-    is one the user wrote down they want asked.
+    is one the user wrote down they want asked. ``must_ask`` marks a question only a person may
+    answer, whatever a UI's mode (a write into a git dir): no mode answers it by itself.
     """
 
     type: Literal["permission_asked"] = "permission_asked"
@@ -90,6 +91,7 @@ class PermissionAsked(_Event):
     decision: Literal["allow", "deny"] | None = None
     reason: str = ""
     rule: str | None = None
+    must_ask: bool = False
 
 
 class PermissionRequested(_Event):

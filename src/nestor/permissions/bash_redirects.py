@@ -6,7 +6,9 @@ tools' requests. What is no file is left out: a duplicated or closed descriptor 
 ``>&-``), a process substitution, a here-document, and the devices bash or the kernel provide
 (``/dev/null``, ``/dev/stdout``, ``/dev/fd/3``). ``/dev/tcp/host/port`` opens a connection: the
 line cannot be judged. A target that is an expansion (``> "$f"``) is a file not known before the
-line runs (:attr:`FileAccess.path` None).
+line runs (:attr:`FileAccess.path` None), and so is one with a glob or a brace expansion
+(``> .en?``): bash opens the one file it matches when the line runs, which may be a file created
+or renamed by then, so it is judged as any file, never as the name written.
 """
 
 from __future__ import annotations
@@ -70,7 +72,7 @@ def redirect_accesses(node: Node) -> tuple[list[FileAccess], str]:
         actions = ("write",)
     else:
         actions = ("read",)
-    if not word.static:
+    if not word.static or not word.single:
         return [FileAccess(None, action) for action in actions], ""
     if _DEVICES.fullmatch(word.text):
         return [], ""

@@ -66,6 +66,31 @@ def with_placeholder(words: list[Word], token: str) -> list[Word]:
     return [Word(word.text, False, single=False) if token and token in word.text else word for word in words]
 
 
+def backquoted_source(node: Node) -> str | None:
+    """The command line a backquoted substitution runs, when it is not the text between its backquotes.
+
+    Between backquotes bash removes the backslash before a backquote, ``$`` and a backslash (and
+    before ``"`` inside double quotes), then parses what is left: a backquote escaped there starts
+    a nested substitution, which the grammar reads as an escaped character. None when no backslash
+    is removed.
+    """
+    if node.type != "command_substitution" or not node.children or node.children[0].type != "`":
+        return None
+    content = node_text(node)[1:-1]
+    escapable = "`$\\" + ('"' if _in_double_quotes(node) else "")
+    unescaped = _unescape(content, escapable)
+    return unescaped if unescaped != content else None
+
+
+def _in_double_quotes(node: Node) -> bool:
+    parent = node.parent
+    while parent is not None and parent.type not in ("command_substitution", "process_substitution"):
+        if parent.type in ("string", "translated_string"):
+            return True
+        parent = parent.parent
+    return False
+
+
 def _has_unquoted_glob(raw: str) -> bool:
     escaped = False
     for char in raw:

@@ -7,7 +7,9 @@ What a pattern is matched against depends on the tool:
   ask rule ``rm *`` also covers a bare ``rm`` (``xargs rm`` runs it with arguments it reads). The
   files the line's redirections open are judged as the ``write`` and ``view`` tools' requests: a
   deny or ask rule on such a file applies to the line, and a line with a pattern allow rule is
-  covered only when its redirections are allowed too (a bare ``bash`` allow covers them all).
+  covered only when its redirections are allowed too (a bare ``bash`` allow covers them all). A
+  file not known before the line runs, and whatever a line that cannot be judged hides, may be any
+  file: a deny or ask rule on files with a pattern applies to it (:func:`unjudged_rule`).
 - file tools: the resolved path (see :mod:`nestor.permissions.paths`); relative patterns are
   relative to the project root, and a bare allow rule covers the project only. A deny or ask rule
   also covers the hard links of the files it covers (see :mod:`nestor.permissions.hard_links`).
@@ -209,8 +211,9 @@ def unjudged_rule(rules: Sequence[Rule], request: PermissionRequest) -> Rule | N
     """A deny or ask rule with a pattern that might cover what ``request``'s line hides, or None.
 
     When the commands of a ``bash`` line are not all known, a ``bash`` deny rule cannot tell whether
-    it covers them; when a redirection's file is not known (``> "$f"``), a file rule cannot. The
-    line must then be asked, whatever allows it.
+    it covers them, and a file rule cannot tell whether what they hide opens its files
+    (``eval 'echo x >> .env'``); when a redirection's file is not known (``> "$f"``), a file rule
+    cannot. The line must then be asked, whatever allows it.
     """
     if request.tool_name not in _COMMAND_TOOLS:
         return None
@@ -223,7 +226,9 @@ def unjudged_rule(rules: Sequence[Rule], request: PermissionRequest) -> Rule | N
         return None
     line = parse_command_line(request.target)
     if line.unresolved:
-        found = next((rule for rule in guards if rule.governs(request.tool_name)), None)
+        found = next(
+            (rule for rule in guards if rule.governs(request.tool_name) or _governs_files(rule)), None
+        )
         if found is not None:
             return found
     for access in line.files:
@@ -235,6 +240,10 @@ def unjudged_rule(rules: Sequence[Rule], request: PermissionRequest) -> Rule | N
 
 
 _FILE_TOOLS = {"read": "view", "write": "write"}
+
+
+def _governs_files(rule: Rule) -> bool:
+    return any(rule.governs(tool) for tool in _FILE_TOOLS.values())
 
 
 def _judges_files(rules: Sequence[Rule], action: RuleAction) -> bool:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import codecs
 import contextlib
+import dataclasses
 import os
 import re
 import signal
@@ -29,6 +30,7 @@ from pydantic import BaseModel, Field
 
 from nestor.tools.base import PermissionRequest, Tool, ToolContext, ToolError, ToolResult, clamp_timeout
 from nestor.tools.git.neutralize import neutralizing_environment
+from nestor.tools.git.runner import submodule_trees
 from nestor.tools.sandbox.detect import Backend, detect
 from nestor.tools.sandbox.launch import Launch, SandboxError, sandboxed
 from nestor.tools.sandbox.policy import SandboxPolicy
@@ -227,8 +229,11 @@ class BashTool(Tool[BashParams]):
                 self._notified = True
                 self._notify(notice)
             backend, abi = found.backend, found.landlock_abi
+        policy = self._sandbox
+        if policy.mode == "workspace-write" and backend is not None:
+            policy = dataclasses.replace(policy, submodule_trees=await submodule_trees(project_root))
         try:
-            return sandboxed(backend, self._sandbox, project_root, argv, landlock_abi=abi)
+            return sandboxed(backend, policy, project_root, argv, landlock_abi=abi)
         except SandboxError as error:
             raise ToolError(f"The command was not run: its sandbox could not be set up ({error}).") from error
 
