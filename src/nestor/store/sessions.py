@@ -411,6 +411,21 @@ class SessionStore:
         if self._db.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount == 0:
             raise _not_found(session_id)
 
+    def delete_if_unused(self, session_id: str) -> bool:
+        """Delete a session nobody holds that never asked a model, has no message and no sub-agent.
+
+        A UI opens a session before its first prompt; one left before any prompt is not worth a
+        row in every session list. One whose conversation was rewound to its start has asked a
+        model (its usage stays): it is kept. True when it was deleted.
+        """
+        deleted = self._db.execute(
+            "DELETE FROM sessions WHERE id = ? AND lease_pid IS NULL AND requests = 0"
+            " AND NOT EXISTS (SELECT 1 FROM messages WHERE session_id = ?)"
+            " AND NOT EXISTS (SELECT 1 FROM sessions WHERE parent_id = ?)",
+            (session_id, session_id, session_id),
+        )
+        return deleted.rowcount > 0
+
     def _session(self, row: sqlite3.Row) -> Session:
         """The session of a ``SELECT *`` row; ``running`` becomes ``interrupted`` when its holder is gone."""
         session = Session.from_row(row)

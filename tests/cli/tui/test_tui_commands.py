@@ -6,6 +6,7 @@ from pathlib import Path
 
 from textual.widgets import OptionList
 
+from nestor.app import App
 from nestor.cli.tui.dialogs import SessionPicker
 from nestor.cli.tui.transcript import Note, TextBlock
 from nestor.testing import ServerReply, first_user_text
@@ -123,3 +124,23 @@ async def test_the_session_picker_resumes_the_session_chosen_with_enter(tmp_path
         await running.pilot.press("enter")
         await running.until(lambda: tui.controller.conversation.session_id == first)
         assert tui.live_tree.main_id == first
+
+
+async def test_a_session_left_before_its_first_prompt_is_not_kept(tmp_path: Path) -> None:
+    async with running_tui(tmp_path, [ServerReply(text="hi")]) as running:
+        tui = running.tui
+        settings = tui.nestor.settings
+        unused = tui.controller.conversation.session_id
+        await running.send("/clear")
+        await running.until(lambda: tui.controller.conversation.session_id != unused)
+        assert unused not in {session.id for session in tui.nestor.project_sessions()}
+        await running.send("hello")
+        await running.until(lambda: tui.live_tree.agents[tui.live_tree.main_id].state == "done")
+        used = tui.controller.conversation.session_id
+        await running.send("/clear")
+        await running.until(lambda: tui.controller.conversation.session_id != used)
+    reopened = App.open(settings)
+    try:
+        assert [session.id for session in reopened.project_sessions()] == [used]
+    finally:
+        reopened.close()
