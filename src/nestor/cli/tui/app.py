@@ -360,6 +360,10 @@ class NestorTui(App[int]):
             self._exit_armed = True
             self.notify("press Ctrl-C again to exit", timeout=2)
 
+    def action_focus_prompt(self) -> None:
+        """Put the focus back in the prompt (Tab in the agent tree)."""
+        self.editor.focus()
+
     def action_toggle_theme(self) -> None:
         """Switch between the dark and the light theme."""
         self.theme = "textual-light" if self.theme == "textual-dark" else "textual-dark"

@@ -27,8 +27,9 @@ TUI_COMMANDS = {
 
 TUI_KEYS = (
     "Keys: Enter sends (queued while the agent works) · Alt-Enter or Ctrl-J adds a line · Esc stops "
-    "the turn · Tab moves between the prompt and the agent tree · in the tree: Enter shows that "
-    "agent's transcript, x stops it and its sub-agents, u undoes their changes · Ctrl-T theme · "
+    "the turn · Tab moves between the prompt and the agent tree (Shift-Tab: the tool calls) · in the "
+    "tree: Enter shows that agent's transcript, x stops it and its sub-agents, u undoes their "
+    "changes · Ctrl-T theme · "
     "Ctrl-D exits · at a permission question: y once, a for the session, n deny"
 )
 

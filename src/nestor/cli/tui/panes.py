@@ -180,7 +180,8 @@ class AgentTreePanel(ScrollView, can_focus=True):
     Drawn line by line (Textual's line API) from strips cached by their text: a redraw renders only
     the lines that changed and never asks for a new layout unless agents were added, so redrawing
     twenty running agents a few times a second costs the agents little. Up and Down move the
-    highlight; Enter posts :class:`AgentTreePanel.Selected`.
+    highlight; Enter posts :class:`AgentTreePanel.Selected`; Tab goes back to the prompt (the
+    app's ``focus_prompt`` action).
     """
 
     BORDER_TITLE = "agents"
@@ -190,6 +191,8 @@ class AgentTreePanel(ScrollView, can_focus=True):
         Binding("home", "move(-1000000)", "first agent", show=False),
         Binding("end", "move(1000000)", "last agent", show=False),
         Binding("enter", "select", "show its transcript", show=False),
+        # Tab moves between the prompt and the tree: not on through the transcript's tool calls.
+        Binding("tab", "app.focus_prompt", "back to the prompt", show=False),
     ]
 
     class Selected(Message):
