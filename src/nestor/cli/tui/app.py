@@ -29,6 +29,7 @@ from nestor.cli.tui.dialogs import PermissionScreen, SessionPicker, ask_yes_or_n
 from nestor.cli.tui.live_tree import LiveTree
 from nestor.cli.tui.panes import AgentTreePanel, ConversationPane, StatusBar, TodoPanel
 from nestor.cli.tui.prompt_editor import PromptEditor
+from nestor.cli.tui.stored import SHOWN_MESSAGES, stored_transcript
 from nestor.cli.tui.transcript import TextBlock, Transcript
 from nestor.core.events import (
     AgentFinished,
@@ -379,6 +380,12 @@ class NestorTui(App[int]):
         main_id = conversation.session_id
         self.live_tree = LiveTree(main_id, conversation.is_background, self._clock)
         self.transcripts: dict[str, Transcript] = {main_id: Transcript()}
+        stored = conversation.message_count
+        if stored:  # a resumed session: its history and its usage so far
+            earlier = max(stored - SHOWN_MESSAGES, 0)
+            messages = self.nestor.messages.list(main_id, since=earlier)
+            self.transcripts[main_id], tools = stored_transcript(messages, earlier)
+            self.live_tree.resumed(tools, conversation.session().usage)
         self.shown_agent_id = ""
         self._title = conversation.session().title
         self._drawn_version = -1
