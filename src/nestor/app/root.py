@@ -206,7 +206,12 @@ class App:
             self._heartbeat = asyncio.get_running_loop().create_task(self._beat(), name="session-heartbeat")
 
     def _let_go(self, session_id: str) -> None:
-        """Release a held session; one this process created and never used is not kept."""
+        """Release a held session; one this process created and no prompt used is not kept.
+
+        A UI opens a session before its first prompt: one left before any (a quit, a ``/clear``)
+        would fill every session list with empty entries. One rewound to its start asked a model:
+        it is kept.
+        """
         self.sessions.release(session_id)
         if session_id in self._created:
             self.sessions.delete_if_unused(session_id)

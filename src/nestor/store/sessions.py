@@ -412,17 +412,12 @@ class SessionStore:
             raise _not_found(session_id)
 
     def delete_if_unused(self, session_id: str) -> bool:
-        """Delete a session nobody holds that never asked a model, has no message and no sub-agent.
-
-        A UI opens a session before its first prompt; one left before any prompt is not worth a
-        row in every session list. One whose conversation was rewound to its start has asked a
-        model (its usage stays): it is kept. True when it was deleted.
-        """
+        """Delete an unused session (no holder, request, message nor sub-agent); True if it was."""
         deleted = self._db.execute(
-            "DELETE FROM sessions WHERE id = ? AND lease_pid IS NULL AND requests = 0"
-            " AND NOT EXISTS (SELECT 1 FROM messages WHERE session_id = ?)"
-            " AND NOT EXISTS (SELECT 1 FROM sessions WHERE parent_id = ?)",
-            (session_id, session_id, session_id),
+            "DELETE FROM sessions WHERE id = ?1 AND lease_pid IS NULL AND requests = 0"
+            " AND NOT EXISTS (SELECT 1 FROM messages WHERE session_id = ?1)"
+            " AND NOT EXISTS (SELECT 1 FROM sessions WHERE parent_id = ?1)",
+            (session_id,),
         )
         return deleted.rowcount > 0
 
