@@ -76,12 +76,17 @@ class GitOutput:
 
 
 def run_git(
-    directory: Path, *args: str, timeout: float = GIT_TIMEOUT_S, sandbox: Availability | None = None
+    directory: Path,
+    *args: str,
+    timeout: float = GIT_TIMEOUT_S,
+    sandbox: Availability | None = None,
+    stdin: bytes | None = None,
 ) -> GitOutput | None:
     """Run ``git ARGS`` for the repository holding ``directory``, from there; None if none or no git.
 
-    ``sandbox`` is the backend to run it under (None: what this machine has). Blocking: call it
-    from a thread (the tools' listings run in ``asyncio.to_thread``).
+    ``sandbox`` is the backend to run it under (None: what this machine has); ``stdin`` is what git
+    reads (``--stdin`` lists), else nothing. Blocking: call it from a thread (the tools' listings run
+    in ``asyncio.to_thread``).
     """
     prepared = _prepare(directory)
     if prepared is None:
@@ -93,7 +98,7 @@ def run_git(
         launch = _sandboxed(availability, repository.work_tree, shown, [git, "-C", str(directory), *args])
         if launch is None:
             return None
-        return _run_blocking(launch, directory, _environment(git_env, launch.env), timeout, None)
+        return _run_blocking(launch, directory, _environment(git_env, launch.env), timeout, stdin)
 
 
 async def run_git_async(
