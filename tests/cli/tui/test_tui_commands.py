@@ -125,8 +125,9 @@ async def test_the_session_picker_resumes_the_session_chosen_with_enter(tmp_path
         assert first in listed
         picker.query_one(OptionList).highlighted = listed.index(first)
         await running.pilot.press("enter")
-        await running.until(lambda: tui.controller.conversation.session_id == first)
-        assert tui.live_tree.main_id == first
+        # The controller switches first, the screen follows it after (the history read from the store).
+        await running.until(lambda: tui.live_tree.main_id == first)
+        assert tui.controller.conversation.session_id == first
         stored = tui.nestor.sessions.get(first).usage
         main = tui.live_tree.agents[first]
         assert (main.tools, main.usage.total_tokens, main.usage.cost_usd) == (
