@@ -51,13 +51,15 @@ CONFIG_LOCATORS = [
     "npm_config_script_shell=./x npm ls",
     "PYTHONPATH=. python -m json.tool f",
     "KUBECONFIG=k kubectl get pods",
+    "PWD=secrets; cat < ~+/key.txt",  # the directory ~+ names in a redirection
+    "for OLDPWD in secrets; do cat < ~-/key.txt; done",
 ]
 
 
 @pytest.mark.parametrize("command", CONFIG_LOCATORS)
 def test_a_line_choosing_a_programs_config_is_not_judged(command: str) -> None:
     assert parse_command_line(command).unresolved, command
-    programs = ("git", "rg", "tar", "npm", "python", "kubectl")
+    programs = ("git", "rg", "tar", "npm", "python", "kubectl", "cat")
     assert decide(command, allow=tuple(f"bash({name} *)" for name in programs)) == "ask"
 
 

@@ -90,7 +90,10 @@ class PermissionPolicy:
                 action == "allow" and into_git and GIT_DIR_NAME not in (rule.pattern or "")
             ):
                 return Decision(action, f"rule {action} {rule}", rule)
-            if action == "ask" and (unjudged := unjudged_decision(self.rules, request)) is not None:
+            if (
+                action == "ask"
+                and (unjudged := unjudged_decision(self.rules, request, self.project_root)) is not None
+            ):
                 return unjudged
         if into_git:
             return Decision(
@@ -129,7 +132,9 @@ _PLAIN_FILES = (
 )
 
 
-def unjudged_decision(rules: Sequence[Rule], request: PermissionRequest) -> Decision | None:
+def unjudged_decision(
+    rules: Sequence[Rule], request: PermissionRequest, project_root: str
+) -> Decision | None:
     """Refuse (or ask about) a command line that cannot be judged when a deny or ask rule might cover it.
 
     ``X=rm; $X -rf y`` or ``eval 'rm -rf y'`` hide the command a deny rule names, and
@@ -138,7 +143,7 @@ def unjudged_decision(rules: Sequence[Rule], request: PermissionRequest) -> Deci
     Under a deny rule with a pattern the line is refused (the model is told to write each command
     plainly); under an ask rule it is asked.
     """
-    rule = unjudged_rule(rules, request)
+    rule = unjudged_rule(rules, request, project_root)
     if rule is None:
         return None
     if rule.action == "deny":

@@ -102,6 +102,9 @@ _NAMES = frozenset(
         "DOCKER_CONFIG",
         "HGRCPATH",
         "CARGO_HOME",
+        # The directories a redirection's ~+ and ~- name (bash reads the variables, not the cwd).
+        "PWD",
+        "OLDPWD",
     }
 )
 # LD_PRELOAD, LD_AUDIT, LD_LIBRARY_PATH, ...: the dynamic loader's; XDG_CONFIG_HOME,
