@@ -338,3 +338,16 @@ async def test_a_snapshot_that_cannot_build_on_the_one_before_is_said(project: P
     [notice] = notices
     assert notice.startswith("a snapshot could not be taken on top of the one before (git ")
     assert notice.endswith("what changed since cannot be undone; later changes can")
+
+
+async def test_a_file_over_the_limit_before_its_first_change_is_refused_whatever_came_after(
+    project: Project,
+) -> None:
+    (project.root / "data.bin").write_bytes(b"x" * (MAX_FILE_BYTES + 1))
+    seq = project.prompt("shrink, then grow")
+    await run_bash(project, "main", "c1", "printf small > data.bin")
+    await run_bash(project, "main", "c2", f"head -c {MAX_FILE_BYTES + 1} /dev/zero >> data.bin")
+
+    plan = await plan_prompt_undo(project.recorder, seq, "prompt 1")
+
+    assert plan.refusal is not None and "data.bin" in plan.refusal  # "small" is not what it held before

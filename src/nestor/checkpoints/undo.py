@@ -159,26 +159,25 @@ async def _plan(
     """Put back the files of the changes whose agent is ``chosen`` in ``rows``, not undone yet."""
     before: dict[str, str] = {}  # path -> the tree holding it as it was before its first chosen change
     reverts: list[tuple[int, str]] = []
-    left: list[str] = []
+    lost: set[str] = set()  # over the size limit before their first chosen change: no "before"
     for row in rows:
         for change in row.changes:
             if chosen(change.agent_id) and not change.reverted and row.parent_tree is not None:
                 before.setdefault(change.path, row.parent_tree)
                 reverts.append((change.checkpoint_id, change.path))
         if row.agent_id is not None and chosen(row.agent_id):
-            left += row.skipped
-    trees: dict[str, dict[str, Entry]] = {}
-    for tree in set(before.values()):
-        trees[tree] = await recorder.shadow.entries(tree)
-    lost = sorted({path for path in left if path not in before})
+            lost.update(path for path in row.skipped if path not in before)
     if lost:
-        # A file over the size limit when the change began: no snapshot holds what to put back.
-        shown = ", ".join(map(one_line, lost[:5])) + (f" and {len(lost) - 5} more" if len(lost) > 5 else "")
+        shown = ", ".join(map(one_line, sorted(lost)[:5]))
+        shown += f" and {len(lost) - 5} more" if len(lost) > 5 else ""
         refusal = (
             f"cannot undo {title} in full, so nothing was changed: no snapshot holds what {shown} "
             "held before (over [checkpoints] max_file_mb then)"
         )
         return UndoPlan(title, refusal=refusal)
+    trees: dict[str, dict[str, Entry]] = {}
+    for tree in set(before.values()):
+        trees[tree] = await recorder.shadow.entries(tree)
     wanted = {path: trees[tree].get(path) for path, tree in before.items()}
     contents = await recorder.shadow.blobs(entry.blob for entry in wanted.values() if entry is not None)
     targets = {path: _target(path, entry, contents) for path, entry in wanted.items()}
