@@ -23,7 +23,7 @@ def test_a_folder_linked_after_the_checks_is_never_written_through(tmp_path: Pat
         "d/new/g.txt": Target("d/new/g.txt", "file", b"g\n"),
     }
     with ProjectTree(root) as tree:
-        assert problems(tree, root, targets, 1000) == []
+        assert problems(tree, root, targets) == []
         (root / "d").rename(root / "d.aside")
         (root / "d").symlink_to(outside)
 

@@ -88,7 +88,7 @@ async def test_changes_made_outside_nestor_are_left_alone(project: Project) -> N
     assert (project.root / "keep.txt").read_text() == "by the user, in an editor\n"
 
 
-async def test_binary_files_come_back_byte_for_byte_and_large_ones_are_left_and_named(
+async def test_binary_files_come_back_byte_for_byte_and_a_new_large_one_is_deleted(
     project: Project,
 ) -> None:
     binary = bytes(range(256)) * 3
@@ -105,13 +105,13 @@ async def test_binary_files_come_back_byte_for_byte_and_large_ones_are_left_and_
     )
 
     plan = await plan_prompt_undo(project.recorder, seq, "prompt 1")
-    assert plan.left == ("big.dat",)
+    assert ("big.dat", "delete") in [(file.path, file.action) for file in plan.files]
     assert "binary file image.bin" in next(file.diff for file in plan.files if file.path == "image.bin")
     await apply_undo(project.recorder, plan)
 
     assert (project.root / "image.bin").read_bytes() == binary
     assert (project.root / "crlf.txt").read_bytes() == b"a\r\nb\r\n"
-    assert (project.root / "big.dat").stat().st_size == MAX_FILE_BYTES + 1
+    assert not (project.root / "big.dat").exists()  # it did not exist before the prompt
 
 
 async def test_links_modes_and_a_file_that_became_a_folder(project: Project) -> None:
@@ -225,17 +225,50 @@ async def test_a_resumed_session_undoes_what_an_earlier_process_recorded(project
     assert (project.root / "keep.txt").read_text() == "keep\n"
 
 
-async def test_a_file_too_large_to_snapshot_is_never_deleted_when_it_shrinks(project: Project) -> None:
+async def test_a_file_too_large_before_the_change_refuses_the_whole_undo(
+    project: Project,
+) -> None:
     (project.root / "data.bin").write_bytes(b"x" * (MAX_FILE_BYTES + 1))  # there before: no snapshot holds it
     seq = project.prompt("shrink")
     await run_bash(project, "main", "c1", "printf small > data.bin; echo 1 > change.txt")
     project.recorder = project.new_recorder()  # a later process knows it too
 
     plan = await plan_prompt_undo(project.recorder, seq, "prompt 1")
+    with pytest.raises(CheckpointError, match=r"nothing was changed: no snapshot holds what data\.bin held"):
+        await apply_undo(project.recorder, plan)
+
+    assert plan.files == () and "\n" not in (plan.refusal or "")
+    assert (project.root / "data.bin").read_bytes() == b"small"
+    assert (project.root / "change.txt").read_text() == "1\n"
+
+
+async def test_a_file_grown_past_the_limit_goes_back_to_its_snapshotted_content(
+    project: Project,
+) -> None:
+    seq = project.prompt("grow")
+    await run_bash(project, "main", "c1", f"head -c {MAX_FILE_BYTES + 1} /dev/zero >>keep.txt; rm change.txt")
+    await run_bash(project, "main", "c2", "echo more >> keep.txt")  # still too large: still undone
+    project.recorder = project.new_recorder()
+
+    plan = await plan_prompt_undo(project.recorder, seq, "prompt 1")
     await apply_undo(project.recorder, plan)
 
-    assert [file.path for file in plan.files] == ["change.txt"] and "data.bin" in plan.left
-    assert (project.root / "data.bin").read_bytes() == b"small"
+    assert sorted(file.path for file in plan.files) == ["change.txt", "keep.txt"]
+    assert (project.root / "keep.txt").read_text() == "keep\n"
+    assert (project.root / "change.txt").read_text() == "before\n"
+
+
+async def test_a_file_grown_past_the_limit_in_an_earlier_prompt_refuses_the_undo_of_a_later_one(
+    project: Project,
+) -> None:
+    project.prompt("grow")
+    await run_bash(project, "main", "c1", f"head -c {MAX_FILE_BYTES + 1} /dev/zero >> keep.txt")
+    later = project.prompt("grow more")
+    await run_bash(project, "main", "c2", "echo more >> keep.txt; echo 2 > change.txt")
+
+    plan = await plan_prompt_undo(project.recorder, later, "prompt 2")
+
+    assert plan.refusal is not None and "keep.txt" in plan.refusal and plan.files == ()
 
 
 @pytest.mark.parametrize(
@@ -305,3 +338,16 @@ async def test_a_snapshot_that_cannot_build_on_the_one_before_is_said(project: P
     [notice] = notices
     assert notice.startswith("a snapshot could not be taken on top of the one before (git ")
     assert notice.endswith("what changed since cannot be undone; later changes can")
+
+
+async def test_a_file_over_the_limit_before_its_first_change_is_refused_whatever_came_after(
+    project: Project,
+) -> None:
+    (project.root / "data.bin").write_bytes(b"x" * (MAX_FILE_BYTES + 1))
+    seq = project.prompt("shrink, then grow")
+    await run_bash(project, "main", "c1", "printf small > data.bin")
+    await run_bash(project, "main", "c2", f"head -c {MAX_FILE_BYTES + 1} /dev/zero >> data.bin")
+
+    plan = await plan_prompt_undo(project.recorder, seq, "prompt 1")
+
+    assert plan.refusal is not None and "data.bin" in plan.refusal  # "small" is not what it held before

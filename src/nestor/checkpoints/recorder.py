@@ -191,8 +191,17 @@ class CheckpointRecorder:
         new_large = {path: size for path, size in scan.large.items() if self._large.get(path) != size}
         # A file that was too large to snapshot has no "before" to go back to: never put back.
         shrunk = [path for path in scan.changed if path in self._large]
+        # One that grew past the limit goes back to what the snapshot before holds, and one new and
+        # too large did not exist then: both are changes (only what they hold now is not stored).
+        too_large = {path: "A" for path in scan.large if path not in self._large} | dict.fromkeys(
+            scan.grown, "M"
+        )
         self._large = dict(scan.large)
-        kept = Scan({p: flag for p, flag in scan.changed.items() if p not in shrunk}, scan.large, scan.nested)
+        kept = Scan(
+            {p: flag for p, flag in scan.changed.items() if p not in shrunk} | too_large,
+            scan.large,
+            scan.nested,
+        )
         changes = _attribute(kept, trigger, list(self._calls.values())) if parent is not None else []
         checkpoint_id = None
         if kind == "prompt" or changes or new_large or shrunk:
@@ -237,7 +246,8 @@ class CheckpointRecorder:
             )
             return tree, scan, None
         kept = {path: flag for path, flag in changed.items() if path not in scan.large}
-        return tree, Scan(kept, scan.large, scan.nested), parent
+        grown = tuple(path for path in changed if path in scan.large)  # in ``parent``, too large now
+        return tree, Scan(kept, scan.large, scan.nested, (), grown), parent
 
     def _stop(self, reason: str) -> None:
         if self.stopped is None:

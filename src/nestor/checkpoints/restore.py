@@ -46,7 +46,7 @@ class Target:
     executable: bool = False
 
 
-def problems(tree: ProjectTree, root: Path, targets: Mapping[str, Target], max_file_bytes: int) -> list[str]:
+def problems(tree: ProjectTree, root: Path, targets: Mapping[str, Target]) -> list[str]:
     """Why ``targets`` cannot all be written in ``root`` (one line each); empty when they can."""
     found: list[str] = []
     absent = {path for path, target in targets.items() if target.kind == "absent"}
@@ -61,7 +61,7 @@ def problems(tree: ProjectTree, root: Path, targets: Mapping[str, Target], max_f
                 kind = "a link" if stat.S_ISLNK(_mode(tree, blocking) or 0) else "a file"
                 found.append(f"{path}: {blocking} is {kind} now")
             continue  # else it goes with its deleted parent, and nothing is there yet
-        found += _problems_at(tree, root, path, absent, max_file_bytes)
+        found += _problems_at(tree, root, path, absent)
     return found
 
 
@@ -78,9 +78,7 @@ def _non_folder_parent(tree: ProjectTree, path: str) -> str | None:
     return None
 
 
-def _problems_at(
-    tree: ProjectTree, root: Path, path: str, absent: set[str], max_file_bytes: int
-) -> list[str]:
+def _problems_at(tree: ProjectTree, root: Path, path: str, absent: set[str]) -> list[str]:
     status = tree.lstat(path)
     if status is None:
         return []
@@ -101,8 +99,6 @@ def _problems_at(
         return [f"{path}: not a regular file now"]
     if mode & 0o222 == 0:
         return [f"{path}: it is read-only (make it writable to restore it)"]
-    if status.st_size > max_file_bytes:
-        return [f"{path}: it is over the size limit, so no snapshot holds it: nestor will not overwrite it"]
     return []
 
 

@@ -5,8 +5,9 @@ held before the change. An undo of prompt N (and of every prompt after it) puts 
 nestor's agents changed since that prompt to what it held just before their first change to it;
 an undo of an agent puts back only the files that agent (and its sub-agents) changed, and is
 refused when a later change by another agent, or from outside nestor, touched one of them. Files
-changed outside nestor are never put back; files over the size limit were never snapshotted and
-are left as they are (the plan names them).
+changed outside nestor are never put back. A file that grew past the size limit goes back to what
+the snapshot before held (what it holds now is not stored); one over the limit before the change
+was never snapshotted, and the undo is refused, naming it: all or none.
 
 Applying a plan snapshots the project first (what changed outside nestor is kept in the shadow
 repository), checks every file can be written, writes them all or none
@@ -25,6 +26,7 @@ from nestor.checkpoints.project_tree import FileState, ProjectTree
 from nestor.checkpoints.recorder import CheckpointRecorder
 from nestor.checkpoints.restore import Target, apply, problems
 from nestor.core.errors import CheckpointError
+from nestor.core.shown import one_line
 from nestor.store.checkpoints import Checkpoint
 from nestor.tools.git.shadow import Entry
 
@@ -57,15 +59,12 @@ class UndoPlan:
     Attributes:
         title: What is undone (``prompt 3: add the tests``, ``agent explore (ses_...)``).
         files: The files it writes, by path.
-        left: Files the undone changes touched that no snapshot holds (over the size limit,
-            nested repositories): left as they are.
         refusal: Why it cannot be done (another agent changed the same file later); None when it can.
 
     """
 
     title: str
     files: tuple[PlannedFile, ...] = ()
-    left: tuple[str, ...] = ()
     refusal: str | None = None
     targets: Mapping[str, Target] = field(default_factory=dict[str, Target], repr=False)
     reverts: tuple[tuple[int, str], ...] = field(default=(), repr=False)
@@ -104,7 +103,7 @@ async def plan_agent_undo(recorder: CheckpointRecorder, agent_ids: Iterable[str]
     if conflicts:
         shown = ", ".join(conflicts[:5]) + (f" and {len(conflicts) - 5} more" if len(conflicts) > 5 else "")
         refusal = f"cannot undo {title} alone: {shown}; undo the prompt instead, or change the files by hand"
-        return UndoPlan(title, plan.files, plan.left, refusal)  # nothing to write: no targets
+        return UndoPlan(title, plan.files, refusal=refusal)  # nothing to write: no targets
     return plan
 
 
@@ -143,7 +142,7 @@ async def apply_undo(recorder: CheckpointRecorder, plan: UndoPlan) -> None:
                     "the files changed since the undo was shown, so nothing was written",
                     hint="look at the undo again and confirm it",
                 )
-            found = problems(tree, recorder.project_root, now, recorder.max_file_bytes)
+            found = problems(tree, recorder.project_root, now)
             if found:
                 raise CheckpointError(
                     f"cannot undo {plan.title} in full, so nothing was changed: {'; '.join(found[:5])}",
@@ -160,14 +159,22 @@ async def _plan(
     """Put back the files of the changes whose agent is ``chosen`` in ``rows``, not undone yet."""
     before: dict[str, str] = {}  # path -> the tree holding it as it was before its first chosen change
     reverts: list[tuple[int, str]] = []
-    left: list[str] = []
+    lost: set[str] = set()  # over the size limit before their first chosen change: no "before"
     for row in rows:
         for change in row.changes:
             if chosen(change.agent_id) and not change.reverted and row.parent_tree is not None:
                 before.setdefault(change.path, row.parent_tree)
                 reverts.append((change.checkpoint_id, change.path))
         if row.agent_id is not None and chosen(row.agent_id):
-            left += row.skipped
+            lost.update(path for path in row.skipped if path not in before)
+    if lost:
+        shown = ", ".join(map(one_line, sorted(lost)[:5]))
+        shown += f" and {len(lost) - 5} more" if len(lost) > 5 else ""
+        refusal = (
+            f"cannot undo {title} in full, so nothing was changed: no snapshot holds what {shown} "
+            "held before (over [checkpoints] max_file_mb then)"
+        )
+        return UndoPlan(title, refusal=refusal)
     trees: dict[str, dict[str, Entry]] = {}
     for tree in set(before.values()):
         trees[tree] = await recorder.shadow.entries(tree)
@@ -178,7 +185,7 @@ async def _plan(
         differing = _differing(tree, targets)
         files = tuple(_planned(tree, target) for _path, target in sorted(differing.items()))
         seen = {path: _digest(tree, path) for path in differing}
-    return UndoPlan(title, files, tuple(sorted(set(left))), None, differing, tuple(reverts), seen)
+    return UndoPlan(title, files, None, differing, tuple(reverts), seen)
 
 
 def _project_tree(recorder: CheckpointRecorder) -> ProjectTree:
@@ -229,6 +236,7 @@ def _planned(tree: ProjectTree, target: Target) -> PlannedFile:
 
 
 def _diff(path: str, now: bytes, after: bytes) -> str:
+    path = one_line(path)
     try:
         old, new = now.decode(), after.decode()
     except UnicodeDecodeError:
@@ -237,7 +245,10 @@ def _diff(path: str, now: bytes, after: bytes) -> str:
         return f"binary file {path}: {len(now)} bytes now, {len(after)} bytes after the undo"
     lines = list(
         difflib.unified_diff(
-            old.splitlines(keepends=True), new.splitlines(keepends=True), f"a/{path}", f"b/{path}"
+            old.splitlines(keepends=True),
+            new.splitlines(keepends=True),
+            f"a/{one_line(path)}",
+            f"b/{one_line(path)}",
         )
     )
     if len(lines) > _MAX_DIFF_LINES:

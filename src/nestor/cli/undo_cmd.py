@@ -7,6 +7,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from nestor.core.errors import NestorError
+from nestor.core.shown import one_line
 
 if TYPE_CHECKING:
     from nestor.app.checkpoints import Prompt, SessionCheckpoints, UndoPlan
@@ -26,12 +27,7 @@ def plan_lines(plan: UndoPlan, *, diffs: bool) -> list[str]:
     else:
         count = f"{len(plan.files)} file" + ("s" if len(plan.files) != 1 else "")
         lines = [f"undo {plan.title}: {count}"]
-        lines += [f"  {_ACTIONS[file.action]}  {file.path}" for file in plan.files]
-    if plan.left:
-        lines.append(
-            "  left as they are (never snapshotted: over [checkpoints] max_file_mb, or nested repositories): "
-            + ", ".join(plan.left)
-        )
+        lines += [f"  {_ACTIONS[file.action]}  {one_line(file.path)}" for file in plan.files]
     if diffs:
         for file in plan.files:
             lines += ["", *file.diff.rstrip("\n").splitlines()]
@@ -58,13 +54,13 @@ def checkpoint_lines(checkpoints: SessionCheckpoints) -> list[str]:
         lines.append(line.strip())
         for row in rows:
             changes = ", ".join(
-                f"{c.status} {c.path}"
+                f"{c.status} {one_line(c.path)}"
                 + (" (undone)" if c.reverted else "")
                 + ("" if c.agent_id else " (outside nestor)")
                 for c in row.changes
             )
             who = f"{row.tool_name} by {row.agent_id}" if row.agent_id else row.kind
-            skipped = f"; not snapshotted: {', '.join(row.skipped)}" if row.skipped else ""
+            skipped = f"; not snapshotted: {', '.join(map(one_line, row.skipped))}" if row.skipped else ""
             lines.append(f"    #{row.id} {who}: {changes or 'no change'}{skipped}")
     return lines
 

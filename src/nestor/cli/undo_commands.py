@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from nestor.cli.undo_cmd import plan_lines, prompt_lines
 from nestor.core.errors import NestorError
+from nestor.core.shown import one_line
 
 if TYPE_CHECKING:
     from nestor.app import Conversation, Session
@@ -173,7 +174,9 @@ class UndoCommands:
             self._renderer.info(line, style=_diff_style(line))
         if not plan.files and not conversation:
             return False
-        files = ", ".join(file.path for file in plan.files[:4]) + (", ..." if len(plan.files) > 4 else "")
+        files = ", ".join(one_line(file.path) for file in plan.files[:4]) + (
+            ", ..." if len(plan.files) > 4 else ""
+        )
         actions = [f"put back {files}"] if plan.files else []
         actions += ["cut the conversation back"] if conversation else []
         return await self._yes(f"undo {plan.title}: {' and '.join(actions)}?")

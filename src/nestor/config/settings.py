@@ -13,6 +13,7 @@ from pydantic import Field
 
 from nestor.config.sections import ConfigDocument, McpServerConfig, ModelConfig, ModelRole
 from nestor.core.errors import ConfigError
+from nestor.core.shown import one_line
 
 _NO_MODEL_HINT = (
     "pass --model provider:model (e.g. anthropic:claude-sonnet-4-5), set NESTOR_MODEL, or add "
@@ -69,8 +70,7 @@ class ProjectServer:
         unprintable characters): a file name or a value with terminal escapes or bidirectional
         controls cannot hide a part of the definition.
         """
-        printable = "".join(char if char.isprintable() else ascii(char)[1:-1] for char in origin)
-        return cls(name, printable, json.dumps(table, sort_keys=True, default=str))
+        return cls(name, one_line(origin), json.dumps(table, sort_keys=True, default=str))
 
     @classmethod
     def of_config(cls, name: str, origin: str, config: McpServerConfig) -> ProjectServer:

@@ -249,6 +249,10 @@ class WithheldFilter:
             self._seen[path] = shown
         return shown
 
+    def apart(self) -> WithheldFilter:
+        """A filter judging by the same rules whose verdicts this one's :meth:`note` does not count."""
+        return WithheldFilter(self._tool_name, self._ctx)
+
     @property
     def withheld(self) -> int:
         """How many files were left out."""

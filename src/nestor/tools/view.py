@@ -124,7 +124,7 @@ class DiagnosingViewTool(ViewTool):
 
             problems = await self._lsp.file_diagnostics(path)
             visible = WithheldFilter("diagnostics", ctx)
-            rendered = render_diagnostics({path: problems}, ctx, visible)
+            rendered = render_diagnostics({path: problems}, ctx, visible, self._lsp)
             note = visible.note()
             result.content += "\n\nDiagnostics:\n" + rendered + (f"\n{note}" if note else "")
         return result

@@ -95,13 +95,19 @@ async def test_hover_is_not_shown_for_a_symbol_defined_in_a_withheld_file(
 
     hidden = await HoverTool(lsp).run(at, ctx)
     assert hidden.content == (
-        "app.py:3: api_key: not shown: it is defined in a file the permission rules withhold."
+        "app.py:3: api_key: not shown: the permission rules withhold a file "
+        "the language server may have read."
     )
     # The same hover with no rule shows the docstring: the rule is what hides it.
     shown = await HoverTool(lsp).run(at, ToolContext(project_root=private_project))
     assert "hunter2-SECRET" in shown.content
-    # A symbol defined in a file the rules leave alone is shown as ever, under the same rule.
-    helper = await HoverTool(lsp).run(SymbolAt(path="uses.py", line=3, symbol="helper"), ctx)
+    # While a rule withholds a Python file, no hover is shown: the server's inference may have read it.
+    helper_at = SymbolAt(path="uses.py", line=3, symbol="helper")
+    assert "helper(x)" not in (await HoverTool(lsp).run(helper_at, ctx)).content
+    # A rule withholding no file the server reads leaves hovers as they are.
+    env_only = PermissionPolicy.from_config([], [], ["Read(.env)"], project_root=str(private_project))
+    (private_project / ".env").write_text("KEY=1\n", encoding="utf-8")
+    helper = await HoverTool(lsp).run(helper_at, ToolContext(private_project, withholds=env_only.withholds))
     assert "helper(x)" in helper.content
     definition = await DefinitionTool(lsp).run(at, ctx)
     assert definition.content == "No definition found.\n(1 file left out by the permission rules.)"
@@ -138,8 +144,10 @@ async def test_problems_naming_a_withheld_file_are_left_out(tmp_path: Path, priv
     finally:
         await manager.close()
     for answer in (checked.content, viewed.content, edited.content):
-        assert "plain problem" in answer
-        assert "hunter2-SECRET" not in answer
+        # A message may quote a withheld file's text without naming it: none is shown while one is.
+        assert "app.py:3:1: error: (message not shown: the permission rules withhold a file" in answer
+        assert "plain problem" not in answer and "hunter2-SECRET" not in answer
     note = "(1 file left out by the permission rules.)"
-    assert checked.content == f"app.py:3:1: error: plain problem (v1)\n{note}"
+    withheld = "(message not shown: the permission rules withhold a file the language server may have read)"
+    assert checked.content == f"app.py:3:1: error: {withheld}\n{note}"
     assert "type 'hunter2-SECRET' expected" in everything.content  # no rule, nothing withheld

@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 
 from nestor.config.sections import LspServerConfig
+from nestor.tools.base import ToolContext, WithheldFilter
 from nestor.tools.lsp.manager import LspManager
 from nestor.tools.lsp.servers import ServerSpec, language_id, resolve_servers
 
@@ -90,7 +91,8 @@ async def test_a_project_without_a_server_costs_no_time(tmp_path: Path) -> None:
     )
     started = time.monotonic()
     assert not manager.available()
-    assert await manager.after_change(project / "main.py", "main.py", lambda _path: True) == ""
+    visible = WithheldFilter("diagnostics", ToolContext(project_root=project))
+    assert await manager.after_change(project / "main.py", "main.py", visible) == ""
     assert time.monotonic() - started < 0.1
     assert manager.starting() == []
 

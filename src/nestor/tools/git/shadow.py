@@ -79,6 +79,8 @@ class Scan:
         nested: Nested repositories (``vendor/x/``): never stored.
         behind_links: Files of ``changed`` gone because a folder of their path is a link now (``rm -r
             d; ln -s elsewhere d``): ``D``, whatever is found through the link.
+        grown: Files of ``large`` the snapshot before holds (they grew past the limit): their
+            earlier content is in that snapshot, so a change to them can be undone.
 
     """
 
@@ -86,6 +88,7 @@ class Scan:
     large: dict[str, int] = field(default_factory=dict[str, int])
     nested: tuple[str, ...] = ()
     behind_links: tuple[str, ...] = ()
+    grown: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,6 +199,7 @@ class ShadowRepository:
         large: dict[str, int] = {}
         behind: list[str] = []
         links: dict[str, bool] = {}
+        grown: list[str] = []
         for name, flag in flags.items():
             if _behind_link(self.work_tree, name, links):
                 flag = "D"  # what a link leads to is not the project's: the file is gone from it
@@ -207,9 +211,11 @@ class ShadowRepository:
             size = _size(self.work_tree / name) if flag != "D" else 0
             if size > max_file_bytes:
                 large[self._relative(name)] = size
+                if flag == "M":
+                    grown.append(self._relative(name))
             else:
                 changed[self._relative(name)] = flag
-        return Scan(changed, large, tuple(nested), tuple(behind))
+        return Scan(changed, large, tuple(nested), tuple(behind), tuple(grown))
 
     async def store(self, index: Path, scan: Scan, previous_tree: str | None) -> str:
         """Record ``scan``'s changes in ``index`` and return the tree of the snapshot.

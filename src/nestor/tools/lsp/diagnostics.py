@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
 from nestor.tools.base import ToolContext, ToolResult, WithheldFilter
 from nestor.tools.lsp.results import Diagnostic, shown_problems
 from nestor.tools.lsp.tool_base import MAX_PLACES, LspTool
+
+if TYPE_CHECKING:
+    from nestor.tools.lsp.manager import LspManager
 
 
 class DiagnosticsParams(BaseModel):
@@ -35,18 +39,22 @@ class DiagnosticsTool(LspTool[DiagnosticsParams]):
             found = self._lsp.known_diagnostics()
         visible = WithheldFilter(self.name, ctx)
         found = {path: problems for path, problems in found.items() if visible(path)}
-        content = render_diagnostics(found, ctx, visible)
+        content = render_diagnostics(found, ctx, visible, self._lsp)
         note = visible.note()
         return ToolResult(content=f"{content}\n{note}" if note else content, metadata={"files": len(found)})
 
 
-def render_diagnostics(found: dict[Path, list[Diagnostic]], ctx: ToolContext, visible: WithheldFilter) -> str:
+def render_diagnostics(
+    found: dict[Path, list[Diagnostic]], ctx: ToolContext, visible: WithheldFilter, lsp: LspManager
+) -> str:
     """Errors first, then warnings, then the rest, as ``path:line:col: severity: message``, capped.
 
     A problem that names a file ``visible`` withholds (a type declared there, say) is left out,
-    and the files' count in ``visible``'s note says so.
+    and the files' count in ``visible``'s note says so; while the project holds a file the rules
+    withhold that ``lsp``'s servers read, messages are not shown (they may quote it).
     """
-    found = {path: shown_problems(items, visible) for path, items in found.items()}
+    withheld = lsp.withheld_source(visible) if any(found.values()) else ""
+    found = {path: shown_problems(items, visible, withheld) for path, items in found.items()}
     problems = sorted(
         ((problem, ctx.display_path(path)) for path, items in found.items() for problem in items),
         key=lambda entry: (entry[0].severity, entry[1], entry[0].line),

@@ -1,8 +1,10 @@
 """The ``hover`` tool: a symbol's type and documentation, from the language server.
 
-A hover quotes where the symbol is defined (its signature, its docstring), so it passes the read
-rules as that file: the server is asked for the definition too, and when a rule withholds the
-file it is in (or the server cannot say where that is), the hover is left out.
+A hover quotes what the server inferred of the symbol (its signature, its docstring, its literal
+type), from whatever files it read. It is shown only while the project holds no file of the
+servers' languages the read rules withhold (:mod:`nestor.tools.lsp.withheld_sources`), and when
+the server names where the symbol is defined, in a file the rules let be read (outside the
+project, say): a definition it cannot place is not shown either.
 """
 
 from __future__ import annotations
@@ -41,21 +43,26 @@ class HoverTool(LspTool[SymbolAt]):
         metadata = {"path": str(path)}
         if not text:
             return ToolResult(content=f"{header}: the server knows nothing about it.", metadata=metadata)
-        definition = types.DefinitionParams(text_document=document, position=at)
-        withheld = await self._withheld_source(path, types.TEXT_DOCUMENT_DEFINITION, definition, ctx)
+        visible = WithheldFilter(self.name, ctx)
+        withheld = self._lsp.withheld_source(visible)
+        if not withheld:
+            definition = types.DefinitionParams(text_document=document, position=at)
+            withheld = await self._withheld_definition(path, definition, visible)
         if withheld:
             return ToolResult(content=f"{header}: not shown: {withheld}.", metadata=metadata)
         if len(text) > MAX_HOVER_CHARS:
             text = f"{text[:MAX_HOVER_CHARS]}… (cut)"
         return ToolResult(content=f"{header}\n{text}", metadata=metadata)
 
-    async def _withheld_source(self, path: Path, method: str, params: Any, ctx: ToolContext) -> str:
-        """Why the hover may not be shown, "" when it may (its definition is in no withheld file)."""
+    async def _withheld_definition(self, path: Path, params: Any, visible: WithheldFilter) -> str:
+        """Why the hover may not be shown, "" when it may (it is defined in files the rules let be read)."""
+        unknown = "the server did not say where it is defined, so the permission rules cannot be checked"
         try:
-            answer = await self._lsp.ask(path, method, params)
+            found = places(await self._lsp.ask(path, "textDocument/definition", params))
         except ToolError:
-            return "the server did not say where it is defined, so the permission rules cannot be checked"
-        visible = WithheldFilter(self.name, ctx)
-        if all([visible(place.path) for place in places(answer)]):
+            return unknown
+        if not found:
+            return unknown
+        if all([visible(place.path) for place in found]):
             return ""
         return "it is defined in a file the permission rules withhold"

@@ -18,10 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 from nestor.config.sections import LspServerConfig
 from nestor.core.errors import ToolError
-from nestor.tools.base import ToolResult
+from nestor.tools.base import ToolResult, WithheldFilter
 from nestor.tools.lsp.documents import Documents, Published, new_problems
 from nestor.tools.lsp.results import Diagnostic, shown_problems, uri_to_path
 from nestor.tools.lsp.servers import ServerSpec, ServerState, language_id, resolve_servers
+from nestor.tools.lsp.withheld_sources import withheld_source
 
 if TYPE_CHECKING:
     from nestor.tools.lsp.client import LspClient
@@ -102,6 +103,15 @@ class LspManager:
         """The server that serves ``path``, if one can run."""
         return next((spec for spec in self.specs() if spec.state == "available" and spec.serves(path)), None)
 
+    def withheld_source(self, shown: WithheldFilter) -> str:
+        """Why the servers' inferred text (hovers, problems' messages) may quote a file ``shown`` withholds.
+
+        "" when it cannot: the project holds no file of a running server's languages the rules
+        withhold (:mod:`nestor.tools.lsp.withheld_sources`).
+        """
+        extensions = {ext for spec in self.specs() if spec.state == "available" for ext in spec.extensions}
+        return withheld_source(self.root.resolve(), extensions, shown.apart())
+
     def statuses(self) -> list[ServerStatus]:
         """Every server and its state now."""
         shown: list[ServerStatus] = []
@@ -125,7 +135,7 @@ class LspManager:
         if spec is not None:
             self._start(self._server(spec))
 
-    async def after_change(self, path: Path, shown_as: str, visible: Callable[[Path], bool]) -> str:
+    async def after_change(self, path: Path, shown_as: str, visible: WithheldFilter) -> str:
         """Sync a file nestor changed and return its new errors and warnings as lines ("" for none).
 
         Waits at most the server's ``diagnostics_timeout_s`` in all, starting it included. A problem
@@ -145,7 +155,7 @@ class LspManager:
         if published is None:
             return ""
         new = new_problems(published.diagnostics, before.diagnostics if before else [])
-        new = shown_problems(new, visible)
+        new = shown_problems(new, visible, self.withheld_source(visible))
         if not new:
             return ""
         shown = [problem.render(shown_as) for problem in new[: spec.max_diagnostics]]
@@ -155,7 +165,7 @@ class LspManager:
         return "\n".join([f"{spec.name} reports {len(new)} new {noun} in {shown_as}:", *shown, *more])
 
     async def annotate(
-        self, result: ToolResult, path: Path, shown_as: str, visible: Callable[[Path], bool]
+        self, result: ToolResult, path: Path, shown_as: str, visible: WithheldFilter
     ) -> ToolResult:
         """``result`` of a change to ``path`` with the new problems the server found appended.
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -50,9 +50,20 @@ class Diagnostic:
         return f"{shown_as}:{self.line + 1}:{self.character + 1}: {severity}: {self.message}{source}"
 
 
-def shown_problems(problems: list[Diagnostic], shown: Callable[[Path], bool]) -> list[Diagnostic]:
-    """The problems that name no file ``shown`` withholds (in their related information)."""
-    return [problem for problem in problems if all(shown(path) for path in problem.related)]
+def shown_problems(
+    problems: list[Diagnostic], shown: Callable[[Path], bool], withheld_source: str
+) -> list[Diagnostic]:
+    """The problems that name no file ``shown`` withholds (in their related information).
+
+    While ``withheld_source`` says why the server may have read a withheld file, their messages
+    are withheld too (a message quotes types and values the server read elsewhere): each keeps
+    its place, severity, code and source.
+    """
+    kept = [problem for problem in problems if all(shown(path) for path in problem.related)]
+    if not withheld_source:
+        return kept
+    message = f"(message not shown: {withheld_source})"
+    return [replace(problem, message=message) for problem in kept]
 
 
 @dataclass(frozen=True, slots=True)
