@@ -89,3 +89,16 @@ def test_a_git_dir_kept_elsewhere_counts_too(tmp_path: Path) -> None:
 
     assert policy.decide(_write(str(store / "config"))).kind == "ask"
     assert policy.decide(_write(str(work / "a.txt"))).kind == "allow"
+
+
+def test_only_a_deny_or_ask_rule_governing_a_tool_may_withhold_from_it() -> None:
+    def policy(*rules: str, action: str = "deny") -> PermissionPolicy:
+        lists: dict[str, list[str]] = {"allow": [], "ask": [], "deny": []}
+        lists[action] = list(rules)
+        return PermissionPolicy.from_config(lists["allow"], lists["ask"], lists["deny"], project_root="/p")
+
+    assert not policy().may_withhold("hover")
+    assert not policy("bash(rm *)", "webfetch").may_withhold("hover")
+    assert not policy("Read(private/**)", action="allow").may_withhold("hover")
+    assert policy("Read(private/**)").may_withhold("hover")
+    assert policy("view(.env)", action="ask").may_withhold("diagnostics")

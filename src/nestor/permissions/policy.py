@@ -118,6 +118,14 @@ class PermissionPolicy:
         decision = self.decide(request)
         return decision.kind == "deny" or (decision.kind == "ask" and decision.rule is not None)
 
+    def may_withhold(self, tool_name: str) -> bool:
+        """False when no rule could make :meth:`withholds` true for a call of ``tool_name``.
+
+        Lets a tool skip a walk of the project that looks for a withheld file (a language server's
+        inferred text) when no deny or ask rule governs the tool at all.
+        """
+        return any(rule.action != "allow" and rule.governs(tool_name) for rule in self.rules)
+
     def grant_for_session(self, request: PermissionRequest) -> None:
         """Allow calls like ``request`` (same tool and grant key) for the rest of the session."""
         self._grants.add((request.tool_name, request.grant_key))

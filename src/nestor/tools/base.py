@@ -47,6 +47,10 @@ def _withhold_nothing(_request: PermissionRequest) -> bool:
     return False
 
 
+def _may_withhold_anything(_tool_name: str) -> bool:
+    return True
+
+
 def _drop_event(_event: Event) -> None:
     return None
 
@@ -70,6 +74,8 @@ class ToolContext:
             any; reading inside it needs no permission, writing follows the usual rules.
         withholds: True when the rules keep a request from going ahead unasked (a deny or ask
             rule); tools leave such files out of what they find, rather than ask about each.
+        may_withhold: False when no rule could withhold a file from a tool of that name, so a
+            search for withheld files can be skipped; True (search) unless the rules say otherwise.
 
     """
 
@@ -80,6 +86,7 @@ class ToolContext:
     ask_permission: Callable[[PermissionRequest], Awaitable[bool]] = _deny_all
     scratch_dir: Path | None = None
     withholds: Callable[[PermissionRequest], bool] = _withhold_nothing
+    may_withhold: Callable[[str], bool] = _may_withhold_anything
     _real_root: tuple[Path, Path, str] | None = field(default=None, init=False, repr=False, compare=False)
     _resolved: dict[str, Path] = field(default_factory=dict[str, Path], init=False, repr=False, compare=False)
 
@@ -252,6 +259,10 @@ class WithheldFilter:
     def apart(self) -> WithheldFilter:
         """A filter judging by the same rules whose verdicts this one's :meth:`note` does not count."""
         return WithheldFilter(self._tool_name, self._ctx)
+
+    def may_withhold(self) -> bool:
+        """False when the rules withhold no file at all from this tool (no search for one is needed)."""
+        return self._ctx.may_withhold(self._tool_name)
 
     @property
     def withheld(self) -> int:

@@ -4,14 +4,16 @@ from pathlib import Path
 
 from nestor.permissions import PermissionPolicy
 from nestor.tools.base import ToolContext, WithheldFilter
-from nestor.tools.lsp.withheld_sources import withheld_source
+from nestor.tools.lsp.manager import LspManager
+from nestor.tools.lsp.withheld_sources import MAX_ENTRIES, withheld_source
 
 PYTHON = (".py", ".pyi")
 
 
 def _shown(root: Path, *deny: str) -> WithheldFilter:
     policy = PermissionPolicy.from_config([], [], list(deny), project_root=str(root))
-    return WithheldFilter("hover", ToolContext(project_root=root, withholds=policy.withholds))
+    ctx = ToolContext(project_root=root, withholds=policy.withholds, may_withhold=policy.may_withhold)
+    return WithheldFilter("hover", ctx)
 
 
 def _project(tmp_path: Path) -> Path:
@@ -55,3 +57,16 @@ def test_a_project_too_large_to_walk_shows_no_inferred_text(tmp_path: Path) -> N
 
     assert "too many" in withheld_source(root, PYTHON, _shown(root), max_entries=2)
     assert withheld_source(root, PYTHON, _shown(root), max_entries=100) == ""
+
+
+def test_with_no_rule_withholding_reads_a_project_of_any_size_is_not_walked(tmp_path: Path) -> None:
+    # It was walked on every hover and edit, and past MAX_ENTRIES lost every hover with no rule at all.
+    root = (tmp_path / "project").resolve()
+    (root / "many").mkdir(parents=True)
+    for number in range(MAX_ENTRIES + 1):
+        (root / "many" / f"{number}.txt").touch()
+    manager = LspManager({}, root=root, trusted=True, env={}, log_dir=tmp_path / "logs")
+
+    assert manager.withheld_source(_shown(root)) == ""
+    assert manager.withheld_source(_shown(root, "bash(rm *)", "webfetch")) == ""  # rules on no file read
+    assert "too many" in manager.withheld_source(_shown(root, "Read(private/**)"))

@@ -128,6 +128,7 @@ class ToolRunner:
             emit=self._setup.bus.publish,
             ask_permission=lambda request: gate.allows(request, call.tool_call_id),
             withholds=gate.policy.withholds,
+            may_withhold=gate.policy.may_withhold,
         )
         try:
             request = tool.permission(params, ctx)

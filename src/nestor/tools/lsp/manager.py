@@ -109,6 +109,8 @@ class LspManager:
         "" when it cannot: the project holds no file of a running server's languages the rules
         withhold (:mod:`nestor.tools.lsp.withheld_sources`).
         """
+        if not shown.may_withhold():  # no rule withholds any file: nothing to walk the project for
+            return ""
         extensions = {ext for spec in self.specs() if spec.state == "available" for ext in spec.extensions}
         return withheld_source(self.root.resolve(), extensions, shown.apart())
 
