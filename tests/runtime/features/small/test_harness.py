@@ -19,8 +19,8 @@ from pydantic_ai.usage import RequestUsage
 
 from nestor.permissions import PermissionPolicy
 from nestor.runtime.factory.toolset import compact_coder_tools
+from nestor.runtime.features.small.gathering.reader import ProjectReader
 from nestor.runtime.features.small.harness import SmallModelHarness
-from nestor.runtime.features.small.reader import ProjectReader
 from nestor.runtime.kernel.loop import SessionAgent
 from nestor.testing import ScriptedModel, reply
 from nestor.tools.catalogue import ToolCatalogue

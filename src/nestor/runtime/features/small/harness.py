@@ -38,18 +38,23 @@ import shlex
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from nestor.runtime.features.small.adding import add, module_of
-from nestor.runtime.features.small.additions import read_addition
-from nestor.runtime.features.small.edits import edit_with_blocks
-from nestor.runtime.features.small.fixes import fix_by_infilling, fix_by_rewriting
-from nestor.runtime.features.small.intent import Intent, delegated_task, read_intent, read_rename
-from nestor.runtime.features.small.project import runnable_test_command
-from nestor.runtime.features.small.questions import answer
-from nestor.runtime.features.small.reader import ProjectReader
-from nestor.runtime.features.small.rename import project_has, rename
-from nestor.runtime.features.small.suspects import suspects, trace
-from nestor.runtime.features.small.symbols import SymbolIndex, symbol_index
-from nestor.runtime.features.small.tour import tour
+from nestor.runtime.features.small.acting.adding import add, module_of
+from nestor.runtime.features.small.acting.edits import edit_with_blocks
+from nestor.runtime.features.small.acting.fixes import fix_by_infilling, fix_by_rewriting
+from nestor.runtime.features.small.acting.questions import answer
+from nestor.runtime.features.small.acting.rename import project_has, rename
+from nestor.runtime.features.small.acting.tour import tour
+from nestor.runtime.features.small.gathering.project import runnable_test_command
+from nestor.runtime.features.small.gathering.reader import ProjectReader
+from nestor.runtime.features.small.gathering.suspects import suspects, trace
+from nestor.runtime.features.small.gathering.symbols import SymbolIndex, symbol_index
+from nestor.runtime.features.small.understanding.additions import read_addition
+from nestor.runtime.features.small.understanding.intent import (
+    Intent,
+    delegated_task,
+    read_intent,
+    read_rename,
+)
 from nestor.runtime.features.small.workspace import Workspace
 from nestor.runtime.kernel.driver import HarnessHost
 

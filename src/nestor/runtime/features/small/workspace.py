@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from nestor.runtime.features.small.reader import ProjectReader
+from nestor.runtime.features.small.gathering.reader import ProjectReader
 from nestor.runtime.kernel.driver import HarnessHost, ToolCall
 
 EDIT_MAX_TOKENS = 700

@@ -1,0 +1,100 @@
+"""Answering a question: evidence gathered by nestor, one answer step, then the facts nestor read.
+
+nestor searches for the question's terms and reads the best regions with real tool calls
+(:mod:`.retrieval`), runs the calls the question writes out (:mod:`.calls`), then one answer step
+sees only the question and that evidence, never the model's earlier prose; what nestor ran, and
+where the named or cited code is, follow its words (:mod:`.facts`).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+from nestor.runtime.features.small.acting import prompts
+from nestor.runtime.features.small.gathering.calls import (
+    QuotedCall,
+    call_script,
+    import_statement,
+    quoted_calls,
+)
+from nestor.runtime.features.small.gathering.defaults import parameter_defaults
+from nestor.runtime.features.small.gathering.facts import (
+    asks_for_a_default,
+    cited_functions,
+    values,
+    where_defined,
+)
+from nestor.runtime.features.small.gathering.project import project_card, user_python
+from nestor.runtime.features.small.gathering.retrieval import gather_evidence
+from nestor.runtime.features.small.gathering.symbols import SymbolIndex
+from nestor.runtime.features.small.understanding.intent import Intent, question_parts, search_terms
+from nestor.runtime.features.small.workspace import Workspace
+
+ANSWER_MAX_TOKENS = 320
+CALL_TIMEOUT_S = 30
+_ASKS_WHERE = re.compile(
+    r"\b(?:where(?:'s)?|which\s+(?:file|module|function|method|class|part)|point\s+me|implemented|"
+    r"defined|lives?)\b",
+    re.IGNORECASE,
+)
+
+
+async def answer(
+    work: Workspace, intent: Intent, prompt: str, symbols: SymbolIndex, *, read_only: bool
+) -> str | None:
+    """Answer the question ``prompt`` from the evidence; None when a budget stopped the run.
+
+    ``read_only``: the agent may not change anything, so the question's calls are not run.
+    """
+    host, reader = work.host, work.reader
+    questions = question_parts(prompt)
+    parts = [{term.text for term in search_terms(part, symbols.names())} for part in questions]
+    evidence = await gather_evidence(
+        intent, reader, host.run_tools, symbols=symbols, parts=parts if len(parts) > 1 else ()
+    )
+    ran = await _run_quoted_calls(work, prompt, read_only=read_only)
+    default = asks_for_a_default(prompt)
+    signature_defaults = parameter_defaults(prompt, intent, symbols, reader) if default else ""
+    if evidence.empty and not ran:
+        card = project_card(reader)
+        body = "Nothing in the project matched the question's terms. What the project is:\n\n" + card.render()
+    else:
+        body = "\n\n".join(part for part in (evidence.render(), signature_defaults, ran) if part)
+    reply = await host.ask(
+        prompts.ANSWER,
+        f"<evidence>\n{body}\n</evidence>\n\nQuestion: {prompt}",
+        max_tokens=ANSWER_MAX_TOKENS,
+    )
+    if reply is None:
+        return None
+    # Facts nestor read or ran itself follow the model's words: a small model misreads them.
+    facts = [ran, signature_defaults]
+    if _ASKS_WHERE.search(prompt):
+        facts += [cited_functions(reply, symbols), where_defined(intent, symbols, reply)]
+    facts.append(values(reply, intent, symbols, reader, default=default))
+    return "\n\n".join([reply.strip(), *(fact for fact in facts if fact)])
+
+
+async def _run_quoted_calls(work: Workspace, prompt: str, *, read_only: bool) -> str:
+    """Run the calls the question writes out (:mod:`.calls`); what they gave, as evidence."""
+    if read_only or "bash" not in work.host.tool_names():
+        return ""
+    scripts: list[tuple[QuotedCall, str]] = []
+    for call in quoted_calls(prompt):
+        imports = [import_statement(work.reader, name) for name in call.names]
+        if all(found is not None for found in imports):
+            scripts.append((call, call_script(call, [found for found in imports if found is not None])))
+    if not scripts:
+        return ""
+    python = user_python()
+    commands = [f"{python} -W ignore -c {shlex.quote(script)}" for _, script in scripts]
+    outcomes = await work.host.run_tools(
+        [("bash", {"command": command, "timeout": CALL_TIMEOUT_S}) for command in commands]
+    )
+    rows = [
+        f">>> {call.expression}\n{outcome.content.strip()[-400:]}"
+        for (call, _), outcome in zip(scripts, outcomes, strict=True)
+        if outcome.ok and outcome.metadata.get("exit_code") == 0 and outcome.content.strip()
+    ]
+    return "Run in the project's Python:\n" + "\n".join(rows) if rows else ""
