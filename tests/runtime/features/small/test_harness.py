@@ -609,7 +609,7 @@ async def test_without_a_shell_a_named_failing_test_is_shown_apart_and_left_as_i
     result = await agent.run("test_add in tests/test_calc.py fails. Fix the code.")
 
     prompt = _prompt_of(model.requests[0].messages)
-    code, _, tests = prompt.partition("<tests-that-must-pass>")
+    code, _, tests = prompt.partition("<read-only>")
     assert "return a - b" in code and "assert add(2, 3) == 5" not in code
     assert "assert add(2, 3) == 5" in tests and "return a - b" not in tests
     # The test is the spec: the code is changed, the test is not.

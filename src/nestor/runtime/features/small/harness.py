@@ -36,7 +36,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from nestor.runtime.features.small.acting.adding import add, module_of
 from nestor.runtime.features.small.acting.edits import edit_with_blocks
@@ -44,7 +44,7 @@ from nestor.runtime.features.small.acting.fixes import fix_by_infilling, fix_by_
 from nestor.runtime.features.small.acting.questions import answer
 from nestor.runtime.features.small.acting.rename import project_has, rename
 from nestor.runtime.features.small.acting.tour import tour
-from nestor.runtime.features.small.gathering.project import runnable_test_command
+from nestor.runtime.features.small.gathering.project import project_files
 from nestor.runtime.features.small.gathering.reader import ProjectReader
 from nestor.runtime.features.small.gathering.suspects import suspects, trace
 from nestor.runtime.features.small.gathering.symbols import SymbolIndex, symbol_index
@@ -55,11 +55,14 @@ from nestor.runtime.features.small.understanding.intent import (
     read_intent,
     read_rename,
 )
-from nestor.runtime.features.small.workspace import Workspace
+from nestor.runtime.features.small.understanding.scope import read_scope
+from nestor.runtime.features.small.verifying.test_command import runnable_test_command
+from nestor.runtime.features.small.verifying.verdict import change_problem
+from nestor.runtime.features.small.workspace import Workspace, undone_report
 from nestor.runtime.kernel.driver import HarnessHost
 
-_ASKS_FOR_TESTS = re.compile(
-    r"\b(?:add|write|update|change|fix)\s+(?:a\s+|the\s+|new\s+)*tests?\b|\btests?\s+for\b", re.I
+_FIX_REQUEST = re.compile(
+    r"\b(?:fix(?:es|ed)?|bug(?:gy|s)?|broken|fails?|failing|repair|regression|crash(?:es)?)\b", re.IGNORECASE
 )
 
 
@@ -81,7 +84,7 @@ class SmallModelHarness:
     async def run_turn(self, host: HarnessHost, prompt: str) -> str | None:
         """Handle ``prompt`` to the end; returns the final answer (None when a budget stopped it)."""
         tools = host.tool_names()
-        work = Workspace(host, self.reader)
+        work = Workspace.of(host, self.reader)
         symbols = symbol_index(self.reader)
         intent = read_intent(prompt, self.agent_names() if "task" in tools else (), symbols.names())
         if intent.agent is not None:
@@ -112,15 +115,54 @@ class SmallModelHarness:
 
 
 async def _change(work: Workspace, intent: Intent, prompt: str, symbols: SymbolIndex) -> str | None:
-    """A change request: a rename, an addition, a fix of failing tests, else SEARCH/REPLACE edits."""
+    """A change request, made within the files it allows, verified, and undone when it does not hold."""
     reader = work.reader
     renamed = read_rename(prompt, project_has(reader, symbols))
-    if renamed is not None:
-        return await rename(work, *renamed)
+    fixing = bool(intent.failing_tests) or bool(_FIX_REQUEST.search(prompt))
+    scope = read_scope(
+        prompt,
+        project_files(reader.root),
+        fixing=fixing,
+        renaming=renamed is not None,
+        defines=lambda name: [symbol.path for symbol in symbols.definitions(name) if symbol.kind != "module"],
+        names=[term.text for term in intent.terms if term.exact and not term.prose],
+    )
+    work = replace(work, scope=scope)
     command = runnable_test_command(reader) if "bash" in work.host.tool_names() else None
     # The tests the user named fail first and say most; the whole suite must pass at the end.
     named = _selecting(command, intent.failing_tests)
     failure = await work.run_tests(named or command)
+    report = await _changed(work, intent, prompt, symbols, renamed, command, named, failure)
+    if report is None:  # a budget stopped the run part-way: nothing half-done stays
+        work.restore()
+        return None
+    problem = await change_problem(
+        work.snapshot,
+        reader.read_text,
+        work.run_tests,
+        command,
+        None if named else failure,
+        fixing=fixing and failure is not None,
+    )
+    if problem is None:
+        return report
+    work.restore()
+    return undone_report(report, problem)
+
+
+async def _changed(
+    work: Workspace,
+    intent: Intent,
+    prompt: str,
+    symbols: SymbolIndex,
+    renamed: tuple[str, str] | None,
+    command: str | None,
+    named: str | None,
+    failure: str | None,
+) -> str | None:
+    """The change step for the request's kind: a rename, an addition, a fix, else edit blocks."""
+    if renamed is not None:
+        return await rename(work, *renamed)
     addition = read_addition(prompt) if not intent.failing_tests else None
     if addition is not None and (addition.owner is not None or module_of(addition, symbols)):
         # Tests failing already cannot judge the new code: then it is added untested.
@@ -128,16 +170,15 @@ async def _change(work: Workspace, intent: Intent, prompt: str, symbols: SymbolI
         if added is not None:
             return added
     # Fixing a failing test means changing the code under test, unless tests are asked for.
-    tests_frozen = bool(intent.failing_tests) and not _ASKS_FOR_TESTS.search(prompt)
-    if failure is not None and command is not None and (tests_frozen or not intent.failing_tests):
+    if failure is not None and command is not None and (not work.scope.tests or not intent.failing_tests):
         executed = await trace(work, named or _failing_nodes(command, failure))
-        found = suspects(reader, intent, failure, symbols, executed)
+        found = suspects(work.reader, intent, failure, symbols, executed)
         if found:
             fixed = await fix_by_infilling(work, found, failure, command, named, executed=executed)
             if fixed is not None:
                 return fixed
             return await fix_by_rewriting(work, prompt, found, failure, command, named)
-    return await edit_with_blocks(work, intent, prompt, failure, command, named, tests_frozen=tests_frozen)
+    return await edit_with_blocks(work, intent, prompt, failure, command, named)
 
 
 def _failing_nodes(command: str, failure: str) -> str | None:

@@ -9,10 +9,12 @@ read alone. Edits, test runs and the reports of a change are the same for every 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from pathlib import PurePosixPath
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
 
 from nestor.runtime.features.small.gathering.reader import ProjectReader
+from nestor.runtime.features.small.understanding.scope import ANY, EditScope
+from nestor.runtime.features.small.verifying.snapshot import Snapshot
 from nestor.runtime.kernel.driver import HarnessHost, ToolCall
 
 EDIT_MAX_TOKENS = 700
@@ -45,19 +47,37 @@ class Workspace:
     Attributes:
         host: The agent the harness drives: its tool calls and its model.
         reader: Reads the project's files for ranking and structure.
+        scope: The files the request allows to change: every edit outside it is refused.
+        snapshot: Every file changed this turn as it was before (see :meth:`restore`).
 
     """
 
     host: HarnessHost
     reader: ProjectReader
+    scope: EditScope = ANY
+    snapshot: Snapshot = field(default_factory=lambda: Snapshot(Path("/nonexistent")))
+
+    @classmethod
+    def of(cls, host: HarnessHost, reader: ProjectReader, scope: EditScope = ANY) -> Workspace:
+        """A workspace whose snapshot keeps the files of ``reader``'s project."""
+        return cls(host, reader, scope, Snapshot(reader.root))
 
     async def run_edits(self, edits: list[PlannedEdit], problems: list[str]) -> list[str]:
         """Make ``edits`` in rounds of at most one per file (edits of one file must not race).
 
+        An edit of a file outside :attr:`scope` is not made: it goes to ``problems`` with the
+        reason. Each file is kept in :attr:`snapshot` before its first change.
         Returns the files changed; what failed is added to ``problems``.
         """
         applied: list[str] = []
-        remaining = list(edits)
+        remaining: list[PlannedEdit] = []
+        for edit in edits:
+            refusal = self.scope.refusal(edit.path, exists=self._exists(edit.path))
+            if refusal is not None:
+                problems.append(refusal)
+                continue
+            self.snapshot.keep(edit.path)
+            remaining.append(edit)
         while remaining:
             batch: list[PlannedEdit] = []
             later: list[PlannedEdit] = []
@@ -72,6 +92,16 @@ class Workspace:
             remaining = later
         self.reader.forget()
         return applied
+
+    def restore(self, paths: list[str] | None = None) -> list[str]:
+        """Put the files changed this turn (or ``paths`` of them) back as they were; see :class:`Snapshot`."""
+        restored = self.snapshot.restore(paths)
+        self.reader.forget()
+        return restored
+
+    def _exists(self, path: str) -> bool:
+        resolved = self.reader.resolve(path)
+        return resolved is not None and resolved.exists()
 
     async def run_tests(self, command: str | None) -> str | None:
         """Run the tests; the tail of their output when they fail, None when they pass."""
@@ -105,6 +135,20 @@ def trim_lines(text: str, count: int) -> str:
     """The last ``count`` lines of ``text``."""
     lines = text.strip().splitlines()
     return "\n".join(lines[-count:])
+
+
+def undone_report(report: str, problem: str) -> str:
+    """The answer for a change that did not hold and was undone: what was tried, and what failed."""
+    tried = [
+        line
+        for line in report.splitlines()
+        if line.strip() and not line.startswith(("Tests (", "I could not make a working change"))
+    ]
+    lines = ["I could not make a working change, so I left every file as it was."]
+    if tried:
+        lines.append("What I tried: " + " ".join(tried)[:500])
+    lines.append(f"What failed: {problem}")
+    return "\n".join(lines)
 
 
 def change_report(changed: list[str], reply: str, command: str | None, passed: bool | None) -> str:

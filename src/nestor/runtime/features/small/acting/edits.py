@@ -7,10 +7,11 @@ with the new failure, a few times at most.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from nestor.runtime.features.small.acting import prompts
 from nestor.runtime.features.small.acting.edit_blocks import EditBlock, locate, parse_edit_blocks
 from nestor.runtime.features.small.gathering.evidence import Evidence
-from nestor.runtime.features.small.gathering.facts import is_test_path
 from nestor.runtime.features.small.gathering.reader import ProjectReader
 from nestor.runtime.features.small.gathering.retrieval import gather_evidence
 from nestor.runtime.features.small.gathering.suspects import called_in_tests
@@ -33,8 +34,6 @@ async def edit_with_blocks(
     failure: str | None,
     command: str | None,
     named: str | None,
-    *,
-    tests_frozen: bool,
 ) -> str | None:
     """Change the project as ``prompt`` asks, until the tests pass or the attempts run out.
 
@@ -44,27 +43,32 @@ async def edit_with_blocks(
     """
     notes: list[str] = []
     changed: list[str] = []
-    reply = ""
+    said = ""  # the model's words with the last edits that were made
+
+    def editable(path: str) -> bool:
+        return work.scope.allows(path, exists=True)
+
     for attempt in range(EDIT_ATTEMPTS):
         evidence = await _change_evidence(work, intent, failure)
-        request = _edit_request(prompt, evidence, failure, notes, tests_frozen=tests_frozen)
+        request = _edit_request(prompt, evidence, failure, notes, editable)
         reply = await work.host.ask(prompts.EDIT, request, max_tokens=EDIT_MAX_TOKENS, attempt=attempt) or ""
         if not reply:
             return None
         blocks = parse_edit_blocks(reply)
-        applied, notes = await _apply_blocks(work, blocks, evidence, tests_frozen=tests_frozen)
+        applied, notes = await _apply_blocks(work, blocks, evidence)
         changed.extend(path for path in applied if path not in changed)
+        said = reply if applied else said
         if not applied:
             notes = notes or ["No edit block was found in your reply: write SEARCH/REPLACE blocks."]
             continue
         if command is None:
-            return change_report(changed, reply, None, None)
+            return change_report(changed, said, None, None)
         failure = await work.run_tests(named) if named else None
         if failure is None:
             failure = await work.run_tests(command)
         if failure is None:
-            return change_report(changed, reply, command, passed=True)
-    return change_report(changed, reply, command, passed=False if command else None)
+            return change_report(changed, said, command, passed=True)
+    return change_report(changed, said, command, passed=False if command else None)
 
 
 async def _change_evidence(work: Workspace, intent: Intent, failure: str | None) -> Evidence:
@@ -83,7 +87,7 @@ async def _change_evidence(work: Workspace, intent: Intent, failure: str | None)
 
 
 async def _apply_blocks(
-    work: Workspace, blocks: list[EditBlock], evidence: Evidence, *, tests_frozen: bool
+    work: Workspace, blocks: list[EditBlock], evidence: Evidence
 ) -> tuple[list[str], list[str]]:
     """Apply the blocks through the edit tool; returns the files changed and what went wrong."""
     edits: list[PlannedEdit] = []
@@ -94,11 +98,6 @@ async def _apply_blocks(
         if path is None:
             problems.append(
                 f"{block.path}: no such file in the project, and the SEARCH lines match no file shown."
-            )
-            continue
-        if tests_frozen and is_test_path(path):
-            problems.append(
-                f"{path} is a test: the failing test says what the code must do; change the code."
             )
             continue
         text = pending.get(path, work.reader.read_text(path) or "")
@@ -146,18 +145,14 @@ def _project_path(reader: ProjectReader, path: str) -> str | None:
 
 
 def _edit_request(
-    prompt: str, evidence: Evidence, failure: str | None, notes: list[str], *, tests_frozen: bool
+    prompt: str, evidence: Evidence, failure: str | None, notes: list[str], editable: Callable[[str], bool]
 ) -> str:
-    """The edit step's prompt: the code to change, the tests that must pass (when frozen), the failure."""
-    if tests_frozen:
-        # A small model edits the first code it sees; the failing test is shown apart, as the spec.
-        parts = [
-            f"<code>\n{evidence.render(numbered=False, paths=lambda path: not is_test_path(path))}\n</code>",
-            "<tests-that-must-pass>\n"
-            f"{evidence.render(numbered=False, paths=is_test_path)}\n</tests-that-must-pass>",
-        ]
-    else:
-        parts = [f"<code>\n{evidence.render(numbered=False)}\n</code>"]
+    """The edit step's prompt: the code it may change, the rest read-only (the tests, say), the failure."""
+    # A small model edits the first code it sees: what it may not change is shown apart, after.
+    parts = [f"<code>\n{evidence.render(numbered=False, paths=editable)}\n</code>"]
+    others = evidence.render(numbered=False, paths=lambda path: not editable(path))
+    if others.strip():
+        parts.append(f"<read-only>\n{others}\n</read-only>")
     if failure:
         parts.append(f"<test-output>\n{trim_lines(failure, 40)}\n</test-output>")
     if notes:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ast
 import re
-import shlex
 from pathlib import PurePosixPath
 
 from nestor.runtime.features.small.acting import prompts
@@ -119,11 +118,7 @@ async def add_tests(
                 report += f" I left out {names}: it failed in its own code, not in `{addition.name}`."
             return report + (f"\nTests (`{command}`): pass." if command else "")
         notes = [f"Your test module failed:\n{trim_lines(failure, 15)}"]
-        if existing is None:
-            await host.run_tools([("bash", {"command": f"rm -f -- {shlex.quote(target)}"})])
-        else:
-            await work.run_edits([PlannedEdit(target, reader.read_text(target) or "", existing)], [])
-        reader.forget()
+        work.restore([target])  # the module as it was: gone if new, its old bytes if not
     return "I could not write a test for it that passes, so I added none." + (
         f"\nTests (`{command}`): pass." if command else ""
     )

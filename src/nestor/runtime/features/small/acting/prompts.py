@@ -35,8 +35,8 @@ Rules:
 one line around them. Every SEARCH must match one place in the file.
 - To add code after a line, SEARCH for that line and repeat it at the top of REPLACE.
 - To add to the end of a file or to create one, leave SEARCH empty.
-- Change only what the request needs. Edit the code in <code>; the tests in \
-<tests-that-must-pass> say what it must do and are never edited.
+- Change only what the request needs, only in the code in <code>. What is in <read-only> (the \
+tests among it say what the code must do) is never edited.
 - Write the blocks, then one sentence saying what you changed. Nothing else."""
 
 RENAME = """\

@@ -8,10 +8,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from nestor.runtime.features.small.gathering.project import project_files, runnable_test_command
+from nestor.runtime.features.small.gathering.project import project_files
 from nestor.runtime.features.small.gathering.reader import ProjectReader
 from nestor.runtime.features.small.gathering.symbols import SymbolIndex
 from nestor.runtime.features.small.understanding.intent import looks_like_code
+from nestor.runtime.features.small.verifying.test_command import runnable_test_command
 from nestor.runtime.features.small.workspace import PlannedEdit, Workspace
 
 

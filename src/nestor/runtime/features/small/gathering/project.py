@@ -1,9 +1,10 @@
 """Facts about a project that a small model should not have to find: its layout, README, test command.
 
-Read from the files themselves, never guessed: the test command comes from the first of a
-Makefile ``test`` target, ``package.json``'s ``test`` script, pytest's configuration or a
-``tests`` directory of ``test_*.py`` files, ``Cargo.toml`` and ``go.mod``; each fact keeps the
-file (and line) it came from, so an answer can cite it.
+Read from the files themselves, never guessed: the test command the project documents comes from
+the first of a Makefile ``test`` target, ``package.json``'s ``test`` script, pytest's configuration
+or a ``tests`` directory of ``test_*.py`` files, ``Cargo.toml`` and ``go.mod``; each fact keeps the
+file (and line) it came from, so an answer can cite it. (The command the harness itself runs is
+:mod:`..verifying.test_command`'s.)
 """
 
 from __future__ import annotations
@@ -141,14 +142,35 @@ def find_test_command(reader: ProjectReader) -> Fact | None:
         for number, line in enumerate(makefile.splitlines(), 1):
             if re.match(r"^test\s*:", line):
                 return Fact("make test", f"Makefile:{number}")
+    if (where := npm_test_script(reader)) is not None:
+        return Fact("npm test", where)
+    if (where := python_tests(reader)) is not None:
+        return Fact("python -m pytest", where)
+    if reader.read_text("Cargo.toml"):
+        return Fact("cargo test", "Cargo.toml")
+    if reader.read_text("go.mod"):
+        return Fact("go test ./...", "go.mod")
+    return None
+
+
+def npm_test_script(reader: ProjectReader) -> str | None:
+    """Where ``package.json`` has a ``test`` script that runs something (npm's placeholder only fails)."""
     package = reader.read_text("package.json")
-    if package:
-        try:
-            scripts = json.loads(package).get("scripts", {})
-        except (ValueError, AttributeError):
-            scripts = {}
-        if isinstance(scripts, dict) and "test" in scripts:
-            return Fact("npm test", "package.json")
+    if not package:
+        return None
+    try:
+        scripts = json.loads(package).get("scripts", {})
+    except (ValueError, AttributeError):
+        return None
+    script = scripts.get("test") if isinstance(scripts, dict) else None
+    if not isinstance(script, str) or not script.strip() or "no test specified" in script:
+        return None
+    number = package[: max(0, package.find('"test"'))].count("\n") + 1
+    return f"package.json:{number}"
+
+
+def python_tests(reader: ProjectReader) -> str | None:
+    """Where the project says its Python tests are (a pytest config, or a folder of test files)."""
     for name, marker in (
         ("pytest.ini", "[pytest]"),
         ("pyproject.toml", "[tool.pytest"),
@@ -158,35 +180,16 @@ def find_test_command(reader: ProjectReader) -> Fact | None:
         text = reader.read_text(name)
         if text and marker in text:
             number = text[: text.index(marker)].count("\n") + 1
-            return Fact("python -m pytest", f"{name}:{number}")
+            return f"{name}:{number}"
     for directory in ("tests", "test"):
-        if any(reader.root.joinpath(directory).glob("test_*.py")) or any(
-            reader.root.joinpath(directory).glob("*_test.py")
+        folder = reader.root.joinpath(directory)
+        if (
+            any(folder.glob("test_*.py"))
+            or any(folder.glob("*_test.py"))
+            or (folder / "conftest.py").is_file()
         ):
-            return Fact("python -m pytest", f"{directory}/")
-    if reader.read_text("Cargo.toml"):
-        return Fact("cargo test", "Cargo.toml")
-    if reader.read_text("go.mod"):
-        return Fact("go test ./...", "go.mod")
+            return f"{directory}/"
     return None
-
-
-def runnable_test_command(reader: ProjectReader) -> str | None:
-    """A command that runs the tests here and now, quickly: pytest for Python tests, else the card's.
-
-    ``make test`` may install a whole toolchain first, so Python projects get pytest directly,
-    run by the ``python`` on PATH (the user's environment), else ``python3``.
-    """
-    fact = find_test_command(reader)
-    python_tests = any(reader.root.joinpath(directory).is_dir() for directory in ("tests", "test")) or (
-        fact is not None and "pytest" in fact.text
-    )
-    if python_tests:
-        python = user_python()
-        # Without the warnings summary: dozens of deprecation warnings would push the failure out
-        # of the output a small model is shown.
-        return f"{python} -m pytest -q -x --tb=short -p no:cacheprovider -p no:warnings"
-    return fact.text if fact else None
 
 
 def user_python() -> str:
