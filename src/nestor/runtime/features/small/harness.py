@@ -39,16 +39,22 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
 from nestor.runtime.features.small.acting.adding import add, module_of
+from nestor.runtime.features.small.acting.documenting import asks_for_documentation, document
 from nestor.runtime.features.small.acting.edits import edit_with_blocks
 from nestor.runtime.features.small.acting.fixes import fix_by_infilling, fix_by_rewriting
+from nestor.runtime.features.small.acting.history import history_answer
+from nestor.runtime.features.small.acting.listing import list_places
+from nestor.runtime.features.small.acting.lookups import callers_answer, covers_answer, members_answer
 from nestor.runtime.features.small.acting.questions import answer
 from nestor.runtime.features.small.acting.rename import project_has, rename
 from nestor.runtime.features.small.acting.tour import tour
+from nestor.runtime.features.small.gathering.code_index import code_index
 from nestor.runtime.features.small.gathering.project import project_files
 from nestor.runtime.features.small.gathering.reader import ProjectReader
 from nestor.runtime.features.small.gathering.suspects import suspects, trace
 from nestor.runtime.features.small.gathering.symbols import SymbolIndex, symbol_index
 from nestor.runtime.features.small.understanding.additions import read_addition
+from nestor.runtime.features.small.understanding.asks import ask_kind, refusal
 from nestor.runtime.features.small.understanding.intent import (
     Intent,
     delegated_task,
@@ -85,6 +91,8 @@ class SmallModelHarness:
         """Handle ``prompt`` to the end; returns the final answer (None when a budget stopped it)."""
         tools = host.tool_names()
         work = Workspace.of(host, self.reader)
+        if (reason := refusal(prompt)) is not None:
+            return reason  # nothing is read, run or changed for it
         symbols = symbol_index(self.reader)
         intent = read_intent(prompt, self.agent_names() if "task" in tools else (), symbols.names())
         if intent.agent is not None:
@@ -93,7 +101,28 @@ class SmallModelHarness:
             return await _change(work, intent, prompt, symbols)
         if intent.kind == "tour":
             return await tour(work, prompt)
-        return await answer(work, intent, prompt, symbols, read_only=self.read_only)
+        return await self._question(work, intent, prompt, symbols)
+
+    async def _question(
+        self, work: Workspace, intent: Intent, prompt: str, symbols: SymbolIndex
+    ) -> str | None:
+        """A question: nestor's own answer when the code or git says it exactly, else the answer step."""
+        ask = ask_kind(prompt)
+        if ask == "history":
+            return await history_answer(work, prompt)
+        if ask != "general":
+            index = code_index(self.reader)
+            exact = {
+                "callers": callers_answer,
+                "covers": covers_answer,
+                "members": members_answer,
+            }.get(ask, lambda *_: None)(prompt, intent, index)
+            if exact is None and ask in ("list", "members"):
+                exact = await list_places(work, prompt, intent, index)
+            if exact is not None:
+                return exact
+        earlier = work.host.earlier_exchanges()
+        return await answer(work, intent, prompt, symbols, read_only=self.read_only, earlier=earlier[-1:])
 
     async def _delegate(
         self, work: Workspace, intent: Intent, prompt: str, symbols: SymbolIndex
@@ -163,6 +192,10 @@ async def _changed(
     """The change step for the request's kind: a rename, an addition, a fix, else edit blocks."""
     if renamed is not None:
         return await rename(work, *renamed)
+    if asks_for_documentation(prompt):
+        documented = await document(work, prompt, intent, code_index(work.reader))
+        if documented is not None:
+            return documented
     addition = read_addition(prompt) if not intent.failing_tests else None
     if addition is not None and (addition.owner is not None or module_of(addition, symbols)):
         # Tests failing already cannot judge the new code: then it is added untested.

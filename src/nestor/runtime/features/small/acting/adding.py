@@ -10,7 +10,7 @@ import re
 
 from nestor.runtime.features.small.acting.members import write_member
 from nestor.runtime.features.small.acting.new_tests import add_tests
-from nestor.runtime.features.small.gathering.facts import is_test_path
+from nestor.runtime.features.small.gathering.project import is_test_path
 from nestor.runtime.features.small.gathering.symbols import SymbolIndex
 from nestor.runtime.features.small.understanding.additions import Addition
 from nestor.runtime.features.small.workspace import EDIT_ATTEMPTS, Workspace, change_report

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from nestor.runtime.features.small.acting import prompts
 from nestor.runtime.features.small.acting.infill import Gap, candidates, change_size, gaps, parses
-from nestor.runtime.features.small.gathering.facts import is_test_path
 from nestor.runtime.features.small.gathering.functions import FunctionSpan, function_at, rewritten_function
+from nestor.runtime.features.small.gathering.project import is_test_path
 from nestor.runtime.features.small.gathering.reader import ProjectReader
 from nestor.runtime.features.small.gathering.trace import ExecutedLines
 from nestor.runtime.features.small.workspace import (

@@ -14,9 +14,8 @@ from pathlib import PurePosixPath
 from nestor.runtime.features.small.acting import prompts
 from nestor.runtime.features.small.acting.fixes import fix_by_infilling
 from nestor.runtime.features.small.acting.members import write_member
-from nestor.runtime.features.small.gathering.facts import is_test_path
 from nestor.runtime.features.small.gathering.functions import functions_named, parsed, without_function
-from nestor.runtime.features.small.gathering.project import project_files
+from nestor.runtime.features.small.gathering.project import is_test_path, project_files
 from nestor.runtime.features.small.gathering.reader import ProjectReader
 from nestor.runtime.features.small.understanding.additions import (
     Addition,

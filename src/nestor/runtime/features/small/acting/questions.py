@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Sequence
+from dataclasses import replace
 
 from nestor.runtime.features.small.acting import prompts
 from nestor.runtime.features.small.gathering.calls import (
@@ -32,6 +34,8 @@ from nestor.runtime.features.small.understanding.intent import Intent, question_
 from nestor.runtime.features.small.workspace import Workspace
 
 ANSWER_MAX_TOKENS = 320
+EARLIER_ANSWER_CHARS = 600
+EARLIER_WEIGHT = 0.7
 CALL_TIMEOUT_S = 30
 _ASKS_WHERE = re.compile(
     r"\b(?:where(?:'s)?|which\s+(?:file|module|function|method|class|part)|point\s+me|implemented|"
@@ -41,13 +45,23 @@ _ASKS_WHERE = re.compile(
 
 
 async def answer(
-    work: Workspace, intent: Intent, prompt: str, symbols: SymbolIndex, *, read_only: bool
+    work: Workspace,
+    intent: Intent,
+    prompt: str,
+    symbols: SymbolIndex,
+    *,
+    read_only: bool,
+    earlier: Sequence[tuple[str, str]] = (),
 ) -> str | None:
     """Answer the question ``prompt`` from the evidence; None when a budget stopped the run.
 
     ``read_only``: the agent may not change anything, so the question's calls are not run.
+    ``earlier``: the session's exchanges before this one (a follow-up's "it" is in them): their
+    names are searched too, after the question's own, and the answer step sees them.
     """
     host, reader = work.host, work.reader
+    if earlier:
+        intent = _with_earlier_terms(intent, earlier, symbols)
     questions = question_parts(prompt)
     parts = [{term.text for term in search_terms(part, symbols.names())} for part in questions]
     evidence = await gather_evidence(
@@ -61,9 +75,13 @@ async def answer(
         body = "Nothing in the project matched the question's terms. What the project is:\n\n" + card.render()
     else:
         body = "\n\n".join(part for part in (evidence.render(), signature_defaults, ran) if part)
+    before = "".join(
+        f"Earlier question: {question}\nYour earlier answer: {said[:EARLIER_ANSWER_CHARS]}\n\n"
+        for question, said in earlier
+    )
     reply = await host.ask(
         prompts.ANSWER,
-        f"<evidence>\n{body}\n</evidence>\n\nQuestion: {prompt}",
+        f"<evidence>\n{body}\n</evidence>\n\n{before}Question: {prompt}",
         max_tokens=ANSWER_MAX_TOKENS,
     )
     if reply is None:
@@ -74,6 +92,18 @@ async def answer(
         facts += [cited_functions(reply, symbols), where_defined(intent, symbols, reply)]
     facts.append(values(reply, intent, symbols, reader, default=default))
     return "\n\n".join([reply.strip(), *(fact for fact in facts if fact)])
+
+
+def _with_earlier_terms(intent: Intent, earlier: Sequence[tuple[str, str]], symbols: SymbolIndex) -> Intent:
+    """``intent`` with the names of the earlier questions added, weighing less than its own."""
+    known = {term.text for term in intent.terms}
+    added = [
+        replace(term, weight=term.weight * EARLIER_WEIGHT)
+        for question, _ in earlier
+        for term in search_terms(question, symbols.names())
+        if term.text not in known and (term.exact or term.is_file)
+    ]
+    return replace(intent, terms=(*intent.terms, *added))
 
 
 async def _run_quoted_calls(work: Workspace, prompt: str, *, read_only: bool) -> str:

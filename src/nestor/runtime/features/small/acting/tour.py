@@ -18,6 +18,7 @@ from pathlib import PurePosixPath
 
 from nestor.runtime.features.small.acting import prompts
 from nestor.runtime.features.small.gathering.functions import parsed
+from nestor.runtime.features.small.gathering.languages import language_of
 from nestor.runtime.features.small.gathering.project import find_test_command, project_card, project_files
 from nestor.runtime.features.small.gathering.reader import ProjectReader
 from nestor.runtime.features.small.workspace import Workspace
@@ -98,9 +99,10 @@ def _layout_lines(reader: ProjectReader, files: list[str]) -> list[str]:
     lines: list[str] = []
     for directory in _directories(files)[:MAX_DIRECTORIES]:
         lines.append(f"- `{directory}/`: {_what_it_holds(reader, directory, files)}")
-    top = [name for name in _TOP_FILES if name in files]
+    top = [name for name in files if "/" not in name and language_of(name)]  # the code, when it is there
+    top += [name for name in _TOP_FILES if name in files]
     if top:
-        lines.append("- at the top: " + ", ".join(f"`{name}`" for name in top))
+        lines.append("- at the top: " + ", ".join(f"`{name}`" for name in top[: MAX_NAMES + 4]))
     return lines
 
 
@@ -204,6 +206,9 @@ def _test_directories(files: list[str]) -> list[str]:
         parents = [parent for parent in reversed(pure.parents) if parent.name in _TEST_DIRS]
         if parents:
             found.add(parents[0])
+    if not found:
+        # Tests named like any other file (test/parse.js): a top-level test folder holds them.
+        found = {PurePosixPath(path).parents[-2] for path in files if path.split("/", 1)[0] in _TEST_DIRS}
     if not found:
         return []
     depth = min(len(directory.parts) for directory in found)

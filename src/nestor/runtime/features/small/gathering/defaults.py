@@ -14,8 +14,9 @@ import ast
 from collections.abc import Iterator
 from typing import TypeAlias
 
-from nestor.runtime.features.small.gathering.facts import IDENTIFIER, is_test_path
+from nestor.runtime.features.small.gathering.facts import IDENTIFIER
 from nestor.runtime.features.small.gathering.functions import parsed
+from nestor.runtime.features.small.gathering.project import is_test_path
 from nestor.runtime.features.small.gathering.reader import ProjectReader
 from nestor.runtime.features.small.gathering.symbols import Symbol, SymbolIndex
 from nestor.runtime.features.small.understanding.intent import Intent

@@ -10,8 +10,8 @@ and follow its words so that a reader can check them.
 from __future__ import annotations
 
 import re
-from pathlib import PurePosixPath
 
+from nestor.runtime.features.small.gathering.project import is_test_path
 from nestor.runtime.features.small.gathering.reader import ProjectReader
 from nestor.runtime.features.small.gathering.symbols import Symbol, SymbolIndex
 from nestor.runtime.features.small.understanding.intent import Intent
@@ -37,24 +37,8 @@ _ASKS_DEFAULT = re.compile(
 _CONSTANT = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$")
 _CONSTANT_IN_TEXT = re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b")
 _CODE_SPAN = re.compile(r"`([^`\n]+)`")
-_TEST_FILE_NAME = re.compile(r"_test\.(?:py|go|rs)$|[._-](?:test|spec)\.[cm]?[jt]sx?$")
-_TEST_FOLDERS = frozenset({"tests", "test", "__tests__", "spec", "specs"})
 IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 """A Python identifier (ASCII), as the harness looks for names in questions and answers."""
-
-
-def is_test_path(path: str) -> bool:
-    """Whether ``path`` is a test file by the usual conventions of its language.
-
-    ``test_*.py``, ``*_test.py``, ``*_test.go``, ``*.test.js``, ``*.spec.ts``, and anything in a
-    ``tests/``, ``test/``, ``__tests__/`` or ``spec/`` folder.
-    """
-    pure = PurePosixPath(path)
-    return (
-        pure.name.startswith("test_")
-        or _TEST_FILE_NAME.search(pure.name) is not None
-        or any(part in _TEST_FOLDERS for part in pure.parts[:-1])
-    )
 
 
 def where_defined(intent: Intent, symbols: SymbolIndex, answer: str = "") -> str:

@@ -14,7 +14,7 @@ import os
 import re
 import shutil
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from nestor.runtime.features.small.gathering.reader import ProjectReader
 from nestor.tools.git.runner import run_git
@@ -41,6 +41,8 @@ _SKIPPED_DIRS = frozenset(
         ".eggs",
     }
 )
+_TEST_FILE_NAME = re.compile(r"_test\.(?:py|go|rs)$|[._-](?:test|spec)\.[cm]?[jt]sx?$")
+_TEST_FOLDERS = frozenset({"tests", "test", "__tests__", "spec", "specs"})
 _README_NAMES = ("README.md", "README.rst", "README.txt", "README")
 _MAX_LAYOUT_ENTRIES = 40
 _MAX_CHILDREN = 8
@@ -190,6 +192,20 @@ def python_tests(reader: ProjectReader) -> str | None:
         ):
             return f"{directory}/"
     return None
+
+
+def is_test_path(path: str) -> bool:
+    """Whether ``path`` is a test file by the usual conventions of its language.
+
+    ``test_*.py``, ``*_test.py``, ``*_test.go``, ``*.test.js``, ``*.spec.ts``, and anything in a
+    ``tests/``, ``test/``, ``__tests__/`` or ``spec/`` folder.
+    """
+    pure = PurePosixPath(path)
+    return (
+        pure.name.startswith("test_")
+        or _TEST_FILE_NAME.search(pure.name) is not None
+        or any(part in _TEST_FOLDERS for part in pure.parts[:-1])
+    )
 
 
 def user_python() -> str:

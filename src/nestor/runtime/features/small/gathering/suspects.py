@@ -13,7 +13,6 @@ import tempfile
 import uuid
 from collections.abc import Callable
 
-from nestor.runtime.features.small.gathering.facts import is_test_path
 from nestor.runtime.features.small.gathering.functions import (
     FunctionSpan,
     called_names,
@@ -21,7 +20,7 @@ from nestor.runtime.features.small.gathering.functions import (
     functions_named,
     methods_of,
 )
-from nestor.runtime.features.small.gathering.project import project_files
+from nestor.runtime.features.small.gathering.project import is_test_path, project_files
 from nestor.runtime.features.small.gathering.ranking import term_pattern
 from nestor.runtime.features.small.gathering.reader import ProjectReader
 from nestor.runtime.features.small.gathering.symbols import SymbolIndex

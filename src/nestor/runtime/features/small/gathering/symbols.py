@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Literal
 
+from nestor.runtime.features.small.gathering.code_index import Definition, code_index
 from nestor.runtime.features.small.gathering.functions import parsed
+from nestor.runtime.features.small.gathering.languages import language_of
 from nestor.runtime.features.small.gathering.project import project_files
 from nestor.runtime.features.small.gathering.reader import ProjectReader
 
@@ -76,8 +78,13 @@ class SymbolIndex:
 
 
 def symbol_index(reader: ProjectReader) -> SymbolIndex:
-    """Index the project's Python files (at most :data:`MAX_FILES`) as they are now."""
-    python_files = [path for path in project_files(reader.root) if path.endswith(".py")][:MAX_FILES]
+    """Index the project's source files (at most :data:`MAX_FILES` of Python) as they are now.
+
+    Python files are read with ``ast``; the other languages with a grammar (JavaScript,
+    TypeScript, Rust) through :mod:`.code_index`.
+    """
+    files = project_files(reader.root)
+    python_files = [path for path in files if path.endswith(".py")][:MAX_FILES]
     symbols: list[Symbol] = []
     for path in python_files:
         source = reader.read_text(path)
@@ -85,7 +92,19 @@ def symbol_index(reader: ProjectReader) -> SymbolIndex:
             continue
         symbols.append(_module_symbol(path, source))
         symbols.extend(symbols_of(path, source))
+    others = [path for path in files if not path.endswith((".py", ".pyi")) and language_of(path)]
+    if others:
+        symbols.extend(_symbol(definition) for definition in code_index(reader, others).definitions)
     return SymbolIndex(symbols)
+
+
+_KINDS: dict[str, SymbolKind] = {"function": "function", "method": "method", "variable": "variable"}
+
+
+def _symbol(definition: Definition) -> Symbol:
+    """A definition of another language as a symbol: structs, enums and traits count as classes."""
+    kind = _KINDS.get(definition.kind, "variable" if definition.kind == "variant" else "class")
+    return Symbol(definition.name, definition.path, definition.line, definition.end, kind, definition.owner)
 
 
 def symbols_of(path: str, source: str) -> list[Symbol]:

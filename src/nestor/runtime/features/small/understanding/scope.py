@@ -16,7 +16,7 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from nestor.runtime.features.small.gathering.facts import is_test_path
+from nestor.runtime.features.small.gathering.project import is_test_path
 
 _FILE_NAME = re.compile(
     r"(?<![\w./-])((?:[\w.-]+/)*[\w-]+(?:\.[\w-]+)*\.(?:py|pyi|js|mjs|cjs|ts|tsx|jsx|go|rs|java|kt|rb|c|h|"
@@ -159,6 +159,11 @@ def read_scope(
         new_files=asks_for_tests or bool(_ASKS_FOR_NEW.search(prompt)),
         reason="; ".join(reasons),
     )
+
+
+def named_files(prompt: str, project_files: Collection[str]) -> set[str]:
+    """The project files ``prompt`` names (``index.js``, ``src/pkg/core.py``), but those it keeps out."""
+    return _named_files(prompt, project_files)[0]
 
 
 def _named_files(prompt: str, project_files: Collection[str]) -> tuple[set[str], set[str]]:

@@ -18,9 +18,10 @@ from nestor.runtime.features.small.verifying.snapshot import Snapshot
 _FAILED_TEST = (
     re.compile(r"^FAILED (\S+)", re.MULTILINE),  # pytest -q
     re.compile(r"^ERROR (\S+)", re.MULTILINE),
-    re.compile(r"^not ok \d+ - (.+)$", re.MULTILINE),  # TAP: node --test, tape
+    re.compile(r"^\s*not ok \d+ - (.+)$", re.MULTILINE),  # TAP: node --test, tape
     re.compile(r"^\s*✖ (.+?)(?: \([\d.]+m?s\))?$", re.MULTILINE),  # node --test's spec reporter
     re.compile(r"^test (\S+) \.\.\. FAILED$", re.MULTILINE),  # cargo test
+    re.compile(r"^---- (\S+) stdout ----$", re.MULTILINE),  # cargo test --quiet
     re.compile(r"^--- FAIL: (\S+)", re.MULTILINE),  # go test
     re.compile(r"^(?:FAIL|ERROR): (\S+ \(\S+\))$", re.MULTILINE),  # unittest
 )
