@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from nestor.testing import ScriptedModel, reply
-from tests.runtime.features.small.test_harness import CALC, TEST_CALC, _calc_project, _coder
+from tests.runtime.features.small.test_harness import CALC, TEST_CALC, FillingModel, _calc_project, _coder
 from tests.runtime.support import Harness
 
 INDEX_JS = """function pad(text, width) {
@@ -156,3 +156,23 @@ async def test_without_tests_a_change_that_breaks_the_syntax_is_undone(tmp_path:
 
     assert (root / "index.js").read_text() == INDEX_JS
     assert "What failed: it left a syntax error in index.js" in result.text, result.text
+
+
+@needs_node
+async def test_a_javascript_bug_is_fixed_by_filling_in_a_line_of_the_function_the_test_calls(
+    tmp_path: Path,
+) -> None:
+    root = _js_project(tmp_path / "project")
+    (root / "index.js").write_text("// Padding.\n\n" + INDEX_JS)
+    fixed = "  return text.padStart(width);\n"
+    model = FillingModel([fixed, fixed, fixed])
+    agent = _coder(Harness(root), model, root)
+
+    result = await agent.run("pad gives one space too few. Please fix it.")
+
+    assert (root / "index.js").read_text() == "// Padding.\n\n" + INDEX_JS.replace("width - 1", "width")
+    assert (root / "test" / "index.test.js").read_text() == TEST_JS
+    assert "In pad (index.js:3)" in result.text and "pass" in result.text, result.text
+    # The gap was the function's line, shown with the code around it, as the model fills in code.
+    before, after = model.gaps[0]
+    assert before.endswith("function pad(text, width) {\n") and after.startswith("}\n")

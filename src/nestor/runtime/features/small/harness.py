@@ -51,7 +51,7 @@ from nestor.runtime.features.small.acting.tour import tour
 from nestor.runtime.features.small.gathering.code_index import code_index
 from nestor.runtime.features.small.gathering.project import project_files
 from nestor.runtime.features.small.gathering.reader import ProjectReader
-from nestor.runtime.features.small.gathering.suspects import suspects, trace
+from nestor.runtime.features.small.gathering.suspects import code_suspects, suspects, trace
 from nestor.runtime.features.small.gathering.symbols import SymbolIndex, symbol_index
 from nestor.runtime.features.small.understanding.additions import read_addition
 from nestor.runtime.features.small.understanding.asks import ask_kind, refusal
@@ -204,13 +204,20 @@ async def _changed(
             return added
     # Fixing a failing test means changing the code under test, unless tests are asked for.
     if failure is not None and command is not None and (not work.scope.tests or not intent.failing_tests):
-        executed = await trace(work, named or _failing_nodes(command, failure))
-        found = suspects(work.reader, intent, failure, symbols, executed)
-        if found:
-            fixed = await fix_by_infilling(work, found, failure, command, named, executed=executed)
+        if "pytest" in command:
+            executed = await trace(work, named or _failing_nodes(command, failure))
+            found = suspects(work.reader, intent, failure, symbols, executed)
+            if found:
+                fixed = await fix_by_infilling(work, found, failure, command, named, executed=executed)
+                if fixed is not None:
+                    return fixed
+                return await fix_by_rewriting(work, prompt, found, failure, command, named)
+        else:  # another language: suspects from the code index, filled in line by line
+            found = code_suspects(work.reader, code_index(work.reader), intent, failure)
+            allowed = [span for span in found if work.scope.allows(span.path, exists=True)]
+            fixed = await fix_by_infilling(work, allowed, failure, command, named) if allowed else None
             if fixed is not None:
                 return fixed
-            return await fix_by_rewriting(work, prompt, found, failure, command, named)
     return await edit_with_blocks(work, intent, prompt, failure, command, named)
 
 

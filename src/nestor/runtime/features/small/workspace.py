@@ -20,7 +20,11 @@ from nestor.runtime.kernel.driver import HarnessHost, ToolCall
 EDIT_MAX_TOKENS = 700
 EDIT_ATTEMPTS = 3
 TEST_TIMEOUT_S = 180
-_TRACEBACK_LOCATION = re.compile(r"^([\w./-]+\.py):(\d+)(?::| in )", re.MULTILINE)
+_TRACEBACK_LOCATION = re.compile(
+    r"^([\w./-]+\.py):(\d+)(?::| in )"  # pytest's short tracebacks
+    r"|(?<![\w./-])([\w./-]+\.(?:[cm]?js|jsx|tsx?|rs)):(\d+):\d+",  # node's stack frames, Rust's panics
+    re.MULTILINE,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,17 +121,18 @@ class Workspace:
         )
         if outcome.metadata.get("exit_code") == 0 and outcome.ok:
             return None
-        return outcome.content[-4000:]
+        # node prints its frames with absolute paths: the project's own read as project-relative.
+        return outcome.content.replace(f"{self.reader.root}/", "")[-4000:]
 
 
 def traceback_locations(output: str) -> list[tuple[str, int]]:
     """``(path, line)`` of each frame a test run's output names, in order, without repeats."""
     seen: dict[tuple[str, int], None] = {}
     for match in _TRACEBACK_LOCATION.finditer(output):
-        path = match.group(1)
-        if "site-packages" in path or PurePosixPath(path).is_absolute():
+        path, line = (match.group(1), match.group(2)) if match.group(1) else (match.group(3), match.group(4))
+        if "site-packages" in path or "node_modules" in path or PurePosixPath(path).is_absolute():
             continue
-        seen.setdefault((path, int(match.group(2))), None)
+        seen.setdefault((path, int(line)), None)
     return list(seen)[:6]
 
 

@@ -60,9 +60,9 @@ class _GapTrial:
         )
 
     def parses(self, candidate: str) -> bool:
-        """Whether the file is valid Python with ``candidate`` in the gap."""
+        """Whether the file is valid code with ``candidate`` in the gap."""
         edit = self.edit(candidate)
-        return parses(self.source.replace(edit.old, edit.new, 1))
+        return parses(self.source.replace(edit.old, edit.new, 1), self.span.path)
 
 
 async def fix_by_infilling(

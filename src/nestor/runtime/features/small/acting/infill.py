@@ -20,6 +20,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from nestor.runtime.features.small.gathering.functions import FunctionSpan, parsed
+from nestor.runtime.features.small.gathering.languages import language_of, parses_cleanly
 
 CONTEXT_BEFORE = 25
 """Lines above the function shown with every gap: its neighbours show the file's ways."""
@@ -77,10 +78,12 @@ def gaps(
             run cannot have made it fail, and are left out.
 
     """
+    lines = source.splitlines()
+    if language_of(span.path) not in (None, "python"):
+        return _ordered(_line_gaps(lines, span), lines, span, first_lines, ran)
     function = _function(source, span)
     if function is None:
         return []
-    lines = source.splitlines()
     found: list[Gap] = []
     for node in ast.walk(function):
         if not isinstance(node, ast.stmt) or node is function:
@@ -103,6 +106,30 @@ def gaps(
             for line in range(node.lineno, end + 1)
             if lines[line - 1].strip(" \t()[]{},:")  # a line of closing brackets says nothing
         )
+    return _ordered(found, lines, span, first_lines, ran)
+
+
+def _line_gaps(lines: list[str], span: FunctionSpan) -> list[Gap]:
+    """Each line of a function's body that says something, for languages read without ``ast``.
+
+    The signature line, lines of brackets alone, blank lines and comments are not cut.
+    """
+    return [
+        Gap(span, number, number)
+        for number in range(span.start + 1, min(span.end, len(lines)) + 1)
+        if lines[number - 1].strip(" \t(){}[];,")
+        and not lines[number - 1].lstrip().startswith(("//", "/*", "*", "#"))
+    ]
+
+
+def _ordered(
+    found: list[Gap],
+    lines: list[str],
+    span: FunctionSpan,
+    first_lines: Collection[int],
+    ran: Callable[[int], bool] | None,
+) -> list[Gap]:
+    """``found`` without the lines that did not run, likeliest first (see :func:`gaps`)."""
     if ran is not None:
         found = [gap for gap in found if ran(gap.first)]
     frames = [line for line in first_lines if span.start <= line <= span.end]
@@ -143,8 +170,10 @@ def change_size(candidate: str, cut: str) -> float:
     return 1.0 - difflib.SequenceMatcher(None, _normalized(candidate), _normalized(cut)).ratio()
 
 
-def parses(source: str) -> bool:
-    """Whether ``source`` is valid Python."""
+def parses(source: str, path: str = "x.py") -> bool:
+    """Whether ``source`` is valid code of ``path``'s language (Python with ``ast``, else its grammar)."""
+    if language_of(path) not in (None, "python"):
+        return parses_cleanly(path, source) is not False
     try:
         ast.parse(source)
     except (SyntaxError, ValueError):

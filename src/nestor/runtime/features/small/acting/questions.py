@@ -27,6 +27,7 @@ from nestor.runtime.features.small.gathering.facts import (
     values,
     where_defined,
 )
+from nestor.runtime.features.small.gathering.node_calls import node_calls
 from nestor.runtime.features.small.gathering.project import project_card, user_python
 from nestor.runtime.features.small.gathering.retrieval import gather_evidence
 from nestor.runtime.features.small.gathering.symbols import SymbolIndex
@@ -115,16 +116,23 @@ async def _run_quoted_calls(work: Workspace, prompt: str, *, read_only: bool) ->
         imports = [import_statement(work.reader, name) for name in call.names]
         if all(found is not None for found in imports):
             scripts.append((call, call_script(call, [found for found in imports if found is not None])))
-    if not scripts:
-        return ""
     python = user_python()
-    commands = [f"{python} -W ignore -c {shlex.quote(script)}" for _, script in scripts]
+    runs = [(call.expression, f"{python} -W ignore -c {shlex.quote(script)}") for call, script in scripts]
+    language = "Python"
+    if not runs:
+        runs = [
+            (call.expression, f"node -e {shlex.quote(call.script)}")
+            for call in node_calls(prompt, work.reader)
+        ]
+        language = "JavaScript (node)"
+    if not runs:
+        return ""
     outcomes = await work.host.run_tools(
-        [("bash", {"command": command, "timeout": CALL_TIMEOUT_S}) for command in commands]
+        [("bash", {"command": command, "timeout": CALL_TIMEOUT_S}) for _, command in runs]
     )
     rows = [
-        f">>> {call.expression}\n{outcome.content.strip()[-400:]}"
-        for (call, _), outcome in zip(scripts, outcomes, strict=True)
+        f">>> {expression}\n{outcome.content.strip()[-400:]}"
+        for (expression, _), outcome in zip(runs, outcomes, strict=True)
         if outcome.ok and outcome.metadata.get("exit_code") == 0 and outcome.content.strip()
     ]
-    return "Run in the project's Python:\n" + "\n".join(rows) if rows else ""
+    return f"Run in the project's {language}:\n" + "\n".join(rows) if rows else ""

@@ -71,6 +71,20 @@ class QuotedCall:
         return self.names[0]
 
 
+def call_texts(prompt: str) -> list[str]:
+    """The text of each outermost call ``prompt`` writes out (``name(...)``, chained calls included)."""
+    found: list[str] = []
+    covered = -1
+    for match in _NAME_START.finditer(prompt):
+        if match.start() < covered:
+            continue
+        end = _call_end(prompt, match.start())
+        if end is not None:
+            found.append(prompt[match.start() : end])
+            covered = end
+    return list(dict.fromkeys(found))[:MAX_CALLS]
+
+
 def quoted_calls(prompt: str) -> list[QuotedCall]:
     """The calls ``prompt`` writes out, at most :data:`MAX_CALLS`, outermost only.
 

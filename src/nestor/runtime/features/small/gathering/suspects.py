@@ -13,6 +13,7 @@ import tempfile
 import uuid
 from collections.abc import Callable
 
+from nestor.runtime.features.small.gathering.code_index import CodeIndex, Definition
 from nestor.runtime.features.small.gathering.functions import (
     FunctionSpan,
     called_names,
@@ -26,9 +27,12 @@ from nestor.runtime.features.small.gathering.reader import ProjectReader
 from nestor.runtime.features.small.gathering.symbols import SymbolIndex
 from nestor.runtime.features.small.gathering.trace import ExecutedLines, read_executed_lines, traced_command
 from nestor.runtime.features.small.understanding.intent import Intent
+from nestor.runtime.features.small.verifying.verdict import failing_tests
 from nestor.runtime.features.small.workspace import TEST_TIMEOUT_S, Workspace, traceback_locations
 
 MAX_SUSPECTS = 6
+CALL_LEVELS = 3
+"""How far down from the failing tests' calls suspects are looked for (``matches`` -> ``matches_less``)."""
 CALLED_BONUS = 2.0
 """What a function the failing test calls directly counts above what it mentions of the request."""
 NAMED_BONUS = 3.0
@@ -79,6 +83,57 @@ def suspects(
         others.sort(key=lambda span: -likelihood(span))
     found.extend(span for span in others if span not in found)
     return found[:MAX_SUSPECTS]
+
+
+def code_suspects(
+    reader: ProjectReader, index: CodeIndex, intent: Intent, failure: str
+) -> list[FunctionSpan]:
+    """Suspects in any language with a grammar (:mod:`.code_index`), likeliest first.
+
+    The functions of the failure's frames outside the tests come first, innermost first; then
+    what the failing tests (named by the runner's output) call, then what those call, and what
+    those call in turn: each level ordered by how much of the request it mentions.
+    """
+    found: list[Definition] = []
+    for path, line in reversed(traceback_locations(failure)):
+        definition = None if is_test_path(path) else index.enclosing(path, line)
+        if definition is not None and definition not in found:
+            found.append(definition)
+    failed = failing_tests(failure)
+    tests = [test for test in index.tests if any(_names_test(name, test.title) for name in failed)]
+    names = (
+        set().union(*(test.calls for test in tests)) if tests else {t.text for t in intent.terms if t.exact}
+    )
+    mentions = _mentions(intent, reader)
+    level = [d for name in names for d in index.defined(name) if _is_code(d) and d not in found]
+    for _ in range(CALL_LEVELS):
+        level = sorted(dict.fromkeys(level), key=lambda d: -mentions(d))
+        found.extend(d for d in level if d not in found)
+        callees = {call.name for call in index.calls if call.caller in level}
+        level = [d for name in callees for d in index.defined(name) if _is_code(d) and d not in found]
+    return [FunctionSpan(d.path, d.name, d.line, d.end) for d in found][:MAX_SUSPECTS]
+
+
+def _names_test(name: str, title: str) -> bool:
+    """Whether a runner's name for a failed test (``mod::test_x``, a TAP title) is ``title``'s test."""
+    name = name.strip()
+    return title == name or title.endswith(f" › {name}") or name.rsplit("::", 1)[-1] == title
+
+
+def _is_code(definition: Definition) -> bool:
+    return definition.kind in ("function", "method") and not is_test_path(definition.path)
+
+
+def _mentions(intent: Intent, reader: ProjectReader) -> Callable[[Definition], float]:
+    """How often a function's text has the request's words (up to three times each), weighted."""
+    patterns = [(term.weight, re.compile(term_pattern(term))) for term in intent.terms if not term.is_file]
+
+    def count(definition: Definition) -> float:
+        lines = (reader.read_text(definition.path) or "").splitlines()
+        text = "\n".join(lines[definition.line - 1 : definition.end])
+        return sum(weight * min(3, len(pattern.findall(text))) for weight, pattern in patterns)
+
+    return count
 
 
 def called_in_tests(reader: ProjectReader, intent: Intent, locations: list[tuple[str, int]]) -> list[str]:
