@@ -176,3 +176,27 @@ async def test_a_javascript_bug_is_fixed_by_filling_in_a_line_of_the_function_th
     # The gap was the function's line, shown with the code around it, as the model fills in code.
     before, after = model.gaps[0]
     assert before.endswith("function pad(text, width) {\n") and after.startswith("}\n")
+
+
+async def test_a_short_file_the_request_names_is_shown_whole_and_is_the_only_file_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _calc_project(tmp_path / "project", monkeypatch)
+    (root / "calc.py").write_text(CALC.replace("a - b", "a + b"))
+    readme = "# calc\n\n" + "".join(f"Line {n} of the manual.\n" for n in range(60)) + "The end.\n"
+    (root / "README.md").write_text(readme)
+    blocks = (
+        "README.md\n<<<<<<< SEARCH\nThe end.\n=======\nThe end.\n\n## Licence\n\nMIT.\n>>>>>>> REPLACE\n"
+        "calc.py\n<<<<<<< SEARCH\n    return a + b\n=======\n    return b + a\n>>>>>>> REPLACE\nAdded it."
+    )
+    model = ScriptedModel([reply(blocks)])
+    agent = _coder(Harness(root), model, root)
+
+    result = await agent.run(
+        "Add a Licence section at the end of README.md saying it is MIT. Change no other file."
+    )
+
+    assert (root / "README.md").read_text() == readme + "\n## Licence\n\nMIT.\n"
+    assert (root / "calc.py").read_text() == CALC.replace("a - b", "a + b")
+    assert result.text.startswith("Changed README.md."), result.text
+    assert "The end." in "".join(str(part.content) for part in model.requests[0].messages[-1].parts)  # type: ignore[union-attr]

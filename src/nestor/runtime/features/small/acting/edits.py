@@ -82,7 +82,7 @@ async def _change_evidence(work: Workspace, intent: Intent, failure: str | None)
             terms.append(SearchTerm(name, 2.0))
     searched = Intent(kind=intent.kind, terms=tuple(terms), failing_tests=intent.failing_tests)
     return await gather_evidence(
-        searched, work.reader, work.host.run_tools, max_lines=110, extra_hits=locations
+        searched, work.reader, work.host.run_tools, max_lines=110, extra_hits=locations, whole_files=True
     )
 
 

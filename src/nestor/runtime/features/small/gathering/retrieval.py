@@ -32,6 +32,7 @@ MAX_OTHER_HITS = 6
 MIN_SPECIFICITY = 0.4
 MIN_PART_MATCH = 1.0
 MAX_DEFINITIONS = 4
+WHOLE_FILE_LINES = 120
 MAX_USED_LINES = 6
 """The best lines in view whose names' definitions are shown (see ``_definitions_used``)."""
 _NAME = re.compile(r"(?<![\w.])(?:self\.|cls\.)?([A-Za-z_]\w*)")
@@ -49,6 +50,7 @@ async def gather_evidence(
     companion_tests: bool = False,
     symbols: SymbolIndex | None = None,
     parts: Sequence[Collection[str]] = (),
+    whole_files: bool = False,
 ) -> Evidence:
     """Search for the intent's terms, rank what was found, and read the best regions.
 
@@ -64,6 +66,8 @@ async def gather_evidence(
             use (``self.default_key_derivation``, ``DEFAULT_THRESHOLD``) are shown too.
         parts: For a prompt that asks several things, the terms of each part
             (:func:`.intent.question_parts`): the best hit of each part is shown whatever the others score.
+        whole_files: Show a file the prompt names whole when it is short (an edit of a README or a
+            ``package.json`` needs its end too), instead of its first lines.
 
     """
     evidence = Evidence()
@@ -113,7 +117,14 @@ async def gather_evidence(
         firsts=_best_of_each_part(ranked, parts, {term.text: term.weight for term in intent.terms}),
     )
     for path in file_paths[:2]:
-        if not any(region.path == path for region in regions) and reader.read_text(path) is not None:
+        text = reader.read_text(path)
+        if text is None:
+            continue
+        size = text.count("\n") + 1
+        if whole_files and size <= WHOLE_FILE_LINES:  # an edit of a small file sees all of it
+            regions = [region for region in regions if region.path != path]
+            regions.append(Region(path, 1, size, score=5.0, label="the file named, whole"))
+        elif not any(region.path == path for region in regions):
             regions.append(Region(path, 1, 40, score=5.0, label="the file named"))
     if companion_tests:
         regions.extend(companion_test_regions(regions, reader))
