@@ -3,12 +3,21 @@
 End to end through the harness, with a scripted model, real tools and a real project on disk.
 """
 
+import asyncio
 import json
 import shutil
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
 
+from nestor.permissions import PermissionPolicy
+from nestor.runtime.factory.toolset import compact_coder_tools
+from nestor.runtime.features.small.gathering.reader import ProjectReader
+from nestor.runtime.features.small.harness import SmallModelHarness
+from nestor.runtime.kernel.hooks import Budgets
 from nestor.testing import ScriptedModel, reply
 from tests.runtime.features.small.test_harness import CALC, TEST_CALC, FillingModel, _calc_project, _coder
 from tests.runtime.support import Harness
@@ -200,3 +209,41 @@ async def test_a_short_file_the_request_names_is_shown_whole_and_is_the_only_fil
     assert (root / "calc.py").read_text() == CALC.replace("a - b", "a + b")
     assert result.text.startswith("Changed README.md."), result.text
     assert "The end." in "".join(str(part.content) for part in model.requests[0].messages[-1].parts)  # type: ignore[union-attr]
+
+
+async def test_a_change_the_time_budget_stops_half_way_is_undone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _calc_project(tmp_path / "project", monkeypatch)
+    (root / "calc.py").write_text(CALC.replace("a - b", "a + b"))  # the tests pass to begin with
+    before = _tree(root)
+    wrong = "calc.py\n<<<<<<< SEARCH\n    return a + b\n=======\n    return a * b\n>>>>>>> REPLACE\nDone."
+
+    replies = [wrong]
+
+    async def stream(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str]:
+        if not replies:
+            await asyncio.sleep(120)  # the second attempt never comes back: the budget ends the run
+        yield replies.pop()
+
+    model = FunctionModel(stream_function=stream, model_name="scripted-model")
+    agent = Harness(root).agent(
+        model,
+        compact_coder_tools(),
+        policy=PermissionPolicy(project_root=str(root), yolo=True),
+        harness=SmallModelHarness(ProjectReader(root)),
+        budgets=Budgets(max_time_s=30),
+    )
+
+    result = await agent.run("Make add work for negative numbers too.")
+
+    assert result.stop_reason == "timeout"
+    edits = [
+        part.args
+        for message in agent.history
+        if isinstance(message, ModelResponse)
+        for part in message.parts
+        if isinstance(part, ToolCallPart) and part.tool_name == "edit"
+    ]
+    assert edits, "the first attempt's edit was made"
+    assert _tree(root) == before  # and it is gone with the run

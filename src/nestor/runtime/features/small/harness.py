@@ -2,30 +2,24 @@
 
 A small model loses its way in an open tool loop: it describes calls instead of making them, and
 repeats its earlier prose after a tool found the answer. So on the small-model profile nestor does
-the steps a small model does badly, and asks the model only for what it does well. This module
-reads the request and picks the step for its kind; each step is a module of its own, a function
-of the turn's :class:`~.workspace.Workspace` (the agent and the project's files):
+the steps a small model does badly, and asks the model only for what it does well. Each request
+goes through the same stages, each a sub-package, each step a function of the turn's
+:class:`~.workspace.Workspace` (the agent, the project's files, edits and test runs):
 
-- **questions** (:mod:`.questions`): nestor reads the prompt (:mod:`.intent`), searches for its
-  terms and reads the best regions with real tool calls (:mod:`.retrieval`), runs the calls the
-  question writes out (:mod:`.calls`), then one *answer step* sees only the question and that
-  evidence, never the model's earlier prose; what nestor ran, and where the named or cited code
-  is, follow its words (:mod:`.facts`);
-- **tours** (:mod:`.tour`): the model says what the project is from its README; the layout and
-  the test command are read from the files and written by nestor;
-- **fixes** (:mod:`.fixes`): a failing test names suspect functions (:mod:`.suspects`: its
-  traceback, what it calls); the model fills in their statements one at a time (:mod:`.infill`),
-  then rewrites them whole (:mod:`.functions`), each version tried with the tests and undone
-  when they still fail;
-- **additions** (:mod:`.adding`): a new method is written alone and put at the end of its class
-  (:mod:`.members`), then a new test module (:mod:`.new_tests`); a new test that fails inside the
-  new method has it fixed as above, and one that then fails on its own code is left out;
-- **changes** (:mod:`.edits`): nestor runs the project's tests, gathers evidence around the
-  request and the failure, asks for SEARCH/REPLACE blocks (:mod:`.edit_blocks`), applies them with
-  the ``edit`` tool, runs the tests again, and tries again with the new failure, a few times at
-  most; a rename (:mod:`.rename`) is applied to every whole-word occurrence;
-- **delegation**: a prompt that names an agent ("use the explore agent") starts it with ``task``,
-  and its report (without the footer) is the answer.
+- **understand** (:mod:`.understanding`): what the prompt asks (:mod:`~.understanding.intent`,
+  :mod:`~.understanding.asks`), what it must not do (a refusal), and for a change which files it
+  allows (:mod:`~.understanding.scope`);
+- **gather** (:mod:`.gathering`): searches and reads as real tool calls (retrieval), the
+  project's names and code in every language with a grammar (the symbol and code indexes), the
+  calls a question writes out, run; the suspects of a failing test;
+- **act** (:mod:`.acting`): the answer step over the evidence (and the earlier exchange for a
+  follow-up), nestor's own answers where the code or git says it exactly (callers, covering
+  tests, members, every place, history), the tour, and the changes: a rename, a documentation
+  edit, an addition, a fix filled in line by line, or SEARCH/REPLACE edit blocks;
+- **verify** (:mod:`.verifying`): every file a change touched is kept before its first edit; the
+  change holds when each file still parses and the project's tests pass (or fail no more than
+  before); else, or when the run stops half-way, every file is put back as it was;
+- **report**: what was changed and how the tests went, or what was tried and what failed.
 
 Every search, read, edit, command and sub-agent is a real tool call through the agent, so
 permissions, events and the stored session see them as usual.
@@ -160,19 +154,23 @@ async def _change(work: Workspace, intent: Intent, prompt: str, symbols: SymbolI
     command = runnable_test_command(reader) if "bash" in work.host.tool_names() else None
     # The tests the user named fail first and say most; the whole suite must pass at the end.
     named = _selecting(command, intent.failing_tests)
-    failure = await work.run_tests(named or command)
-    report = await _changed(work, intent, prompt, symbols, renamed, command, named, failure)
-    if report is None:  # a budget stopped the run part-way: nothing half-done stays
+    try:
+        failure = await work.run_tests(named or command)
+        report = await _changed(work, intent, prompt, symbols, renamed, command, named, failure)
+        if report is None:  # a budget stopped the run part-way: nothing half-done stays
+            work.restore()
+            return None
+        problem = await change_problem(
+            work.snapshot,
+            reader.read_text,
+            work.run_tests,
+            command,
+            None if named else failure,
+            fixing=fixing and failure is not None,
+        )
+    except BaseException:  # cancelled (the time budget, Ctrl-C) or failed half-way: undone too
         work.restore()
-        return None
-    problem = await change_problem(
-        work.snapshot,
-        reader.read_text,
-        work.run_tests,
-        command,
-        None if named else failure,
-        fixing=fixing and failure is not None,
-    )
+        raise
     if problem is None:
         return report
     work.restore()
