@@ -7,10 +7,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import acp_startup
+import agent_files
+import checkpoints
 import compaction
 import context_isolation
 import fanout
 import grep
+import hard_links
 import html_conversion
 import local_model
 import loop_overhead
@@ -28,6 +32,9 @@ def main() -> None:
     print()
     startup.main()
     print()
+    acp_startup.main()
+    agent_files.main()
+    print()
     compaction.main()
     print()
     local_model.main()
@@ -44,7 +51,11 @@ def main() -> None:
     print()
     grep.main()
     print()
+    hard_links.main()
+    print()
     sandbox.main()
+    print()
+    checkpoints.main()
     print()
     session_load.main()
     print()

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from nestor.testing import ServerReply, ServerUsage, first_user_text
+from nestor.testing import ServerReply, ServerToolCall, ServerUsage, first_user_text
 
 Route = Callable[[dict[str, Any]], ServerReply]
 """A reply decided from the request body."""
@@ -35,3 +35,8 @@ def router(routes: dict[str, list[ServerReply | Route]], *, requests: int = 40) 
 def tool_texts(body: dict[str, Any]) -> str:
     """Every tool result of a request body, joined."""
     return "\n".join(str(m.get("content")) for m in body["messages"] if m["role"] == "tool")
+
+
+def task_call(description: str, prompt: str, **extra: object) -> ServerToolCall:
+    """A ``task`` tool call (a route for the child is keyed on the start of ``prompt``)."""
+    return ServerToolCall("task", {"description": description, "prompt": prompt, **extra})

@@ -304,6 +304,20 @@ def test_the_notice_names_every_ignored_setting_and_untrusted_agent_model(tmp_pa
     assert ignored_settings_notices(Settings(project_root=tmp_path, data_dir=tmp_path), []) == []
 
 
+def test_the_notice_names_ten_untrusted_agents_and_counts_the_others(tmp_path: Path) -> None:
+    from nestor.agents.spec import AgentSpec
+    from nestor.app import ignored_settings_notices
+
+    settings = Settings(project_root=tmp_path, data_dir=tmp_path, project_trusted=False)
+    agents = [
+        AgentSpec(name=f"a{index:03}", description="d", prompt="p", model="evil:gpt", source="project")
+        for index in range(300)
+    ]
+    [line] = ignored_settings_notices(settings, agents, agents[:5])
+    assert "agent a009's model" in line and "a010" not in line
+    assert "295 more agents' models or MCP servers" in line and len(line) < 600
+
+
 async def test_the_main_session_is_held_until_another_replaces_it_or_the_app_closes(
     tmp_path: Path, opened: Callable[[Settings], App]
 ) -> None:

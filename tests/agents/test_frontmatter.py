@@ -91,12 +91,21 @@ def billion_laughs() -> str:
 @pytest.mark.parametrize(
     ("text", "cause"),
     [
-        (billion_laughs(), "more than 100,000 values"),
+        (billion_laughs(), "more than 10,000 values"),
         ("---\nname: a\ntools: " + "[" * 100_000 + "]" * 100_000 + "\n---\n", "levels deep"),
         ("---\nname: a\ntools: " + "[" * 40 + "]" * 40 + "\n---\n", "levels deep"),
         ("---\nname: a\ntools: " + "{a: " * 100_000 + "1" + "}" * 100_000 + "\n---\n", "levels deep"),
+        ("---\nname: a\ntools:\n  " + "- " * 100_000 + "x\n---\n", "levels deep"),
+        ("---\nname: a\ntools: [" + ", ".join(["view"] * 10_001) + "]\n---\n", "more than 10,000 values"),
     ],
-    ids=["billion laughs", "100,000 nested lists", "40 nested lists", "100,000 nested mappings"],
+    ids=[
+        "billion laughs",
+        "100,000 nested lists",
+        "40 nested lists",
+        "100,000 nested mappings",
+        "100,000 nested block lists",
+        "10,001 values",
+    ],
 )
 def test_front_matter_too_large_once_read_is_one_error(text: str, cause: str) -> None:
     with pytest.raises(AgentFileError) as caught:
@@ -108,3 +117,4 @@ def test_front_matter_too_large_once_read_is_one_error(text: str, cause: str) ->
 def test_a_few_aliases_are_still_fine() -> None:
     document = parse_front_matter("---\nname: &n a\ndescription: *n\ntools: [view]\n---\n", PATH)
     assert document.data == {"name": "a", "description": "a", "tools": ["view"]}
+    assert document.values == 1 + 3 * 2 + 1  # the mapping, its keys and values, the list's item

@@ -193,6 +193,17 @@ def test_unknown_tools_are_warnings_and_the_spec_loads_without_them(tmp_path: Pa
     assert "view, ls" in warnings[0].message
 
 
+def test_a_close_tool_name_is_suggested_for_a_files_first_20_unknown_tools_only(tmp_path: Path) -> None:
+    # Each suggestion compares the name with every name nestor knows: thousands would cost seconds.
+    text = "---\nname: a\ndescription: d\ntools: [" + ", ".join(["gerp"] * 25) + "]\n---\n"
+    warnings = _warnings(_read(tmp_path, "claude", "a.md", text))
+    assert len(warnings) == 25
+    assert all("did you mean 'grep'" in problem.message for problem in warnings[:20])
+    assert all(
+        "did you mean" not in problem.message and "'gerp'" in problem.message for problem in warnings[20:]
+    )
+
+
 def test_nestor_permission_rules_are_validated(tmp_path: Path) -> None:
     text = "---\ndescription: d\npermission:\n  deny: [frobnicate(x), bash]\n  maybe: [view]\n---\n"
     result = _read(tmp_path, "nestor", "a/x.md", text)
@@ -498,6 +509,30 @@ def test_minicc_invalid_json_and_wrong_types_give_lines(tmp_path: Path) -> None:
     assert [(problem.key, problem.line) for problem in _errors(wrong)] == [("tools", 3)]
     not_object = _read(tmp_path, "mini-cc", "m/list.json", "[1, 2]")
     assert not_object.spec is None
+
+
+@pytest.mark.parametrize(
+    ("tools", "cause"),
+    [
+        ("[" * 100_000 + "]" * 100_000, "levels deep"),  # stopped the decoder with a RecursionError
+        ("[" * 40 + "]" * 40, "levels deep"),
+        ("[" + ", ".join(['"view"'] * 20_000) + "]", "more than 10,000 values"),
+    ],
+    ids=["100,000 nested lists", "40 nested lists", "20,000 values"],
+)
+def test_minicc_json_too_deep_or_too_large_is_one_error(tmp_path: Path, tools: str, cause: str) -> None:
+    result = _read(tmp_path, "mini-cc", "m/deep.json", '{"name": "x", "tools": ' + tools + "}")
+    assert result.spec is None
+    [error] = result.problems
+    assert error.severity == "error" and cause in error.message
+
+
+def test_a_results_values_count_its_front_matter(tmp_path: Path) -> None:
+    text = "---\nname: a\ndescription: d\ntools: [Read, Grep]\n---\nBody.\n"
+    # the mapping, two keys with their scalars, a key with its list of two
+    assert _read(tmp_path, "claude", "a.md", text).values == 1 + 2 * 2 + 2 + 2
+    assert _read(tmp_path, "mini-cc", "a.json", '{"name": "a", "tools": ["bash"]}').values == 1 + 2 * 2 + 1
+    assert _read(tmp_path, "claude", "notes.md", "no front matter").values == 0
 
 
 # deepagents

@@ -111,3 +111,4 @@ def test_describe_unknown_tool_says_what_nestor_offers() -> None:
     assert "grep" in describe_unknown_tool("sourcegraph")
     assert "did you mean 'grep'" in describe_unknown_tool("gerp")
     assert "did you mean" not in describe_unknown_tool("frobnicate")
+    assert "did you mean" not in describe_unknown_tool("gerp", suggest=False)

@@ -16,11 +16,12 @@ from nestor.testing import ScriptedOpenAIServer, ServerReply, ServerToolCall, Se
 WRITE = ServerReply(tool_calls=(ServerToolCall("write", {"path": "notes.txt", "content": "hi\n"}),))
 
 
-def settings_for(root: Path, base_url: str) -> Settings:
+def settings_for(root: Path, base_url: str, extra: str = "") -> Settings:
+    """A trusted project on the scripted server; ``extra`` is more of its ``nestor.toml``."""
     project = root / "project"
     project.mkdir(exist_ok=True)
     config = '[models]\nlarge = "scripted:large-model"\n\n[providers.scripted]\ntype = "openai"\n'
-    config += f'base_url = "{base_url}"\n'
+    config += f'base_url = "{base_url}"\n{extra}'
     (project / "nestor.toml").write_text(config, encoding="utf-8")
     env = {"NESTOR_HOME": str(root / "home"), "HOME": str(root)}
     return load_settings(project, env=env, user_config_path=root / "no-user-config.toml", trusted=True)

@@ -9,13 +9,9 @@ from pathlib import Path
 
 from nestor.app import App
 from nestor.core.events import AgentFinished, AgentStarted, Event
-from nestor.testing import ScriptedOpenAIServer, ServerReply, ServerToolCall
+from nestor.testing import ScriptedOpenAIServer, ServerReply
 from tests.app.test_conversation import settings_for
-from tests.server_routes import Route, router
-
-
-def task_call(description: str, prompt: str, **extra: object) -> ServerToolCall:
-    return ServerToolCall("task", {"description": description, "prompt": prompt, **extra})
+from tests.server_routes import Route, router, task_call
 
 
 async def until(predicate: Callable[[], bool]) -> None:

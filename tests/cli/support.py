@@ -77,3 +77,39 @@ def git_repo(path: Path, files: dict[str, str]) -> Path:
     subprocess.run([*run, "add", "-A"], cwd=path, check=True)
     subprocess.run([*run, "commit", "-qm", "init"], cwd=path, check=True)
     return path
+
+
+_IMPORT_PROBE = """
+import contextlib, io, json, sys
+from nestor.cli.entry import main
+
+codes = {}
+for name, args in json.loads(sys.argv[1]).items():
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        codes[name] = main(args)
+roots = json.loads(sys.argv[2])
+print(json.dumps({"codes": codes, "imported": sorted(m for m in sys.modules if m.split(".")[0] in roots)}))
+"""
+
+
+def imports_of_commands(
+    tmp_path: Path, commands: dict[str, list[str]], roots: list[str], reply: str = "hi"
+) -> dict[str, Any]:
+    """Run ``commands`` in one interpreter (a scripted server answers ``reply``); their exit codes and
+    which modules of the packages ``roots`` they imported: ``{"codes": ..., "imported": [...]}``."""
+    from nestor.testing import ServerReply
+
+    repo = git_repo(tmp_path / "repo", {"README.md": "# demo\n"})
+    with ScriptedOpenAIServer([ServerReply(text=reply)]) as server:
+        done = subprocess.run(
+            [sys.executable, "-c", _IMPORT_PROBE, json.dumps(commands), json.dumps(roots)],
+            cwd=repo,
+            env=openai_env(tmp_path, server),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])

@@ -52,6 +52,7 @@ def test_a_stdio_server_added_shows_in_mcp_list_json_with_its_status_and_tools(
     assert server["name"] == "demo" and server["transport"] == "stdio" and server["status"] == "running"
     assert server["tools"] == len(server["tool_names"]) >= 8 and "mcp__demo__echo" in server["tool_names"]
     assert server["enabled"] is True and server["error"] == ""
+    assert (server["origin"], server["approved"]) == ("user config", None)  # your own: no approval
     shown = nestor(["mcp", "get", "demo"], cwd=project, env=env)
     assert "status: running" in shown.stdout and "  mcp__demo__echo" in shown.stdout
 
@@ -85,7 +86,7 @@ def test_a_project_server_goes_to_mcp_json_and_applies_only_once_trusted(
     project: Path, env: dict[str, str]
 ) -> None:
     added = add_demo(project, env, "--scope", "project")
-    assert "nestor trust" in added.stdout
+    assert "nestor trust" in added.stdout and "nestor mcp approve demo" in added.stdout
     document = json.loads((project / ".mcp.json").read_text())
     assert document == {
         "mcpServers": {"demo": {"type": "stdio", "command": sys.executable, "args": [str(DEMO_SERVER)]}}
@@ -93,9 +94,16 @@ def test_a_project_server_goes_to_mcp_json_and_applies_only_once_trusted(
 
     untrusted = nestor(["mcp", "list", "--json"], cwd=project, env=env)
     assert json.loads(untrusted.stdout) == {"servers": []}
-    assert ".mcp.json server demo were ignored" in untrusted.stderr and "nestor trust" in untrusted.stderr
+    assert "were ignored (.mcp.json server demo)" in untrusted.stderr and "nestor trust" in untrusted.stderr
     trusted = nestor_json(["--trust", "mcp", "list", "--json"], cwd=project, env=env)
-    assert [server["name"] for server in trusted["servers"]] == ["demo"]
+    (server,) = trusted["servers"]
+    assert (server["name"], server["origin"], server["status"], server["approved"]) == (
+        "demo",
+        ".mcp.json",
+        "not approved",
+        False,
+    )
+    assert "nestor mcp approve demo" in nestor(["--trust", "mcp", "list"], cwd=project, env=env).stdout
 
 
 def test_remove_takes_the_server_out_and_mistakes_are_one_line(project: Path, env: dict[str, str]) -> None:

@@ -89,6 +89,8 @@ def test_an_untrusted_projects_mcp_servers_are_ignored_and_named(tmp_path: Path)
 
     with ScriptedOpenAIServer([ServerReply(text="ok")]) as server:
         env = openai_env(tmp_path, server)
+        approved = nestor(["--trust", "mcp", "approve", "--all"], cwd=repo, env=env)
+        assert approved.returncode == 0, approved.stderr
         done = nestor(["run", "--trust", "-o", "json", *MODEL, "hi"], cwd=repo, env=env)
         assert done.returncode == 0, done.stderr
         names = {tool["function"]["name"] for tool in server.requests[0]["tools"]}
@@ -159,6 +161,8 @@ def test_an_agent_files_own_mcp_server_is_its_alone(tmp_path: Path) -> None:
     with ScriptedOpenAIServer(delegating_routes()) as server:
         env = openai_env(tmp_path, server)
         user_config(env, '[permissions]\nallow = ["mcp__mine__echo"]\n')
+        approved = nestor(["--trust", "mcp", "approve", "mine"], cwd=repo, env=env)
+        assert approved.stdout.startswith("approved MCP server mine (defined by agent gh ("), approved.stderr
         done = nestor(["run", "--trust", "-o", "json", *MODEL, "USER: use gh"], cwd=repo, env=env)
 
     assert done.returncode == 0, done.stderr

@@ -2,23 +2,25 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
 import pytest
-from mcp import Client, StdioServerParameters
+from mcp import Client, StdioServerParameters, stdio_client
 from mcp.types import TextContent
 
 from nestor.testing import ScriptedOpenAIServer, ServerReply, ServerToolCall
 from tests.cli.support import git_repo, openai_env
+from tests.tools.mcp.support import DEMO_SERVER
 
 pytestmark = pytest.mark.timeout(120)
 
 
-def serve_params(repo: Path, env: dict[str, str]) -> StdioServerParameters:
+def serve_params(repo: Path, env: dict[str, str], *options: str) -> StdioServerParameters:
     return StdioServerParameters(
         command=sys.executable,
-        args=["-m", "nestor", "--model", "openai-chat:gpt-4o", "mcp", "serve"],
+        args=["-m", "nestor", "--model", "openai-chat:gpt-4o", *options, "mcp", "serve"],
         env=env,
         cwd=repo,
     )
@@ -82,3 +84,20 @@ async def test_a_task_stopped_by_its_budget_is_an_error_result_with_its_report(t
     assert result.is_error
     text = " ".join(block.text for block in result.content if isinstance(block, TextContent))
     assert "Sub-agent failed: stopped" in text and "I only got halfway." in text
+
+
+async def test_mcp_serve_skips_a_project_server_not_approved_and_says_so(tmp_path: Path) -> None:
+    pid_file = tmp_path / "demo.pid"
+    server = {"command": sys.executable, "args": [str(DEMO_SERVER)], "env": {"DEMO_PID_FILE": str(pid_file)}}
+    repo = git_repo(tmp_path / "repo", {".mcp.json": json.dumps({"mcpServers": {"demo": server}})})
+    log = tmp_path / "stderr.log"
+    with ScriptedOpenAIServer([]) as model, log.open("w") as errors:
+        env = openai_env(tmp_path, model)
+        async with Client(stdio_client(serve_params(repo, env, "--trust"), errlog=errors)) as client:
+            assert "explore" in {tool.name for tool in (await client.list_tools()).tools}
+
+    assert (
+        "nestor: MCP server demo (.mcp.json) is not approved, so it did not start; "
+        "`nestor mcp approve demo` shows its definition and approves it"
+    ) in log.read_text().splitlines()
+    assert not pid_file.exists()

@@ -188,11 +188,23 @@ async def test_help_exit_and_unknown_commands(make_harness: MakeHarness) -> None
     await controller.open(None)
     assert await controller.handle_line("/help")
     text = harness.text()
-    for command in ("/help", "/cost", "/session", "/clear", "/compact", "/exit", "/quit"):
+    for command in (
+        "/help",
+        "/cost",
+        "/session",
+        "/clear",
+        "/compact",
+        "/undo",
+        "/rewind",
+        "/fork",
+        "/exit",
+        "/quit",
+    ):
         assert f"\n{command}" in text
     assert await controller.handle_line("/frobnicate now")
-    assert harness.lines()[-1] == (
-        "unknown command /frobnicate; the commands are: /help /cost /session /clear /compact /exit /quit"
+    assert " ".join(harness.lines()[-2:]) == (
+        "unknown command /frobnicate; the commands are: "
+        "/help /cost /session /clear /compact /undo /rewind /fork /exit /quit"
     )
     assert not await controller.handle_line("/exit")
     assert not await controller.handle_line("/QUIT")

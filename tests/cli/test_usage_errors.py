@@ -27,8 +27,8 @@ def usage_error(args: list[str], tmp_path: Path) -> str:
 @pytest.mark.parametrize(
     ("group", "commands"),
     [
-        ([], "run, models, trust, sessions, agents"),
-        (["sessions"], "list, show, export, delete"),
+        ([], "run, undo, models, acp, trust, sessions, agents"),
+        (["sessions"], "list, show, export, delete, fork"),
         (["agents"], "list, show, validate, create, delete"),
     ],
 )

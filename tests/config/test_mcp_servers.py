@@ -60,7 +60,8 @@ def test_a_bad_server_table_is_one_line_naming_the_key(tmp_path: Path, table: st
     assert "\n" not in caught.value.message
 
 
-def test_mcp_json_is_read_in_a_trusted_folder_with_variables_expanded(tmp_path: Path) -> None:
+def test_mcp_json_is_read_in_a_trusted_folder_with_the_allowed_variables_expanded(tmp_path: Path) -> None:
+    (tmp_path / "none.toml").write_text('[mcp]\nexpand_env = ["HOME", "HOST", "TOKEN", "MODE"]\n')
     document = {
         "mcpServers": {
             "gh": {
@@ -76,6 +77,7 @@ def test_mcp_json_is_read_in_a_trusted_folder_with_variables_expanded(tmp_path: 
     gh, api = settings.mcp_servers["gh"], settings.mcp_servers["api"]
     assert (gh.command, gh.args, gh.env) == (f"{tmp_path}/bin/gh-mcp", ("read",), {"T": "secret"})
     assert (api.kind, api.url) == ("http", "https://example.com/mcp")
+    assert settings.ignored == ()
 
 
 def test_nestor_toml_wins_over_mcp_json_for_the_same_server(tmp_path: Path) -> None:

@@ -28,7 +28,9 @@ def test_relative_path_entries_are_skipped(tmp_path: Path, monkeypatch: pytest.M
     assert found is None or not Path(found).resolve().is_relative_to(tmp_path)
 
 
-def test_entries_inside_a_folder_to_avoid_are_skipped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_entries_inside_a_folder_to_avoid_are_skipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     inside = plant(tmp_path / "repo" / ".venv" / "bin", "git")
     outside = plant(tmp_path / "tools", "git")
     monkeypatch.setenv("PATH", f"{inside.parent}{os.pathsep}{outside.parent}")

@@ -7,10 +7,10 @@ the data and the lines. Lines are 1-based and count from the top of the file.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
@@ -19,11 +19,17 @@ from nestor.core.errors import AgentFileError
 
 _DELIMITER = "---"
 _MAX_DEPTH = 32
-_MAX_NODES = 100_000
+MAX_VALUES = 10_000
 """The most values front matter may hold, counting each use of an alias (``*name``) in full: a few
-lines of aliases of aliases (a "billion laughs") would otherwise expand to billions of values."""
+lines of aliases of aliases (a "billion laughs") would otherwise expand to billions of values, and
+readers spend time on each value (an agent's front matter holds a few dozen)."""
 _TOO_DEEP = f"nests lists or mappings more than {_MAX_DEPTH} levels deep"
-_TOO_MANY = f"holds more than {_MAX_NODES:,} values once its aliases expand"
+_TOO_MANY = f"holds more than {MAX_VALUES:,} values once its aliases expand"
+_LIBYAML_TOO_DEEP = "exceeded maximum nesting depth"  # libyaml stops there, before our own check
+# libyaml's loader, where PyYAML was built with it, composes the same nodes (with their lines) about
+# nine times faster than the pure-Python one: a repository's agent files are parsed before the first
+# request, so this is start-up time.
+_LOADER: type[yaml.SafeLoader] | type[yaml.CSafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +43,8 @@ class FrontMatter:
         item_lines: For keys whose value is a list or a mapping: the line of each item (by index) or
             of each sub-key (by name).
         present: False when the file has no front matter at all.
+        values: How many values (keys, items, scalars, aliases counted in full) it holds: readers
+            spend time on each, so a registry counts them against its limits.
 
     """
 
@@ -47,6 +55,7 @@ class FrontMatter:
         default_factory=dict[str, Mapping[int | str, int]]
     )
     present: bool = True
+    values: int = 0
 
     def line(self, key: str | None = None, item: int | str | None = None) -> int:
         """The line of ``key`` (or of one of its items); line 1 when unknown."""
@@ -86,15 +95,16 @@ def parse_front_matter(text: str, path: Path) -> FrontMatter:
 
 
 def _parse_yaml(yaml_text: str, path: Path, *, first_line: int, body: str) -> FrontMatter:
-    loader = yaml.SafeLoader(yaml_text)
+    loader = _LOADER(yaml_text)
     try:
         node = loader.get_single_node()
-        if node is not None:
-            _check_size(node, path, first_line)
+        values = 0 if node is None else check_size(node, _node_children, path, first_line)
         data: object = loader.construct_document(node) if node is not None else None
     except RecursionError:
-        raise _too_large(path, first_line, _TOO_DEEP) from None
+        raise too_deep_error(path, first_line) from None
     except yaml.MarkedYAMLError as exc:
+        if _LIBYAML_TOO_DEEP in (exc.problem or ""):
+            raise too_deep_error(path, first_line) from None
         mark = exc.problem_mark or exc.context_mark
         line = first_line + (mark.line if mark is not None else 0)
         cause = exc.problem or exc.context or "invalid YAML"
@@ -126,25 +136,50 @@ def _parse_yaml(yaml_text: str, path: Path, *, first_line: int, body: str) -> Fr
         body=body,
         key_lines=key_lines,
         item_lines=item_lines,
+        values=values,
     )
 
 
-def _check_size(root: Node, path: Path, first_line: int) -> None:
-    """Refuse front matter that nests too deeply or expands (through aliases) to too many values."""
-    pending: list[tuple[Node, int]] = [(root, 1)]
+Item = TypeVar("Item")
+
+
+def check_size(root: Item, children: Callable[[Item], Iterable[Item]], path: Path, first_line: int) -> int:
+    """Count the values under ``root``; refuse more than :data:`MAX_VALUES` or deeper than 32 levels.
+
+    Args:
+        root: The document's root (a YAML node, or the data of a JSON document).
+        children: The values directly inside one value (none for a scalar).
+        path: The file, for the error.
+        first_line: The line the document starts on, for the error.
+
+    Raises:
+        AgentFileError: The document nests too deeply or holds too many values.
+
+    """
+    pending: list[tuple[Item, int]] = [(root, 1)]
     count = 0
     while pending:
-        node, depth = pending.pop()
+        item, depth = pending.pop()
         count += 1
-        if count > _MAX_NODES:
+        if count > MAX_VALUES:
             raise _too_large(path, first_line, _TOO_MANY)
         if depth > _MAX_DEPTH:
-            raise _too_large(path, first_line, _TOO_DEEP)
-        if isinstance(node, SequenceNode):
-            pending.extend((item, depth + 1) for item in node.value)
-        elif isinstance(node, MappingNode):
-            for key, value in node.value:
-                pending.extend(((key, depth + 1), (value, depth + 1)))
+            raise too_deep_error(path, first_line)
+        pending.extend((child, depth + 1) for child in children(item))
+    return count
+
+
+def _node_children(node: Node) -> Iterable[Node]:
+    if isinstance(node, SequenceNode):
+        return node.value
+    if isinstance(node, MappingNode):
+        return [item for pair in node.value for item in pair]
+    return ()
+
+
+def too_deep_error(path: Path, first_line: int) -> AgentFileError:
+    """The error for a document that nests lists or mappings more than 32 levels deep."""
+    return _too_large(path, first_line, _TOO_DEEP)
 
 
 def _too_large(path: Path, first_line: int, what: str) -> AgentFileError:

@@ -32,6 +32,8 @@ Severity: TypeAlias = Literal["error", "warning"]
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 """What an agent, rule or skill name may look like."""
 
+# Each suggestion for an unknown tool compares it with every name nestor knows (thousands: seconds).
+_SUGGESTED_UNKNOWN_TOOLS = 20
 _RULE_TEXT = re.compile(r"^\s*([A-Za-z_][\w-]*\*?)\s*(?:\((.*)\))?\s*$", re.DOTALL)
 _ACTION_ORDER: dict[PermissionAction, int] = {"allow": 0, "ask": 1, "deny": 2}
 
@@ -93,6 +95,8 @@ class ReadResult:
         depends_on: Other files the result depends on (rules, skills, prompt files), existing or not,
             so a registry can re-read the agent file when one of them appears or changes.
         name_line: The line of the name (for problems about the agent as a whole).
+        values: How many values its front matter holds (:attr:`FrontMatter.values`), which the
+            registry counts against the limits of a project's agent files.
 
     """
 
@@ -100,6 +104,7 @@ class ReadResult:
     problems: tuple[AgentFileProblem, ...] = ()
     depends_on: tuple[Path, ...] = ()
     name_line: int = 1
+    values: int = 0
 
 
 def problem_from_error(error: AgentFileError, path: Path) -> AgentFileProblem:
@@ -132,6 +137,7 @@ class Fields:
         self.document = document
         self.problems: list[AgentFileProblem] = []
         self.depends_on: list[Path] = []
+        self._unknown_tools = 0
 
     @property
     def failed(self) -> bool:
@@ -314,7 +320,7 @@ class Fields:
             return (entry.name,)
         tool = map_tool_name(entry.name)
         if tool is None:
-            self.warn(key, describe_unknown_tool(entry.name), index)
+            self.warn(key, self._unknown_tool(entry.name), index)
             return ()
         if entry.pattern is not None:
             effect = "all of it is removed" if "disallow" in key.lower() else "the agent gets all of it"
@@ -325,6 +331,11 @@ class Fields:
                 index,
             )
         return (tool,)
+
+    def _unknown_tool(self, name: str) -> str:
+        """What to say of a tool name nestor does not know (a close name suggested for a file's first few)."""
+        self._unknown_tools += 1
+        return describe_unknown_tool(name, suggest=self._unknown_tools <= _SUGGESTED_UNKNOWN_TOOLS)
 
     def files(self, key: str, kind: Literal["rules", "skills"]) -> tuple[Path, ...]:
         """Rule or skill files named by ``key``; a name is looked up in the context's config dirs."""
@@ -385,7 +396,7 @@ class Fields:
             return None
         tool = match.group(1) if is_mcp_name(match.group(1)) else map_tool_name(match.group(1))
         if tool is None:
-            self.warn(key, "permission rule dropped: " + describe_unknown_tool(match.group(1)), item)
+            self.warn(key, "permission rule dropped: " + self._unknown_tool(match.group(1)), item)
             return None
         pattern = match.group(2)
         rule = tool if pattern is None or pattern.strip() in ("", "*") else f"{tool}({pattern.strip()})"
@@ -406,6 +417,7 @@ class Fields:
             problems=tuple(self.problems),
             depends_on=tuple(dict.fromkeys(self.depends_on)),
             name_line=self.document.line("name") if "name" in self.document.data else 1,
+            values=self.document.values,
         )
 
 

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from nestor.agents.frontmatter import FrontMatter
+from nestor.agents.frontmatter import FrontMatter, check_size, too_deep_error
 from nestor.agents.mcp_fields import mcp_fields
 from nestor.agents.readers_common import Fields, ReadResult, plain_model
 from nestor.core.errors import AgentFileError
@@ -133,6 +134,8 @@ def parse_json_document(text: str, path: Path) -> FrontMatter:
     """
     try:
         data: Any = json.loads(text.removeprefix("\ufeff"))
+    except RecursionError:  # nesting deep enough to stop the decoder itself
+        raise too_deep_error(path, 1) from None
     except json.JSONDecodeError as exc:
         raise AgentFileError(
             f"{path}:{exc.lineno}: invalid JSON: {exc.msg} (column {exc.colno})",
@@ -146,12 +149,22 @@ def parse_json_document(text: str, path: Path) -> FrontMatter:
             path=str(path),
             line=1,
         )
+    values = check_size(data, _json_children, path, 1)
     keys = [str(key) for key in data]  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
     return FrontMatter(
         data=dict(zip(keys, data.values(), strict=True)),  # pyright: ignore[reportUnknownArgumentType]
         body="",
         key_lines={key: _json_key_line(text, key) for key in keys},
+        values=values,
     )
+
+
+def _json_children(value: object) -> Iterable[object]:
+    if isinstance(value, list):
+        return value  # pyright: ignore[reportUnknownVariableType]
+    if isinstance(value, dict):
+        return [item for pair in value.items() for item in pair]  # pyright: ignore[reportUnknownVariableType]
+    return ()
 
 
 def _json_key_line(text: str, key: str) -> int:

@@ -18,6 +18,11 @@ run): :meth:`AgentRegistry.untrusted_servers` lists those agents.
 When two definitions share a name the higher one wins and the other is reported as shadowed. Every
 public call first checks the directories (a listing and a ``stat`` per file, no parsing), then
 re-reads only the files that changed, appeared or disappeared, so edits apply without a restart.
+
+A repository can hold any number of agent files, and every one is read before the first request:
+the project's are read within :class:`~nestor.agents.file_limits.AgentFileLimits` (files, bytes,
+front-matter values, directory entries), in precedence order, and :meth:`AgentRegistry.read_limit`
+names where reading stopped.
 """
 
 from __future__ import annotations
@@ -27,74 +32,23 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
-from typing import Literal, TypeAlias
+from typing import TypeAlias
 
+from nestor.agents.file_limits import PROJECT_LIMITS, AgentFileLimits, LimitTally
+from nestor.agents.listing import agent_names
+from nestor.agents.locations import AgentLocation, agent_locations, list_agent_files
 from nestor.agents.readers import ECOSYSTEMS, read_agent_file, read_agent_text
 from nestor.agents.readers_common import AgentFileProblem, ReadContext, ReadResult
 from nestor.agents.spec import AgentSource, AgentSpec
 from nestor.config.paths import default_user_config_path
 from nestor.core.errors import UnknownAgentError
 
-Layout: TypeAlias = Literal["flat", "tree", "folders"]
 _Fingerprint: TypeAlias = tuple[int, int, int, int]
 
 _LEVEL_RANK: dict[AgentSource, int] = {"project": 0, "user": 1, "builtin": 2}
 _BUILTIN_PACKAGE = "nestor.agents.builtin"
 # "-compact" files are variants of a built-in's prompt for small models, not agents of their own.
 _VARIANT_SUFFIX = "-compact"
-
-
-@dataclass(frozen=True, slots=True)
-class AgentLocation:
-    """One directory agents are read from.
-
-    Attributes:
-        ecosystem: The file format of the directory.
-        source: ``project`` or ``user``.
-        directory: The directory.
-        layout: ``flat`` (``*.md`` or ``*.json`` in it), ``tree`` (``**/*.md``) or ``folders``
-            (``<name>/AGENTS.md``).
-        config_dirs: Where the format's ``rules/`` and ``skills/`` are looked up, in order.
-
-    """
-
-    ecosystem: str
-    source: AgentSource
-    directory: Path
-    layout: Layout = "flat"
-    config_dirs: tuple[Path, ...] = ()
-
-    @property
-    def suffix(self) -> str:
-        """The file name ending of agent files here."""
-        return ".json" if self.ecosystem == "mini-cc" else ".md"
-
-
-def agent_locations(project_root: Path, *, home: Path, user_config_dir: Path) -> tuple[AgentLocation, ...]:
-    """Every directory agents are read from, in precedence order (computed, not checked on disk)."""
-    root = project_root
-    opencode_user = home / ".config" / "opencode"
-    return (
-        AgentLocation(
-            "nestor", "project", root / ".nestor" / "agents", "flat", (root / ".nestor", user_config_dir)
-        ),
-        AgentLocation(
-            "claude", "project", root / ".claude" / "agents", "flat", (root / ".claude", home / ".claude")
-        ),
-        AgentLocation("opencode", "project", root / ".opencode" / "agent", "tree"),
-        AgentLocation("opencode", "project", root / ".opencode" / "agents", "tree"),
-        AgentLocation("gemini", "project", root / ".gemini" / "agents"),
-        AgentLocation("emdash", "project", root / ".emdash" / "agents", "flat", (root / ".emdash",)),
-        AgentLocation("mini-cc", "project", root / ".mini-cc" / "agents"),
-        AgentLocation("deepagents", "project", root / ".deepagents" / "agents", "folders"),
-        AgentLocation("nestor", "user", user_config_dir / "agents", "flat", (user_config_dir,)),
-        AgentLocation("claude", "user", home / ".claude" / "agents", "flat", (home / ".claude",)),
-        AgentLocation("opencode", "user", opencode_user / "agent", "tree"),
-        AgentLocation("opencode", "user", opencode_user / "agents", "tree"),
-        AgentLocation("gemini", "user", home / ".gemini" / "agents"),
-        AgentLocation("codeally", "user", home / ".code_ally" / "agents"),
-        AgentLocation("deepagents", "user", home / ".deepagents" / "agents", "folders"),
-    )
 
 
 @dataclass(slots=True)
@@ -119,6 +73,7 @@ class AgentRegistry:
         user_config_dir: Path,
         builtin: bool = True,
         trusted: bool = True,
+        limits: AgentFileLimits = PROJECT_LIMITS,
     ) -> None:
         """Create a registry.
 
@@ -128,10 +83,13 @@ class AgentRegistry:
             user_config_dir: nestor's user configuration directory (``~/.config/nestor``).
             builtin: Include the agents shipped with nestor.
             trusted: The user trusts the project's folder, so its agent files choose their model.
+            limits: How much of the project's agent files is read (the user's are not limited).
 
         """
         self._project_root = project_root
         self._trusted = trusted
+        self._limits = limits
+        self._limit_problem: AgentFileProblem | None = None
         self._all_locations = agent_locations(project_root, home=home, user_config_dir=user_config_dir)
         self._locations: tuple[AgentLocation, ...] | None = None
         self._include_builtin = builtin
@@ -167,11 +125,13 @@ class AgentRegistry:
         folded = [candidate for key, candidate in self._effective.items() if key.lower() == name.lower()]
         if len(folded) == 1:
             return folded[0]
-        available = ", ".join(spec.name for spec in self.delegable()) or "(none)"
-        message = f"unknown agent type {name!r}; available agents: {available}"
+        message = f"unknown agent type {name!r}; available agents: {agent_names(self.delegable())}"
         broken = self._broken_definition(name)
         if broken is not None:
             message += f". {broken.path} defines it but could not be loaded: {broken.message}"
+        elif self._limit_problem is not None:
+            stopped = self._limit_problem.path
+            message += f". Not every agent file of the project was read: nestor stopped at {stopped}"
         raise UnknownAgentError(
             message,
             hint=f"use one of the available agent types, or define {name!r} in "
@@ -206,42 +166,66 @@ class AgentRegistry:
         """The directories agents are read from, in precedence order."""
         return self._all_locations
 
+    def read_limit(self) -> AgentFileProblem | None:
+        """The warning that the project's agent files passed the limits (where reading stopped), or None."""
+        self._refresh()
+        return self._limit_problem
+
     def _refresh(self) -> None:
         if self._include_builtin and self._builtin is None:
             self._builtin = _read_builtin()
             self._stale = True
-        seen: set[Path] = set()
+        tally = LimitTally(self._limits)
+        read: set[Path] = set()
         for location in self._active_locations():
-            for path, default_name in _list_agent_files(location):
-                if path in seen:
+            project = location.source == "project"
+            if project and not tally.listing:
+                continue
+            for path, default_name in list_agent_files(location, tally if project else None):
+                if path in read:
                     continue
-                seen.add(path)
-                self._check_file(location, path, default_name)
-        for path in [path for path in self._files if path not in seen]:
+                if self._check_file(location, path, default_name, tally if project else None):
+                    read.add(path)
+                elif project and not tally.reading:
+                    break
+        for path in [path for path in self._files if path not in read]:
             del self._files[path]
+            self._stale = True
+        limit_problem = tally.problem()
+        if limit_problem != self._limit_problem:
+            self._limit_problem = limit_problem
             self._stale = True
         if self._stale:
             self._resolve()
             self._stale = False
 
-    def _check_file(self, location: AgentLocation, path: Path, default_name: str) -> None:
+    def _check_file(
+        self, location: AgentLocation, path: Path, default_name: str, tally: LimitTally | None
+    ) -> bool:
+        """Read ``path`` unless its cached result is current; False when it is gone or past the limits."""
         fingerprint = _fingerprint(path)
         if fingerprint is None:
-            return
+            return False
+        size = fingerprint[2]
+        if tally is not None and not tally.admit(path, size):
+            return False
         cached = self._files.get(path)
         if (
-            cached is not None
-            and cached.fingerprint == fingerprint
-            and cached.dependencies == _fingerprints(cached.result.depends_on)
+            cached is None
+            or cached.fingerprint != fingerprint
+            or cached.dependencies != _fingerprints(cached.result.depends_on)
         ):
-            return
-        inside = self._project_root if location.source == "project" else None
-        context = ReadContext(
-            path, location.source, location.ecosystem, default_name, location.config_dirs, inside
-        )
-        result = read_agent_file(context)
-        self._files[path] = _CachedFile(context, fingerprint, _fingerprints(result.depends_on), result)
-        self._stale = True
+            inside = self._project_root if location.source == "project" else None
+            context = ReadContext(
+                path, location.source, location.ecosystem, default_name, location.config_dirs, inside
+            )
+            result = read_agent_file(context)
+            cached = _CachedFile(context, fingerprint, _fingerprints(result.depends_on), result)
+            self._files[path] = cached
+            self._stale = True
+        if tally is not None:  # each file it attaches is looked for again on every refresh
+            tally.add(size, cached.result.values + len(cached.result.depends_on))
+        return True
 
     def _active_locations(self) -> tuple[AgentLocation, ...]:
         """The locations, without a directory seen before (the home directory as the project)."""
@@ -255,6 +239,8 @@ class AgentRegistry:
     def _resolve(self) -> None:
         results = list(self._builtin or ()) + [cached.result for cached in self._files.values()]
         problems = [problem for result in results for problem in result.problems]
+        if self._limit_problem is not None:
+            problems.append(self._limit_problem)
         name_lines = {id(result.spec): result.name_line for result in results if result.spec is not None}
         candidates = sorted((result.spec for result in results if result.spec is not None), key=_precedence)
         self._untrusted_models, self._untrusted_servers = [], []
@@ -347,44 +333,6 @@ def _read_builtin() -> tuple[ReadResult, ...]:
         context = ReadContext(Path(str(entry)), "builtin", "nestor", stem)
         results.append(read_agent_text(context, entry.read_text(encoding="utf-8")))
     return tuple(results)
-
-
-def _list_agent_files(location: AgentLocation) -> list[tuple[Path, str]]:
-    """The agent files of ``location`` with each one's default name, sorted; [] when it is missing."""
-    directory = location.directory
-    if location.layout == "folders":
-        return [
-            (directory / name / "AGENTS.md", name)
-            for name in _entries(directory, want_dirs=True)
-            if (directory / name / "AGENTS.md").is_file()
-        ]
-    if location.layout == "flat":
-        names = _entries(directory, want_dirs=False)
-        return [
-            (directory / name, name[: -len(location.suffix)])
-            for name in names
-            if name.endswith(location.suffix)
-        ]
-    found: list[tuple[Path, str]] = []
-    for current, dirs, files in os.walk(directory):
-        dirs[:] = sorted(name for name in dirs if not name.startswith("."))
-        for name in sorted(files):
-            if name.endswith(location.suffix) and not name.startswith("."):
-                found.append((Path(current) / name, name[: -len(location.suffix)]))
-    return found
-
-
-def _entries(directory: Path, *, want_dirs: bool) -> list[str]:
-    try:
-        with os.scandir(directory) as iterator:
-            names = [
-                entry.name
-                for entry in iterator
-                if not entry.name.startswith(".") and (entry.is_dir() if want_dirs else entry.is_file())
-            ]
-    except OSError:
-        return []
-    return sorted(names)
 
 
 def _fingerprint(path: Path) -> _Fingerprint | None:

@@ -17,7 +17,12 @@ from fnmatch import fnmatchcase
 
 from nestor.tools.catalogue import ToolCatalogue
 
-NESTOR_TOOLS: tuple[str, ...] = ToolCatalogue().names()
+# Readers map every tool name of every agent file: building a catalogue for each name took half
+# the start of a project with 20,000 agent files, so the built-ins' names are gathered here, once.
+_BUILTIN = ToolCatalogue()
+_BUILTIN_ALIASES = _BUILTIN.aliases()
+
+NESTOR_TOOLS: tuple[str, ...] = _BUILTIN.names()
 """Every tool name nestor has, in the order tool lists are shown (the catalogue's built-ins)."""
 
 # What nestor offers instead of some well-known tools it does not have.
@@ -60,7 +65,8 @@ def split_tool_entry(entry: str) -> ToolEntry:
 
 def map_tool_name(name: str, catalogue: ToolCatalogue | None = None) -> str | None:
     """Return the nestor tool ``name`` means (any ecosystem, any case), or None if unknown."""
-    return (catalogue or ToolCatalogue()).aliases().get(name.strip().lower())
+    known = _BUILTIN_ALIASES if catalogue is None else catalogue.aliases()
+    return known.get(name.strip().lower())
 
 
 def is_wildcard(name: str) -> bool:
@@ -75,18 +81,20 @@ def expand_tool_wildcard(pattern: str, catalogue: ToolCatalogue | None = None) -
     so it yields ``view``. The result is in the catalogue's order, without repeats; it is empty
     when the wildcard matches nothing nestor has.
     """
-    tools = catalogue or ToolCatalogue()
+    tools = catalogue or _BUILTIN
     lowered = pattern.strip().lower()
     matched = {tool for name, tool in tools.aliases().items() if fnmatchcase(name, lowered)}
     return tuple(tool for tool in tools.names() if tool in matched)
 
 
-def describe_unknown_tool(name: str, catalogue: ToolCatalogue | None = None) -> str:
-    """A one-line explanation for a tool name nestor does not know, with what it offers instead."""
-    tools = catalogue or ToolCatalogue()
-    known = tools.aliases()
+def describe_unknown_tool(name: str, catalogue: ToolCatalogue | None = None, *, suggest: bool = True) -> str:
+    """A one-line explanation for a tool name nestor does not know, with what it offers instead.
+
+    ``suggest`` looks for a close name too, which costs a comparison with every name nestor knows.
+    """
+    known = _BUILTIN_ALIASES if catalogue is None else catalogue.aliases()
     lowered = name.strip().lower()
-    offered = "nestor's tools are: " + ", ".join(tools.names())
+    offered = "nestor's tools are: " + ", ".join(NESTOR_TOOLS if catalogue is None else catalogue.names())
     if lowered.startswith("mcp_"):
         return (
             f"{name!r} looks like an MCP tool, but nestor names them mcp__SERVER__TOOL (or mcp__SERVER "
@@ -97,6 +105,6 @@ def describe_unknown_tool(name: str, catalogue: ToolCatalogue | None = None) -> 
         return (
             f"nestor has no tool {name!r}, so the agent runs without it; instead, {alternative} ({offered})"
         )
-    close = difflib.get_close_matches(lowered, list(known), n=1, cutoff=0.75)
+    close = difflib.get_close_matches(lowered, list(known), n=1, cutoff=0.75) if suggest else []
     suggestion = f"; did you mean {known[close[0]]!r}?" if close else ""
     return f"nestor has no tool {name!r}, so the agent runs without it{suggestion} ({offered})"

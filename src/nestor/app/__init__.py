@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from nestor.app.conversation import Conversation, Outcome, title_from_prompt
-    from nestor.app.root import App, ignored_settings_notices
+    from nestor.app.notices import ignored_settings_notices
+    from nestor.app.root import App
     from nestor.runtime.kernel.setup import RunResult
     from nestor.store.sessions import Session
 
@@ -35,7 +36,7 @@ __all__ = [
 
 _HOMES = {
     "App": "nestor.app.root",
-    "ignored_settings_notices": "nestor.app.root",
+    "ignored_settings_notices": "nestor.app.notices",
     "Conversation": "nestor.app.conversation",
     "Outcome": "nestor.app.conversation",
     "title_from_prompt": "nestor.app.conversation",

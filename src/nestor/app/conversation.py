@@ -18,6 +18,7 @@ from nestor.core.usage import Usage
 from nestor.runtime.tree.tree_usage import TreeUsage
 
 if TYPE_CHECKING:
+    from nestor.app.checkpoints import SessionCheckpoints
     from nestor.core.events import Compacted, StopReason
     from nestor.core.permission import PermissionAnswer
     from nestor.runtime.features.titles import TitleWriter
@@ -72,6 +73,7 @@ class Conversation:
             (a headless run: "ask" rules deny, with the reason told to the model).
         titles: Returns the writer of sessions' titles, if one was made.
         needs_title: The session has no title yet: the first prompt becomes it.
+        checkpoints: Undo, rewind and fork for the session (``/undo``, ``/rewind``, ``/fork``).
 
     """
 
@@ -85,6 +87,7 @@ class Conversation:
         questions: PermissionQuestions | None = None,
         titles: Callable[[], TitleWriter | None] = lambda: None,
         needs_title: bool = False,
+        checkpoints: SessionCheckpoints | None = None,
     ) -> None:
         self._agent = agent
         self._coordinator = coordinator
@@ -93,6 +96,8 @@ class Conversation:
         self._questions = questions
         self._titles = titles
         self._needs_title = needs_title
+        self.checkpoints = checkpoints
+        """Undo, rewind and fork for this session; None for a conversation built without them."""
 
     @property
     def session_id(self) -> str:

@@ -4,22 +4,29 @@ A light module (no runtime): ``add`` writes a ``[mcp_servers.NAME]`` table into 
 ``config.toml`` (``--scope user``, the default; comments and layout kept) or a server into the
 project's ``.mcp.json`` (``--scope project``, Claude Code's shared file); ``remove`` takes a server
 out of every file that defines it. States come from starting the servers (see
-:class:`~nestor.tools.mcp.servers.McpServers`).
+:class:`~nestor.tools.mcp.servers.McpServers`): the configured ones and a project's agent files'
+own, a project's only once approved (``nestor.app.mcp_approvals``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
+from nestor.agents.registry import project_registry
 from nestor.agents.spec import AgentSpec
+from nestor.app.mcp_approvals import opened_approvals
 from nestor.config.mcp_json import MCP_JSON_NAME
 from nestor.config.paths import PROJECT_CONFIG_NAME, default_user_config_path
 from nestor.config.sections import McpServerConfig, check_mcp_server_names
 from nestor.config.settings import Settings
 from nestor.core.errors import ConfigError, NestorError
+from nestor.runtime.tree.mcp_tools import own_project_servers
 from nestor.tools.catalogue import ToolCatalogue
 from nestor.tools.mcp.names import server_of
 from nestor.tools.mcp.servers import McpServers, ServerState
@@ -95,30 +102,57 @@ def remove_server(name: str, *, project_root: Path, env: Mapping[str, str]) -> l
     return changed
 
 
-async def server_states(settings: Settings, names: list[str] | None = None) -> list[ServerState]:
-    """The state of each configured server (or of ``names``), starting them to count their tools.
+async def server_states(
+    settings: Settings, names: list[str] | None = None, env: Mapping[str, str] = os.environ
+) -> list[ServerState]:
+    """The state of each server (or of ``names``), starting them to count their tools.
+
+    The servers are the configured ones and those a project's agent files define; a project's
+    server starts only if its definition is approved (else its status is ``not approved``).
 
     Raises:
-        NestorError: One of ``names`` is not configured.
+        NestorError: One of ``names`` is not a server of the config or of an agent file.
+        StoreError: The database (where approvals are) cannot be opened.
 
     """
-    configs = dict(settings.mcp_servers)
+    groups: list[tuple[str | None, dict[str, McpServerConfig], dict[str, Any]]] = [
+        (None, dict(settings.mcp_servers), dict(settings.project_mcp_servers))
+    ]
+    registry = project_registry(Path(settings.project_root), env, trusted=settings.project_trusted)
+    for spec in registry.specs():
+        if project := own_project_servers(spec):
+            groups.append((f"agent {spec.name}", dict(spec.own_mcp_servers), project))
+    known = {name for _owner, configs, _project in groups for name in configs}
     for name in names or ():
-        if name not in configs:
-            known = ", ".join(configs) or "none"
-            raise NestorError(f"no MCP server named {name!r}", hint=f"configured: {known}; nestor mcp list")
-    if names is not None:
-        configs = {name: configs[name] for name in names}
-    servers = McpServers(
-        configs,
-        catalogue=ToolCatalogue(),
-        log_dir=settings.data_dir / "mcp" / "logs",
-        project_root=Path(settings.project_root),
-    )
-    try:
-        return await servers.states()
-    finally:
-        await servers.close()
+        if name not in known:
+            configured = ", ".join(sorted(known)) or "none"
+            raise NestorError(
+                f"no MCP server named {name!r}", hint=f"configured: {configured}; nestor mcp list"
+            )
+    with opened_approvals(settings) as approvals:
+        sets = [
+            McpServers(
+                {name: config for name, config in configs.items() if names is None or name in names},
+                catalogue=ToolCatalogue(),
+                log_dir=settings.data_dir / "mcp" / "logs",
+                project_root=Path(settings.project_root),
+                owner=owner,
+                project=project,
+                approve=approvals.allows,
+            )
+            for owner, configs, project in groups
+        ]
+        try:
+            listed = await asyncio.gather(*(servers.states() for servers in sets))
+        finally:
+            await asyncio.gather(*(servers.close() for servers in sets))
+        return [
+            state
+            if state.project is None
+            else replace(state, approved=approvals.state(state.project) == "approved")
+            for states in listed
+            for state in states
+        ]
 
 
 def _claude_shape(table: dict[str, Any], config: McpServerConfig) -> dict[str, Any]:

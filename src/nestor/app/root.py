@@ -16,12 +16,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from nestor.agents.registry import AgentRegistry, project_registry
-from nestor.agents.spec import AgentSpec
+from nestor.app.checkpoints import (
+    SessionCheckpoints,
+    prune_old_checkpoints,
+    recorder_for,
+    stored_session_checkpoints,
+)
 from nestor.app.conversation import Conversation, title_from_prompt
 from nestor.app.lsp_info import LspManager, ServerStatus, language_servers
+from nestor.app.mcp_approvals import approval_asker
 from nestor.app.mcp_config import unconfigured_server_notices
+from nestor.app.notices import MOST_NAMED, ignored_settings_notices
 from nestor.bus import EventBus, EventHandler
-from nestor.config.paths import PROJECT_CONFIG_NAME, default_user_config_path
+from nestor.config.paths import default_user_config_path
 from nestor.config.settings import Settings
 from nestor.core.errors import NestorError, SessionNotFoundError
 from nestor.providers.models import ModelBuilder
@@ -35,10 +42,13 @@ from nestor.runtime.kernel.loop import SessionAgent
 from nestor.runtime.kernel.permission_gate import PermissionAsker
 from nestor.runtime.kernel.permission_questions import PermissionQuestions
 from nestor.runtime.tree.delegation import AgentTree
+from nestor.store.approvals import Approvals
 from nestor.store.db import Database, open_database
 from nestor.store.messages import MessageStore
 from nestor.store.sessions import Session, SessionStore
 from nestor.tools.catalogue import ToolCatalogue
+from nestor.tools.editor_files import EditorFiles
+from nestor.tools.mcp.approval import ServerApprovals
 from nestor.tools.mcp.servers import McpServers
 
 
@@ -58,6 +68,8 @@ class App:
         models: Builds the models of this process (each once).
         tools: Builds the tools of every agent (web client, caches, todo lists).
         lsp: The project's language servers (none runs until a tool touches a file of its language).
+        editor_files: The editor this process serves (``nestor acp``), whose files ``view``,
+            ``edit`` and ``write`` read and write; None uses the disk.
 
     """
 
@@ -71,14 +83,17 @@ class App:
     notify: Callable[[str], None] = field(default=lambda _message: None)
     tree: AgentTree | None = None
     catalogue: ToolCatalogue = field(default_factory=ToolCatalogue)
+    editor_files: EditorFiles | None = None
     models: ModelBuilder = field(init=False)
     tools: ToolBuilder = field(init=False)
     lsp: LspManager = field(init=False)
     _registry: AgentRegistry | None = None
     _mcp: McpServers | None = None
+    _approvals: ServerApprovals | None = None
     _factories: list[AgentFactory] = field(default_factory=list[AgentFactory])
     _held: list[str] = field(default_factory=list[str])
     _heartbeat: asyncio.Task[None] | None = None
+    _pruning: asyncio.Task[list[str]] | None = None
     _ignored_notice_given: bool = False
 
     def __post_init__(self) -> None:
@@ -91,10 +106,17 @@ class App:
             config_dir=default_user_config_path().parent,
             notify=self.notify,
             lsp=self.lsp,
+            files=self.editor_files,
         )
 
     @classmethod
-    def open(cls, settings: Settings, *, notify: Callable[[str], None] | None = None) -> App:
+    def open(
+        cls,
+        settings: Settings,
+        *,
+        notify: Callable[[str], None] | None = None,
+        editor_files: EditorFiles | None = None,
+    ) -> App:
         """Open the database named by ``settings`` (creating it on first use)."""
         database = open_database(settings.database_path)
         return cls(
@@ -105,6 +127,7 @@ class App:
             bus=EventBus(),
             coordinator=Coordinator(),
             notify=notify or (lambda _message: None),
+            editor_files=editor_files,
         )
 
     def close(self) -> None:
@@ -117,6 +140,8 @@ class App:
             self.titles.cancel()
         if self._heartbeat is not None:
             self._heartbeat.cancel()
+        if self._pruning is not None:
+            self._pruning.cancel()
         for session_id in self._held:
             self.sessions.release(session_id)
         self._held.clear()
@@ -128,6 +153,8 @@ class App:
         MCP servers of sub-agents are stopped too; with no language server started, nothing waits.
         """
         try:
+            if self._pruning is not None:
+                await asyncio.gather(self._pruning, return_exceptions=True)
             for factory in self._factories:
                 await factory.close()
             if self._mcp is not None:
@@ -139,7 +166,9 @@ class App:
     def mcp_servers(self) -> McpServers | None:
         """The configured MCP servers (``[mcp_servers]``, a trusted project's ``.mcp.json``), or None.
 
-        Nothing starts here: a server starts when an agent that gets its tools is built.
+        Nothing starts here: a server starts when an agent that gets its tools is built, a
+        project's only once its definition is approved. These start with the main agent, before
+        any UI could ask: an unapproved one is skipped and named (the REPL and the TUI ask first).
         """
         if self._mcp is None and self.settings.mcp_servers:
             self._mcp = McpServers(
@@ -148,8 +177,17 @@ class App:
                 log_dir=mcp_log_dir(self.settings),
                 project_root=Path(self.settings.project_root),
                 notify=self.notify,
+                project=self.settings.project_mcp_servers,
+                approve=self.server_approvals().allows,
             )
         return self._mcp
+
+    def server_approvals(self) -> ServerApprovals:
+        """The user's approvals of this project's MCP servers (see ``nestor.tools.mcp.approval``)."""
+        if self._approvals is None:
+            root = Path(self.settings.project_root)
+            self._approvals = ServerApprovals(Approvals(self.database), root, notify=self.notify)
+        return self._approvals
 
     def hold(self, session_id: str) -> None:
         """Hold the main agent's session until :meth:`close` (or until another main session is held).
@@ -188,6 +226,10 @@ class App:
             return latest
         return None
 
+    def fork_session(self, session: Session, before_seq: int | None = None) -> Session:
+        """A copy of a main session (its messages before ``before_seq``; all for None) to run instead."""
+        return stored_session_checkpoints(self.settings, self.database, session).fork(before_seq)
+
     def project_sessions(self, limit: int = 50) -> list[Session]:
         """The main sessions of this project, the most recently updated first (a session picker's list)."""
         return self.sessions.list(str(self.settings.project_root), limit=limit)
@@ -211,9 +253,7 @@ class App:
         if not self._ignored_notice_given:
             self._ignored_notice_given = True
             registry = self.agent_registry(environment)
-            for line in ignored_settings_notices(
-                settings, registry.untrusted_models(), registry.untrusted_servers()
-            ) + unconfigured_server_notices(settings, registry.specs()):
+            for line in _start_notices(settings, registry):
                 self.notify(line)
         if session is not None:
             self.hold(session.id)  # before anything slow: a session in use is refused at once
@@ -227,6 +267,8 @@ class App:
             hooks.extend(self._title_hooks(environment))
         project_root = Path(settings.project_root)
         user_config_dir = default_user_config_path(environment).parent
+        recorder = recorder_for(settings, self.database, session.id, project_root, self.notify)
+        self._start_pruning()
         factory = AgentFactory(
             settings=settings,
             registry=self.agent_registry(environment),
@@ -243,7 +285,10 @@ class App:
             user_config_dir=user_config_dir,
             subagent_hooks=subagent_hooks,
             mcp=self.mcp_servers(),
+            mcp_approvals=self.server_approvals(),
+            ask_approval=None if asker is None else approval_asker(asker, session.id),
             notify=self.notify,
+            checkpoints=recorder,
         )
         self._factories.append(factory)
         self.tree = factory.tree
@@ -302,6 +347,7 @@ class App:
             questions=questions,
             titles=lambda: self.titles,
             needs_title=not existing and not first_prompt,
+            checkpoints=SessionCheckpoints(self._factories[-1].checkpoints, self.database, agent.session_id),
         )
 
     def language_servers(self) -> list[ServerStatus]:
@@ -343,6 +389,13 @@ class App:
         for removed in lineage:
             shutil.rmtree(self.scratch_dir(removed), ignore_errors=True)
 
+    def _start_pruning(self) -> None:
+        """Prune snapshots older than ``[checkpoints] keep_days``, once per process, in the background."""
+        if self._pruning is None:
+            self._pruning = asyncio.get_running_loop().create_task(
+                prune_old_checkpoints(self.settings, self.database), name="prune-checkpoints"
+            )
+
     def _title_hooks(self, env: Mapping[str, str]) -> list[Hook]:
         """The hook that titles a new session; none when the small model cannot be built."""
         if self.titles is None:
@@ -368,29 +421,16 @@ def mcp_log_dir(settings: Settings) -> Path:
     return settings.data_dir / "mcp" / "logs"
 
 
-def ignored_settings_notices(
-    settings: Settings, untrusted_agents: Sequence[AgentSpec], agents_with_servers: Sequence[AgentSpec] = ()
-) -> list[str]:
-    """One line per reason project settings were not applied; [] when everything applied."""
-    lines: list[str] = []
-    untrusted = [item.key for item in settings.ignored if item.reason == "untrusted"]
-    untrusted += [f"agent {spec.name}'s model" for spec in untrusted_agents]
-    untrusted += [f"agent {spec.name}'s MCP servers" for spec in agents_with_servers]
-    if untrusted:
-        lines.append(
-            f"this folder is not trusted, so its settings that would widen what nestor may do or where data "
-            f"goes were ignored ({', '.join(untrusted)}); run `nestor trust` or pass --trust if you trust it"
-        )
-    redefined = [item.key for item in settings.ignored if item.reason == "user provider"]
-    if redefined:
-        lines.append(
-            f"{PROJECT_CONFIG_NAME} may not redefine a built-in provider or one of your config, so "
-            f"{', '.join(redefined)} was ignored"
-        )
-    key_senders = [item.key for item in settings.ignored if item.reason == "user key"]
-    if key_senders:
-        lines.append(
-            f"{PROJECT_CONFIG_NAME} may not send the API key of a provider you configure to a server of its "
-            f"own, so {', '.join(key_senders)} was ignored"
-        )
-    return lines
+def _start_notices(settings: Settings, registry: AgentRegistry) -> list[str]:
+    """What a start tells the user about the project's settings and agent files, one line each."""
+    limit = registry.read_limit()
+    servers = unconfigured_server_notices(settings, registry.specs())
+    if len(servers) > MOST_NAMED:  # one line per agent: a repository may define hundreds
+        servers[MOST_NAMED:] = [
+            f"{len(servers) - MOST_NAMED} more agents name MCP servers that are not configured"
+        ]
+    return (
+        ([str(limit)] if limit is not None else [])
+        + ignored_settings_notices(settings, registry.untrusted_models(), registry.untrusted_servers())
+        + servers
+    )

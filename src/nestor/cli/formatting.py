@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from nestor.core.events import AgentFinished, Compacted
+from nestor.core.permission import PermissionRequest
 from nestor.core.usage import Usage, format_cost, format_tokens
 
 _ARG_KEYS = ("command", "path", "pattern", "url", "query", "file_path", "description", "prompt")
@@ -81,3 +82,16 @@ def usage_summary(usage: Usage) -> str:
         cost += f" (+{usage.unpriced_requests} unpriced)"
     parts.append(cost)
     return " · ".join(parts)
+
+
+def suggested_rule(request: PermissionRequest) -> str:
+    """The allow rule that would let such calls run without asking, as ``nestor.toml`` spells it.
+
+    ``bash(git status)``, ``write(src/app.py)``, ``fetch(https://example.com/*)``: the tool and
+    what "allow for this session" covers (its grant key), or the request's target when it covers
+    every call of the tool.
+    """
+    covered = request.grant_key if request.grant_key != "*" else request.target
+    if request.tool_name in ("fetch", "web_fetch") and request.grant_key != "*":
+        covered = request.grant_key.rstrip("/") + "/*"
+    return f"{request.tool_name}({covered})" if covered else request.tool_name

@@ -35,22 +35,41 @@ def run_headless(
     output_format: str,
     resume: str | None = None,
     continue_latest: bool = False,
+    fork: bool = False,
 ) -> int:
-    """Run ``prompt`` on the main agent without asking the user anything; return the exit code."""
+    """Run ``prompt`` on the main agent without asking the user anything; return the exit code.
+
+    ``fork`` runs it on a copy of the resumed session (``--fork-session``), which stays as it was.
+    """
     settings = options.load_settings()
     return asyncio.run(
-        _run(settings, prompt, output_format=output_format, resume=resume, continue_latest=continue_latest)
+        _run(
+            settings,
+            prompt,
+            output_format=output_format,
+            resume=resume,
+            continue_latest=continue_latest,
+            fork=fork,
+        )
     )
 
 
 async def _run(
-    settings: Settings, prompt: str, *, output_format: str, resume: str | None, continue_latest: bool
+    settings: Settings,
+    prompt: str,
+    *,
+    output_format: str,
+    resume: str | None,
+    continue_latest: bool,
+    fork: bool,
 ) -> int:
     from nestor.app import App
 
     app = App.open(settings, notify=lambda message: print(f"nestor: {message}", file=sys.stderr, flush=True))
     try:
         session = app.find_session(resume=resume, continue_latest=continue_latest)
+        if fork and session is not None:
+            session = app.fork_session(session)
         conversation = await app.conversation(session=session, interactive=False, first_prompt=prompt)
         app.subscribe(_event_printer(output_format, sys.stdout, sys.stderr))
 

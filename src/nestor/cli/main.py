@@ -1,4 +1,4 @@
-"""The Typer application: ``nestor``, ``run``, ``models``, ``sessions ...``, ``agents ...``, ``lsp ...``."""
+"""The Typer application: ``nestor``, ``run``, ``acp``, ``models``, ``sessions``, ``agents``, ``lsp``."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import typer
 
 from nestor.cli import agents_cmd, lsp_cmd, mcp_cmd, sessions_cmd
 from nestor.cli.options import CommonOptions
+from nestor.core.errors import NestorError
 
 app = typer.Typer(
     name="nestor",
@@ -55,7 +56,8 @@ TrustOption = Annotated[
     typer.Option(
         "--trust",
         help="Apply this project's own settings for this run (allow rules, providers, ...), as a "
-        "trusted folder's are; without it they apply only once you run `nestor trust`.",
+        "trusted folder's are; without it they apply only once you run `nestor trust`. Its MCP "
+        "servers still start only once approved (nestor mcp approve).",
     ),
 ]
 DebugOption = Annotated[bool, typer.Option("--debug", help="Show tracebacks of unexpected errors.")]
@@ -144,6 +146,13 @@ def run(
         float | None,
         typer.Option(min=0, help="Most seconds of wall time for this run, sub-agents included; 0: no limit."),
     ] = None,
+    fork_session: Annotated[
+        bool,
+        typer.Option(
+            "--fork-session",
+            help="With --resume or --continue: run on a copy of the session (a fork), leaving it as it is.",
+        ),
+    ] = False,
 ) -> None:
     """Run one prompt to completion without asking anything, and print the answer.
 
@@ -168,6 +177,8 @@ def run(
         max_tokens=max_tokens,
         max_time_s=max_time,
     )
+    if fork_session and not (resume or continue_latest):
+        raise NestorError("--fork-session needs the session to fork", hint="add --resume ID or --continue")
     text = prompt if prompt is not None else _read_stdin_prompt()
     raise typer.Exit(
         run_headless(
@@ -176,6 +187,65 @@ def run(
             output_format=output_format.value,
             resume=resume,
             continue_latest=continue_latest,
+            fork=fork_session,
+        )
+    )
+
+
+@app.command()
+def undo(
+    ctx: typer.Context,
+    session: Annotated[
+        str | None, typer.Option("--session", "-s", help="The session (default: this project's latest).")
+    ] = None,
+    to: Annotated[
+        int | None,
+        typer.Option(
+            "--to",
+            min=1,
+            metavar="PROMPT_N",
+            help="Go back to before prompt N (sessions show lists them); default: the last prompt "
+            "whose changes are not undone.",
+        ),
+    ] = None,
+    code_only: Annotated[
+        bool, typer.Option("--code-only", help="Put the files back, keep the conversation.")
+    ] = False,
+    conversation_only: Annotated[
+        bool, typer.Option("--conversation-only", help="Cut the conversation back, leave the files.")
+    ] = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run", help="Print the files it would restore or delete, with diffs; change nothing."
+        ),
+    ] = False,
+    directory: DirOption = None,
+    trust: TrustOption = False,
+) -> None:
+    """Undo a prompt's changes and every later prompt's: the files the agents changed, and the conversation.
+
+    The files changed by any agent of the session's tree, bash commands included, go back to what
+    they held before the first change to them, all or none: a restore that cannot be done in full
+    changes nothing. Files changed outside nestor are left alone; the conversation cut back is
+    kept whole in a new session first (its id is printed).
+    """
+    from nestor.cli.undo_cmd import run_undo
+
+    if code_only and conversation_only:
+        raise NestorError(
+            "--code-only and --conversation-only exclude each other",
+            hint="give one of them, or neither for both",
+        )
+    common = CommonOptions.merge(ctx.obj, directory=directory, trust=trust)
+    raise typer.Exit(
+        run_undo(
+            common,
+            session_id=session,
+            to=to,
+            code=not conversation_only,
+            conversation=not code_only,
+            dry_run=dry_run,
         )
     )
 
@@ -192,6 +262,30 @@ def models(
 
 
 @app.command()
+def acp(
+    ctx: typer.Context,
+    model: ModelOption = None,
+    small_model: SmallModelOption = None,
+    yolo: YoloOption = False,
+    trust: TrustOption = False,
+    debug: DebugOption = False,
+) -> None:
+    """Serve nestor to an editor over the Agent Client Protocol (ACP) on stdin and stdout.
+
+    The editor starts this command and drives sessions in the folders it opens: prompts, tool
+    calls with their diffs, permission questions (answered in the editor; --yolo starts sessions
+    in the yolo mode, where deny and ask rules still hold), and the agent tree (sub-agents show
+    inside their task calls). See the README's "Editors" section for each editor's settings.
+    """
+    from nestor.cli.acp.server import run_acp
+
+    common = CommonOptions.merge(
+        ctx.obj, model=model, small_model=small_model, yolo=yolo, trust=trust, debug=debug
+    )
+    raise typer.Exit(run_acp(common))
+
+
+@app.command()
 def trust(
     ctx: typer.Context,
     path: Annotated[
@@ -205,6 +299,8 @@ def trust(
     A repository's settings are a stranger's input: until you trust its folder, nestor ignores
     those that would widen what it may do or where your data goes (allow rules, providers, models,
     web allow lists, budgets, sandbox relaxations). Folders inside a trusted one are trusted too.
+    A project's MCP servers also need their definition approved (nestor mcp approve): trust does
+    not approve them.
     """
     from nestor.cli.trust_cmd import run_trust
 
@@ -212,8 +308,6 @@ def trust(
 
 
 def _read_stdin_prompt() -> str:
-    from nestor.core.errors import NestorError
-
     if sys.stdin is None or sys.stdin.isatty():
         raise NestorError(
             "no prompt given", hint='pass one: nestor run "what does this project do?" (or pipe it on stdin)'

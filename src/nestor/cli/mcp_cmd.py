@@ -1,10 +1,12 @@
-"""``nestor mcp add|list|get|remove|serve``: MCP servers, shaped like ``claude mcp``.
+"""``nestor mcp add|list|get|remove|approve|serve``: MCP servers, shaped like ``claude mcp``.
 
 ``add`` writes the user's ``config.toml`` (``--scope user``, the default) or the project's
 ``.mcp.json`` (``--scope project``: shared with the repository, applied only in a trusted folder).
-``list`` and ``get`` start each server to show its status and tools; ``--json`` prints
-``{"servers": [{"name", "transport", "target", "enabled", "status", "tools", "tool_names",
-"error"}]}`` (``tools`` is the count).
+``list`` and ``get`` start each server to show its status and tools, but a project's server only
+once approved; ``--json`` prints ``{"servers": [{"name", "origin", "transport", "target",
+"enabled", "status", "approved", "tools", "tool_names", "error"}]}`` (``tools`` is the count,
+``approved`` null for the user's own servers). ``approve`` shows a project server's definition
+and records the user's approval of it.
 """
 
 from __future__ import annotations
@@ -13,18 +15,21 @@ import asyncio
 import json
 import os
 import sys
+from collections.abc import Callable
 from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 if TYPE_CHECKING:
+    from nestor.app.mcp_approvals import ProjectServer
     from nestor.app.mcp_config import ServerState
     from nestor.cli.options import CommonOptions
     from nestor.config.settings import Settings
 
 app = typer.Typer(
-    help="Add, list, show and remove MCP servers; serve nestor's agents over MCP.", no_args_is_help=True
+    help="Add, list, show, remove and approve MCP servers; serve nestor's agents over MCP.",
+    no_args_is_help=True,
 )
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
@@ -100,46 +105,107 @@ def add(
     if scope == Scope.project:
         print(
             f"it applies once you trust {options.project_root} (nestor trust), "
-            "as every project setting that widens what nestor does"
+            f"as every project setting that widens what nestor does, and starts once approved "
+            f"(nestor mcp approve {name})"
         )
 
 
 @app.command("list")
 def list_servers(ctx: typer.Context, as_json: JsonOption = False) -> None:
-    """List the configured servers, each started to show its status and its number of tools."""
+    """List the servers (configured, and a project's agent files' own), each started to show its status.
+
+    A project's server starts only once you approved its definition (nestor mcp approve NAME).
+    """
+    from nestor.app.notices import ignored_settings_notices
+
     settings = _options(ctx).load_settings()
-    ignored = [item.key for item in settings.ignored if item.reason == "untrusted" and "mcp" in item.key]
-    if ignored:
-        print(
-            f"nestor: this folder is not trusted, so {', '.join(ignored)} were ignored; "
-            "run `nestor trust` or pass --trust if you trust it",
-            file=sys.stderr,
-        )
+    about_mcp = tuple(item for item in settings.ignored if "mcp" in item.key or item.reason == "variable")
+    for line in ignored_settings_notices(settings.model_copy(update={"ignored": about_mcp}), []):
+        print(f"nestor: {line}", file=sys.stderr)
     states = _states(settings, None)
     if as_json:
-        print(json.dumps({"servers": [_state_dict(settings, state) for state in states]}, indent=2))
+        print(json.dumps({"servers": [_state_dict(state) for state in states]}, indent=2))
         return
     if not states:
         print("no MCP servers; add one with nestor mcp add NAME -- COMMAND ARGS")
     for state in states:
         problem = f"  ({state.error})" if state.error else ""
+        origin = f" ({state.project.origin})" if state.project else ""
         tools = len(state.tools)
-        print(f"{state.name}: {state.target} [{state.transport}] {state.status}, {tools} tools{problem}")
+        print(
+            f"{state.name}{origin}: {state.target} [{state.transport}] {state.status}, {tools} tools{problem}"
+        )
+        if state.approved is False:
+            print(f"  not approved: nestor mcp approve {state.name} shows its definition and approves it")
 
 
 @app.command("get")
 def get(ctx: typer.Context, name: NameArgument, as_json: JsonOption = False) -> None:
-    """Show one server: how it is reached, its status and its tools."""
+    """Show a server: how it is reached, where it is defined, whether it is approved, its status and tools."""
     settings = _options(ctx).load_settings()
-    (state,) = _states(settings, [name])
-    document = _state_dict(settings, state)
+    states = _states(settings, [name])
     if as_json:
-        print(json.dumps(document, indent=2))
+        documents = [_state_dict(state) for state in states]
+        print(json.dumps(documents[0] if len(documents) == 1 else {"servers": documents}, indent=2))
         return
-    for key in ("name", "transport", "target", "enabled", "status", "error"):
-        if document[key] not in ("", None):
-            print(f"{key}: {document[key]}")
-    print("tools:" + "".join(f"\n  {tool}" for tool in state.tools) if state.tools else "tools: none")
+    for number, state in enumerate(states):
+        document = _state_dict(state)
+        if number:
+            print()
+        for key in ("name", "origin", "transport", "target", "enabled", "status", "approved", "error"):
+            if document[key] not in ("", None):
+                print(f"{key}: {document[key]}")
+        if state.project is not None:
+            print(f"definition: {state.project.definition}")
+        print("tools:" + "".join(f"\n  {tool}" for tool in state.tools) if state.tools else "tools: none")
+
+
+@app.command("approve")
+def approve(
+    ctx: typer.Context,
+    name: Annotated[
+        str | None, typer.Argument(help="The project's server to approve (each one of that name).")
+    ] = None,
+    every: Annotated[
+        bool, typer.Option("--all", help="Approve every project server not yet approved.")
+    ] = False,
+) -> None:
+    """Show a project's MCP server definition and approve it, so that it may start.
+
+    A project's servers (its .mcp.json, nestor.toml [mcp_servers] and agent files' own) start only
+    once you approved their exact definition; a changed definition needs approving again. Trusting
+    the folder (nestor trust, --trust) approves none. The REPL and the TUI ask; nestor run and
+    nestor mcp serve skip a server not approved.
+    """
+    from nestor.app.mcp_approvals import approve_servers, pending_servers, project_servers
+    from nestor.core.errors import NestorError, UsageError
+
+    if (name is not None) == every:
+        raise UsageError(
+            "nestor mcp approve takes a server's NAME or --all", hint="nestor mcp list shows them"
+        )
+    settings = _options(ctx).load_settings()
+    servers = [server for server in project_servers(settings) if every or server.name == name]
+    if name is not None and not servers:
+        if name in settings.mcp_servers:
+            print(f"MCP server {name} is your own (your config), which needs no approval")
+            return
+        untrusted = "" if settings.project_trusted else " (this folder is not trusted: nestor trust first)"
+        raise NestorError(
+            f"this project defines no MCP server named {name!r}{untrusted}", hint="nestor mcp list shows them"
+        )
+    pending = pending_servers(settings, servers)
+    approve_servers(settings, [server for server, _state in pending])
+    for server, state in pending:
+        changed = ", its definition changed since you approved it" if state == "changed" else ""
+        print(f"approved MCP server {server.name} (defined by {server.origin}{changed}):")
+        print("  " + json.dumps(json.loads(server.definition), indent=2).replace("\n", "\n  "))
+    waiting = {server for server, _state in pending}
+    for server in servers:
+        if server not in waiting:
+            print(f"MCP server {server.name} ({server.origin}) was approved already")
+    if not servers:
+        print("this project defines no MCP server")
 
 
 @app.command("remove")
@@ -164,19 +230,51 @@ def serve(ctx: typer.Context) -> None:
     asyncio.run(serve_agents(_options(ctx).load_settings()))
 
 
+def ask_to_approve_servers(settings: Settings, ask: Callable[[str], str]) -> None:
+    """Before the REPL or the TUI starts: ask about each project server not approved that would start.
+
+    These are the enabled servers of the project's config, which start with the main agent,
+    before the UI could ask (its agent files' own are asked about when a sub-agent starts them).
+    A yes is stored; a server declined does not start, and the run says so.
+
+    Raises:
+        StoreError: The database, where approvals are, fails.
+
+    """
+    from nestor.app.mcp_approvals import approval_request, approve_servers, pending_servers
+
+    configured = settings.project_mcp_servers
+    servers = [server for name, server in configured.items() if settings.mcp_servers[name].enabled]
+    approved: list[ProjectServer] = []
+    for server, state in pending_servers(settings, servers) if servers else ():
+        request = approval_request(server, state)
+        try:
+            answer = ask(
+                f"{request.description}?\n  {request.target}\nStart it, now and while it stays so? [y/N] "
+            )
+        except EOFError:
+            answer = ""
+        if answer.strip().lower() in ("y", "yes"):
+            approved.append(server)
+    if approved:
+        approve_servers(settings, approved)
+
+
 def _states(settings: Settings, names: list[str] | None) -> list[ServerState]:
     from nestor.app.mcp_config import server_states
 
     return asyncio.run(server_states(settings, names))
 
 
-def _state_dict(settings: Settings, state: ServerState) -> dict[str, Any]:
+def _state_dict(state: ServerState) -> dict[str, Any]:
     return {
         "name": state.name,
+        "origin": state.project.origin if state.project else "user config",
         "transport": state.transport,
         "target": state.target,
-        "enabled": settings.mcp_servers[state.name].enabled,
+        "enabled": state.status != "disabled",
         "status": state.status,
+        "approved": state.approved,
         "tools": len(state.tools),
         "tool_names": list(state.tools),
         "error": state.error,

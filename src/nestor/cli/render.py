@@ -16,6 +16,7 @@ their text is a report for the agent that started them, not for the user.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
 from rich.console import Console
 from rich.markdown import Markdown
@@ -56,7 +57,7 @@ from nestor.core.events import (
     ToolFinished,
     ToolStarted,
 )
-from nestor.core.permission import PermissionRequest
+from nestor.core.permission import PERMISSION_CHOICES, PermissionRequest
 from nestor.core.usage import format_tokens
 
 __all__ = [
@@ -345,12 +346,18 @@ class EventRenderer:
 
     # -- the REPL's own lines ---------------------------------------------------------------
 
-    def permission_question(self, request: PermissionRequest, agent_id: str) -> str:
+    def permission_question(
+        self, request: PermissionRequest, agent_id: str, choices: Sequence[str] = PERMISSION_CHOICES
+    ) -> str:
         """The one-line question asked about ``request``; a sub-agent's says which agent asks.
 
-        ``[explore 9f3a1c] wants to: Read /etc/hosts (outside the project). Allow? ...``
+        ``[explore 9f3a1c] wants to: Read /etc/hosts (outside the project). Allow? ...``; a yes/no
+        question (``choices`` without ``session``: a project's MCP server to approve) shows its
+        target, the server's definition, on a second line.
         """
         outside = " (outside the project)" if request.outside_project else ""
+        if "session" not in choices:
+            return f"{self._tag(agent_id)}{request.description}? [y] yes  [n] no\n  {request.target}"
         if self._is_main(agent_id):
             return f"Allow {request.description}{outside}? [y] once  [a] for this session  [n] deny"
         return (
@@ -358,11 +365,19 @@ class EventRenderer:
             "Allow? [y] once  [a] for this agent  [n] deny"
         )
 
-    def show_permission_answer(self, request: PermissionRequest, agent_id: str, answer: str) -> None:
+    def show_permission_answer(
+        self,
+        request: PermissionRequest,
+        agent_id: str,
+        answer: str,
+        choices: Sequence[str] = PERMISSION_CHOICES,
+    ) -> None:
         """Print the user's answer to a permission question, so it stays in the scrollback."""
         allowed = answer != "deny"
         main = self._is_main(agent_id)
         words = (_ANSWER_WORDS if main else _SUB_AGENT_ANSWER_WORDS).get(answer, answer)
+        if "session" not in choices:
+            words = "yes" if allowed else "no"
         line = Text("  ⎿ " if main else self._prefix(agent_id))
         line.append("✓ " if allowed else "✗ ", style="green" if allowed else "red")
         line.append(f"{words}: {request.description}")

@@ -39,6 +39,7 @@ from rich.console import Console
 from nestor.cli.error_report import report_error
 from nestor.cli.formatting import spinner_frame
 from nestor.cli.headless import detach_from_terminal, terminal_outputs
+from nestor.cli.mcp_cmd import ask_to_approve_servers
 from nestor.cli.options import CommonOptions
 from nestor.cli.render import EventRenderer
 from nestor.cli.repl_controller import PermissionPrompter, ReplController
@@ -76,6 +77,8 @@ class PendingQuestion:
     def __init__(self) -> None:
         self._current: tuple[str, asyncio.Future[str]] | None = None
         self._listeners: list[Callable[[], None]] = []
+        self.keys: str | None = None
+        """What the keys answer, for the status line (None: a permission question's y / a / n)."""
 
     @property
     def text(self) -> str | None:
@@ -86,15 +89,18 @@ class PendingQuestion:
         """Call ``listener`` whenever a question appears or goes."""
         self._listeners.append(listener)
 
-    async def ask(self, question: str) -> str:
-        """Show ``question`` and wait for :meth:`answer`; a ``ReadAnswer`` for the prompter."""
+    async def ask(self, question: str, keys: str | None = None) -> str:
+        """Show ``question`` and wait for :meth:`answer`; a ``ReadAnswer`` for the prompter.
+
+        ``keys`` says what the keys answer, when they are not a permission's y / a / n.
+        """
         future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-        self._current = (question, future)
+        self._current, self.keys = (question, future), keys
         self._notify()
         try:
             return await future
         finally:
-            self._current = None
+            self._current, self.keys = None, None
             self._notify()
 
     def answer(self, text: str) -> bool:
@@ -214,7 +220,12 @@ class LinePrompt:
         return [("class:prompt.busy" if self._controller.busy else "class:prompt", "› ")]
 
     def _toolbar(self) -> StyleAndTextTuples:
-        if self._question.text is not None:
+        question = self._question.text
+        if question is not None and self._question.keys is not None:
+            return [("", self._question.keys)]
+        if question is not None and "[a]" not in question:  # a yes/no question (an MCP server to approve)
+            return [("", "y yes · n or Esc no · Ctrl-C no and stop")]
+        if question is not None:
             return [("", "y allow once · a allow for this session · n or Esc deny · Ctrl-C deny and stop")]
         if self.exit_armed:
             return [("", "press Ctrl-C again to exit")]
@@ -317,6 +328,7 @@ def run_repl(options: CommonOptions, *, resume: str | None, continue_latest: boo
         return report_error(error, debug=options.debug)
     try:
         settings = settings_after_asking(options, options.load_settings(), input)
+        ask_to_approve_servers(settings, input)
     except NestorError as exc:
         return report_error(exc, debug=options.debug)
     return asyncio.run(
@@ -365,6 +377,7 @@ async def repl_main(
             open_conversation=open_conversation,
             prompter=prompter,
             project_root=str(settings.project_root),
+            ask=lambda text: question.ask(text, keys="y yes · n or Esc no"),
         )
         try:
             await controller.open(app.find_session(resume=resume, continue_latest=continue_latest))

@@ -16,8 +16,11 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from nestor.cli.render import EventRenderer, counted, usage_summary
+from nestor.cli.undo_commands import COMMAND_HELP as UNDO_HELP
+from nestor.cli.undo_commands import Ask, UndoCommands
 from nestor.core.errors import NestorError
 from nestor.core.events import Event, PermissionRequested, PermissionWithdrawn
+from nestor.core.permission import PERMISSION_CHOICES
 
 if TYPE_CHECKING:
     from nestor.app import Conversation, RunResult, Session
@@ -84,17 +87,26 @@ class PermissionPrompter:
             self._asking[event.request_id].cancel()
 
     async def _ask_and_answer(self, event: PermissionRequested) -> None:
-        self.answer(event.request_id, await self.ask(event.request, event.agent_id))
+        self.answer(event.request_id, await self.ask(event.request, event.agent_id, event.choices))
 
-    async def ask(self, request: PermissionRequest, agent_id: str) -> PermissionAnswer:
-        """Ask about ``request`` from agent ``agent_id``; return ``once``, ``session`` or ``deny``."""
+    async def ask(
+        self,
+        request: PermissionRequest,
+        agent_id: str,
+        choices: tuple[PermissionAnswer, ...] = PERMISSION_CHOICES,
+    ) -> PermissionAnswer:
+        """Ask about ``request`` from agent ``agent_id``; return one of ``choices``.
+
+        ``choices`` are ``once``, ``session`` and ``deny``, or without ``session`` a yes/no
+        question (y or yes is ``once``).
+        """
         async with self._lock:
             self._renderer.flush_text()
-            question = self._renderer.permission_question(request, agent_id)
+            question = self._renderer.permission_question(request, agent_id, choices)
             answer = parse_answer(await self._read_answer(question))
-            while answer is None:
+            while answer not in choices:
                 answer = parse_answer(await self._read_answer(question))
-            self._renderer.show_permission_answer(request, agent_id, answer)
+            self._renderer.show_permission_answer(request, agent_id, answer, choices)
             return answer
 
 
@@ -104,6 +116,7 @@ _COMMAND_HELP = {
     "/session": "id, title and model of this session",
     "/clear": "start a new session (the current one stays stored)",
     "/compact": "summarise the older conversation to free context (/compact FOCUS to steer the summary)",
+    **UNDO_HELP,
     "/exit": "leave nestor (also /quit, Ctrl-D)",
     "/quit": "leave nestor",
 }
@@ -128,6 +141,8 @@ class ReplController:
         prompter: Asks the user the permission questions; answers go to the current conversation.
             None where the UI answers them itself (the TUI's dialogs).
         project_root: Shown in the banner.
+        ask: Asks the user to confirm an undo (y or n); None writes nothing (the REPL's question,
+            the TUI's dialog).
 
     """
 
@@ -138,6 +153,7 @@ class ReplController:
         open_conversation: OpenConversation,
         prompter: PermissionPrompter | None,
         project_root: str,
+        ask: Ask | None = None,
     ) -> None:
         self.renderer = renderer
         self._open_conversation = open_conversation
@@ -145,6 +161,15 @@ class ReplController:
         self._conversation: Conversation | None = None
         self._compaction: asyncio.Task[None] | None = None
         self._after_compaction: list[str] = []
+        self._undoing: asyncio.Task[None] | None = None
+        self.undo = UndoCommands(
+            renderer,
+            ask,
+            conversation=lambda: self.conversation,
+            busy=lambda: self.busy,
+            switch=self._switch_to,
+        )
+        """``/undo``, ``/rewind``, ``/fork``, and the TUI's undo of one sub-agent."""
         if prompter is not None:
             prompter.answer = self._answer
 
@@ -196,6 +221,9 @@ class ReplController:
         if not text:
             return True
         try:
+            if self.undoing:
+                self.renderer.info("an undo is waiting for its answer: y or n", style="yellow")
+                return True
             if _is_command(text):
                 return await self._command(text)
             self.submit(text)
@@ -216,6 +244,15 @@ class ReplController:
             task.add_done_callback(self._report_crash)
         return task
 
+    @property
+    def undoing(self) -> bool:
+        """True while ``/undo``, ``/rewind``, ``/fork`` or an agent's undo shows, asks or writes."""
+        return self._undoing is not None and not self._undoing.done()
+
+    def start_undo(self, work: Awaitable[None]) -> None:
+        """Run an undo's dialogue in the background: the prompt stays live for its question."""
+        self._undoing = asyncio.ensure_future(work)
+
     def cancel(self) -> bool:
         """Stop the main agent's run or compaction; False when none was going."""
         if self._compaction is not None and not self._compaction.done():
@@ -224,7 +261,9 @@ class ReplController:
         return self._conversation is not None and self._conversation.cancel()
 
     async def wait(self) -> RunResult | None:
-        """Wait for the main agent's run to end (None when there is none)."""
+        """Wait for the main agent's run (and an undo going on) to end (None when there is no run)."""
+        if self._undoing is not None:
+            await asyncio.gather(self._undoing, return_exceptions=True)
         if self._compaction is not None:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._compaction
@@ -234,6 +273,9 @@ class ReplController:
 
     async def shutdown(self) -> None:
         """Stop the run in progress, if any, and wait until what it did is stored."""
+        if self._undoing is not None:
+            self._undoing.cancel()  # a question nobody will answer; files being written are finished
+            await asyncio.gather(self._undoing, return_exceptions=True)
         if self._conversation is None:
             return
         if self.cancel():
@@ -264,6 +306,9 @@ class ReplController:
         elif name == "/compact":
             focus = text.split(maxsplit=1)[1] if len(text.split(maxsplit=1)) > 1 else None
             self._start_compaction(focus)
+        elif name in UNDO_HELP:
+            argument = text.split(maxsplit=1)[1] if len(text.split(maxsplit=1)) > 1 else ""
+            self.start_undo(self.undo.run(name, argument))
         else:
             known = " ".join(_COMMAND_HELP)
             self.renderer.info(f"unknown command {name}; the commands are: {known}", style="yellow")
@@ -290,6 +335,12 @@ class ReplController:
         self.renderer.info(
             f"new session {conversation.session_id} (the previous one stays stored)", style="dim"
         )
+
+    async def _switch_to(self, session: Session) -> Conversation:
+        """Go on in ``session`` (the same one cut back, or a fork); the current conversation is closed."""
+        conversation = await self._open_conversation(session)
+        self._use(conversation)
+        return conversation
 
     def _start_compaction(self, focus: str | None) -> None:
         if self.busy:

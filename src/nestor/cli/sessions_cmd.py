@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 if TYPE_CHECKING:
-    from nestor.app.records import MessageRecord, MessageStore, Session, SessionStore, StoredRow
+    from nestor.app.records import Database, MessageRecord, MessageStore, Session, SessionStore, StoredRow
     from nestor.cli.options import CommonOptions
     from nestor.cli.tree_view import AgentNode
 
-app = typer.Typer(help="List, show, export and delete stored sessions.", no_args_is_help=True)
+app = typer.Typer(help="List, show, export, fork and delete stored sessions.", no_args_is_help=True)
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,7 @@ class Stores:
 
     sessions: SessionStore
     messages: MessageStore
+    database: Database
 
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
@@ -45,7 +46,7 @@ def _stores(ctx: typer.Context) -> Iterator[Stores]:
 
     database = open_database(_options(ctx).load_settings().database_path)
     try:
-        yield Stores(SessionStore(database), MessageStore(database))
+        yield Stores(SessionStore(database), MessageStore(database), database)
     finally:
         database.close()
 
@@ -133,10 +134,20 @@ def show_session(
         session = stores.sessions.get(session_id)
         records = stores.messages.list_records(session.id)
         descendants = count_descendants(stores.sessions, session.id)
+        checkpoints = _checkpoint_lines(stores, session.id)
     print(render_transcript(session, records))
+    if checkpoints:
+        print("\n".join(checkpoints))
     note = _relatives_note(session, descendants)
     if note:
         print(note)
+
+
+def _checkpoint_lines(stores: Stores, session_id: str) -> list[str]:
+    from nestor.app.checkpoints import SessionCheckpoints
+    from nestor.cli.undo_cmd import checkpoint_lines
+
+    return checkpoint_lines(SessionCheckpoints(None, stores.database, session_id))
 
 
 def _load_rows(ctx: typer.Context, session_id: str) -> tuple[Session, list[StoredRow]]:
@@ -195,8 +206,11 @@ def delete_session(
     session_id: Annotated[str, typer.Argument(help="A session id (a unique prefix is enough).")],
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
 ) -> None:
-    """Delete a session, its messages and its sub-agent sessions."""
+    """Delete a session, its messages, its sub-agent sessions and the snapshots only it needed."""
+    import asyncio
+
     from nestor.app import App
+    from nestor.app.checkpoints import prune_after_delete
     from nestor.core.errors import NestorError
 
     application = App.open(_options(ctx).load_settings())
@@ -210,9 +224,30 @@ def delete_session(
             if not typer.confirm(f"Delete session {session.id} ({session.title or 'untitled'})?"):
                 raise typer.Exit(1)
         application.delete_session(session.id)
+        asyncio.run(prune_after_delete(application.settings, application.database, session.project_path))
     finally:
         application.close()
     print(f"deleted {session.id}")
+
+
+@app.command("fork")
+def fork_session(
+    ctx: typer.Context,
+    session_id: Annotated[str, typer.Argument(help="A main session's id (a unique prefix is enough).")],
+    at: Annotated[
+        int | None,
+        typer.Option(
+            "--at",
+            min=0,
+            metavar="MESSAGE",
+            help="Keep the messages before this one (its seq in sessions show --json); default: all.",
+        ),
+    ] = None,
+) -> None:
+    """Copy a session and its sub-agents' sessions into a new one (its id is printed); the original stays."""
+    from nestor.cli.undo_cmd import run_fork
+
+    run_fork(_options(ctx), session_id, at)
 
 
 def session_to_dict(session: Session) -> dict[str, Any]:

@@ -42,7 +42,10 @@ def run_trust(options: CommonOptions, path: Path | None, *, remove: bool, list_f
     if not folder.is_dir():
         raise NestorError(f"{folder} is not a folder", hint="pass the project's directory: nestor trust PATH")
     entry = folders.trust(folder)
-    print(f"trusted: {entry.path} (its nestor.toml and agent files now apply in full)")
+    print(
+        f"trusted: {entry.path} (its nestor.toml and agent files now apply in full; its MCP servers "
+        "start once you approve them: nestor mcp approve)"
+    )
     if entry.path in (Path.home().resolve(), Path("/")):
         print(
             f"note: every folder inside {entry.path} is trusted too, every repository you clone there "

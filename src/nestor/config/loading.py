@@ -10,6 +10,7 @@ from typing import Any
 
 from nestor.config.files import Layer, read_file
 from nestor.config.mcp_json import MCP_JSON_NAME, mcp_json_server_names, read_mcp_json
+from nestor.config.mcp_project import ProjectMcp, allowed_variables, project_mcp
 from nestor.config.paths import PROJECT_CONFIG_NAME, default_user_config_path, resolve_data_dir
 from nestor.config.sections import ConfigDocument
 from nestor.config.settings import IgnoredSetting, Settings
@@ -71,24 +72,31 @@ def load_settings(
     layers: list[Layer] = []
     project_ignored: list[IgnoredSetting] = []
     user_layer = read_file(user_path)
+    user_data = user_layer.data if user_layer else {}
     if user_layer is not None:
         layers.append(user_layer)
+    allowed = allowed_variables(user_data, str(user_path))
     ignored: list[IgnoredSetting] = []
     mcp_json = project_root / MCP_JSON_NAME
+    project_layer = read_file(project_root / PROJECT_CONFIG_NAME, inside=project_root)
+    data: dict[str, Any] = {}
+    if project_layer is not None:
+        data, project_ignored = project_data(project_layer.data, user_data, trusted=trusted)
+    mcp = ProjectMcp()
     if trusted:
-        mcp_layer = read_mcp_json(mcp_json, env, inside=project_root)
-        if mcp_layer is not None:
-            layers.append(mcp_layer)
+        json_tables = read_mcp_json(mcp_json, inside=project_root)
+        mcp = project_mcp(json_tables, data.get("mcp_servers"), user_data=user_data, allowed=allowed, env=env)
+        if json_tables is not None:
+            layers.append(Layer(str(mcp_json), {"mcp_servers": mcp.json_tables}, mcp_json))
+        if "mcp_servers" in data:
+            data["mcp_servers"] = mcp.toml_tables
     else:
         names = mcp_json_server_names(mcp_json, inside=project_root)
         ignored.extend(IgnoredSetting(f"{MCP_JSON_NAME} server {name}", "untrusted") for name in names)
-    project_layer = read_file(project_root / PROJECT_CONFIG_NAME, inside=project_root)
     if project_layer is not None:
-        data, project_ignored = project_data(
-            project_layer.data, user_layer.data if user_layer else {}, trusted=trusted
-        )
         ignored.extend(project_ignored)
         layers.append(Layer(project_layer.label, data, project_layer.path))
+    ignored.extend(mcp.ignored)
     for name, key_path in _ENV_PATHS.items():
         if value := env.get(name, "").strip():
             layers.append(Layer(name, _nest(key_path, value)))
@@ -110,6 +118,7 @@ def load_settings(
         sources=tuple(str(layer.path) if layer.path else layer.label for layer in layers),
         project_trusted=trusted,
         ignored=tuple(ignored),
+        project_mcp_servers=mcp.servers,
     )
 
 

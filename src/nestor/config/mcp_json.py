@@ -1,32 +1,28 @@
 """Claude Code's project ``.mcp.json``: its servers as ``[mcp_servers]`` tables.
 
 The file is ``{"mcpServers": {"NAME": {"type": "stdio", "command": ..., "args": [...], "env":
-{...}}}}`` (or ``"type": "http"``/``"sse"`` with ``url`` and ``headers``). ``${VAR}`` and
-``${VAR:-default}`` in its strings are expanded from the environment, as Claude Code does. It comes
-with the repository, so :func:`load_settings` uses it only in a trusted folder.
+{...}}}}`` (or ``"type": "http"``/``"sse"`` with ``url`` and ``headers``). It comes with the
+repository, so :func:`load_settings` uses it only in a trusted folder, and its ``${VAR}`` and
+``${VAR:-default}`` expand only the variables the user allows (:mod:`nestor.config.mcp_project`).
 """
 
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from nestor.config.files import Layer
 from nestor.core.errors import ConfigError
 from nestor.core.files import read_bounded_text
 
 MCP_JSON_NAME = ".mcp.json"
 _MAX_BYTES = 1_000_000
-_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _KEYS = {"type": "transport", "command": "command", "args": "args", "env": "env"}
 _KEYS |= {"url": "url", "headers": "headers", "cwd": "cwd", "timeout": "timeout", "enabled": "enabled"}
 
 
-def read_mcp_json(path: Path, env: Mapping[str, str], *, inside: Path | None = None) -> Layer | None:
-    """The servers of ``path`` as a config layer (``{"mcp_servers": {...}}``), or None without the file.
+def read_mcp_json(path: Path, *, inside: Path | None = None) -> dict[str, dict[str, Any]] | None:
+    """The servers of ``path`` as ``[mcp_servers]`` tables, as written (``${VAR}`` kept); None without it.
 
     Raises:
         ConfigError: The file cannot be read, is not JSON, or is not shaped like Claude Code's.
@@ -35,7 +31,7 @@ def read_mcp_json(path: Path, env: Mapping[str, str], *, inside: Path | None = N
     servers = _servers(path, inside)
     if servers is None:
         return None
-    tables: dict[str, Any] = {}
+    tables: dict[str, dict[str, Any]] = {}
     for name, entry in servers.items():
         if not isinstance(entry, dict):
             raise _shape_error(path, f"mcpServers.{name} must be an object")
@@ -44,9 +40,9 @@ def read_mcp_json(path: Path, env: Mapping[str, str], *, inside: Path | None = N
             ours = _KEYS.get(str(key))  # pyright: ignore[reportUnknownArgumentType]
             if ours is None:
                 raise _shape_error(path, f"mcpServers.{name}: unknown key {key!r}; known: {', '.join(_KEYS)}")
-            table[ours] = _expand(value, env)
+            table[ours] = value
         tables[name] = table
-    return Layer(str(path), {"mcp_servers": tables}, path)
+    return tables
 
 
 def mcp_json_server_names(path: Path, *, inside: Path | None = None) -> list[str]:
@@ -77,16 +73,6 @@ def _servers(path: Path, inside: Path | None) -> dict[str, Any] | None:
     if not isinstance(servers, dict):
         raise _shape_error(path, 'expected {"mcpServers": {"NAME": {...}}}')
     return {str(name): entry for name, entry in servers.items()}  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
-
-
-def _expand(value: Any, env: Mapping[str, str]) -> Any:
-    if isinstance(value, str):
-        return _VARIABLE.sub(lambda match: env.get(match.group(1)) or (match.group(2) or ""), value)
-    if isinstance(value, list):
-        return [_expand(item, env) for item in value]  # pyright: ignore[reportUnknownVariableType]
-    if isinstance(value, dict):
-        return {key: _expand(item, env) for key, item in value.items()}  # pyright: ignore[reportUnknownVariableType]
-    return value
 
 
 def _shape_error(path: Path, message: str) -> ConfigError:

@@ -250,6 +250,22 @@ class SandboxConfig(_ConfigModel):
     writable_git: StrictBool = False
 
 
+class CheckpointsConfig(_ConfigModel):
+    """The ``[checkpoints]`` table: snapshots of the project for ``/undo``, ``/rewind`` and ``nestor undo``.
+
+    Attributes:
+        enabled: Snapshot the project before each prompt's first change and after each tool call
+            that can change files (``write``, ``edit``, ``bash``, MCP tools not marked read-only).
+        max_file_mb: Files larger than this are not snapshotted (an undo leaves them as they are).
+        keep_days: Snapshots older than this are pruned (0 keeps them until their session is deleted).
+
+    """
+
+    enabled: StrictBool = True
+    max_file_mb: Annotated[StrictFloat | StrictInt, Field(gt=0)] = 10
+    keep_days: Annotated[StrictInt, Field(ge=0)] = 30
+
+
 McpTransport: TypeAlias = Literal["stdio", "http", "sse"]
 MCP_SERVER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*(?:_[A-Za-z0-9-]+)*")
 """An MCP server's name: letters, digits, '-' and single '_' (its tools are ``mcp__NAME__tool``)."""
@@ -306,6 +322,33 @@ class McpServerConfig(_ConfigModel):
         if self.transport is not None:
             return self.transport
         return "stdio" if self.command is not None else "http"
+
+
+ENV_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+"""An environment variable's name, as ``${NAME}`` spells it."""
+
+
+class McpConfig(_ConfigModel):
+    """The ``[mcp]`` table, read from the user's config only: what a project's MCP servers may read.
+
+    Attributes:
+        expand_env: The variables a project's ``.mcp.json`` may expand (``${GITHUB_TOKEN}``); any
+            other variable expands as if it were unset (its ``:-default``, else empty). A
+            provider's key variable is refused here.
+
+    """
+
+    expand_env: tuple[str, ...] = ()
+
+    @field_validator("expand_env")
+    @classmethod
+    def _check_names(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for name in value:
+            if not ENV_VARIABLE.fullmatch(name):
+                raise ValueError(
+                    f"{name!r} is not a variable name (write GITHUB_TOKEN, not ${{GITHUB_TOKEN}})"
+                )
+        return value
 
 
 def check_mcp_server_names(names: Iterable[str]) -> None:
@@ -377,7 +420,9 @@ class ConfigDocument(_ConfigModel):
     agents: AgentsConfig = AgentsConfig()
     web: WebConfig = WebConfig()
     sandbox: SandboxConfig = SandboxConfig()
+    checkpoints: CheckpointsConfig = CheckpointsConfig()
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict[str, McpServerConfig])
+    mcp: McpConfig = McpConfig()
     lsp: dict[str, LspServerConfig] = Field(default_factory=dict[str, LspServerConfig])
 
     @field_validator("mcp_servers")

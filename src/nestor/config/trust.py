@@ -6,7 +6,9 @@ does apply (``permissions.ask`` and ``.deny``, ``[context]``, ``local.threads``,
 ``web.search_results``, a stricter ``[sandbox]``, ``[lsp.NAME] enabled = false``); every other
 key is ignored and named in :attr:`~nestor.config.settings.Settings.ignored`. Even a trusted
 project never redefines a built-in provider or one the user config defines: the user's key and
-conversation go only where the user pointed them. No project, trusted or not, starts a language
+conversation go only where the user pointed them. Nor does it set ``[mcp]`` (which variables a
+project's MCP servers may read: the user's decision alone), and its MCP servers are kept apart from
+the user's (:mod:`nestor.config.mcp_project`). No project, trusted or not, starts a language
 server in a folder that is not trusted (see ``nestor.tools.lsp.servers``).
 """
 
@@ -42,7 +44,9 @@ def project_data(
     ignored: list[IgnoredSetting] = []
     user_providers: Any = user_data.get("providers")
     for section, value in data.items():
-        if section == "providers" and isinstance(value, dict):
+        if section == "mcp":
+            ignored.append(IgnoredSetting(section, "user only"))
+        elif section == "providers" and isinstance(value, dict):
             providers: dict[str, Any] = {}
             named: dict[str, Any] = value  # pyright: ignore[reportUnknownVariableType]
             for name, table in named.items():
@@ -50,7 +54,7 @@ def project_data(
                     isinstance(user_providers, dict) and name in user_providers
                 ):
                     ignored.append(IgnoredSetting(f"providers.{name}", "user provider"))
-                elif _sends_a_user_key(table, user_providers):
+                elif _sends_a_user_key(table, user_data):
                     ignored.append(IgnoredSetting(f"providers.{name}", "user key"))
                 elif trusted:
                     providers[name] = table
@@ -73,17 +77,21 @@ def project_data(
     return kept, ignored
 
 
-def _sends_a_user_key(table: object, user_providers: object) -> bool:
-    """Whether a project's provider table reads the key of a built-in or user-configured provider."""
-    variable: Any = table.get("api_key_env") if isinstance(table, dict) else None
-    if not isinstance(variable, str):
-        return False
+def user_key_variables(user_data: dict[str, Any]) -> frozenset[str]:
+    """The variables of the user's provider keys: the built-in ones and the user's ``api_key_env``s."""
+    user_providers: Any = user_data.get("providers")
     user_variables: set[str] = set()
     if isinstance(user_providers, dict):
         for user_table in user_providers.values():  # pyright: ignore[reportUnknownVariableType]
             if isinstance(user_table, dict) and isinstance(user_table.get("api_key_env"), str):  # pyright: ignore[reportUnknownMemberType]
-                user_variables.add(user_table["api_key_env"])  # pyright: ignore[reportUnknownArgumentType]
-    return variable.strip() in BUILTIN_KEY_VARIABLES | user_variables
+                user_variables.add(user_table["api_key_env"].strip())  # pyright: ignore[reportUnknownArgumentType, reportUnknownMemberType]
+    return BUILTIN_KEY_VARIABLES | user_variables
+
+
+def _sends_a_user_key(table: object, user_data: dict[str, Any]) -> bool:
+    """Whether a project's provider table reads the key of a built-in or user-configured provider."""
+    variable: Any = table.get("api_key_env") if isinstance(table, dict) else None
+    return isinstance(variable, str) and variable.strip() in user_key_variables(user_data)
 
 
 def _narrows(section: str, key: str, value: object, user_data: dict[str, Any]) -> bool:

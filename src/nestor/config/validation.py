@@ -17,14 +17,14 @@ def validate(layers: list[Layer]) -> ConfigDocument:
     """The layers merged, lowest precedence first, and validated; a problem raises a ConfigError."""
     merged: dict[str, Any] = {}
     for layer in layers:
-        merged = _merge(merged, layer.data, ())
+        merged = merge(merged, layer.data, ())
     try:
         return ConfigDocument.model_validate(merged)
     except ValidationError as exc:
         raise _config_error(exc.errors(include_url=False), layers) from None
 
 
-def _merge(base: dict[str, Any], top: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
+def merge(base: dict[str, Any], top: dict[str, Any], path: tuple[str, ...] = ()) -> dict[str, Any]:
     """Deep-merge ``top`` over ``base`` (see :mod:`nestor.config` for models and permissions)."""
     result = dict(base)
     for key, value in top.items():
@@ -32,7 +32,7 @@ def _merge(base: dict[str, Any], top: dict[str, Any], path: tuple[str, ...]) -> 
         if path == ("models",) and isinstance(old, str) and isinstance(value, dict):
             old = {"model": old}
         if isinstance(old, dict) and isinstance(value, dict):
-            result[key] = _merge(old, value, (*path, key))  # pyright: ignore[reportUnknownArgumentType]
+            result[key] = merge(old, value, (*path, key))  # pyright: ignore[reportUnknownArgumentType]
         elif path == ("permissions",) and isinstance(old, list) and isinstance(value, list):
             result[key] = old + [rule for rule in value if rule not in old]  # pyright: ignore[reportUnknownVariableType]
         else:

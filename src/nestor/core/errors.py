@@ -16,6 +16,7 @@ prints ``error: <cause>`` and ``hint: <hint>`` and never a traceback (unless ``-
     ├── StoreError                   the session database cannot be used
     │   ├── SessionNotFoundError     no session with that id (or prefix)
     │   └── SessionInUseError        another nestor process is running the session
+    ├── CheckpointError              a snapshot cannot be taken, or a restore cannot be done in full
     └── ToolError                    a tool refuses its input; becomes an error tool result
         └── PermissionDeniedError    a rule or the user denied a tool call
 """
@@ -98,6 +99,10 @@ class SessionNotFoundError(StoreError):
 
 class SessionInUseError(StoreError):
     """Another live nestor process holds the session: two runs of one session would interleave."""
+
+
+class CheckpointError(NestorError):
+    """A snapshot of the project cannot be taken, or an undo cannot be done in full (nothing changed)."""
 
 
 class ToolError(NestorError):

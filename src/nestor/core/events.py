@@ -27,10 +27,15 @@ class _Event(BaseModel):
 
 
 class AgentStarted(_Event):
-    """An agent began a run (a turn of its session)."""
+    """An agent began a run (a turn of its session).
+
+    A sub-agent's ``parent_tool_call_id`` is its parent's ``task`` call that started this run (a
+    pooled or resumed agent's changes with each task), so a UI can show the run inside that call.
+    """
 
     type: Literal["agent_started"] = "agent_started"
     parent_id: str | None = None
+    parent_tool_call_id: str | None = None
     depth: int = 0
     agent_type: str = "coder"
     description: str = ""
@@ -72,7 +77,11 @@ class ToolFinished(_Event):
 
 
 class PermissionAsked(_Event):
-    """A tool call needs the user's permission."""
+    """A tool call needs the user's permission (``decision`` None), or got its answer.
+
+    ``rule`` is the rule that decided, when one did (``bash(rm *)``): a question an ask rule raised
+    is one the user wrote down they want asked.
+    """
 
     type: Literal["permission_asked"] = "permission_asked"
     tool_call_id: str
@@ -80,12 +89,15 @@ class PermissionAsked(_Event):
     target: str
     decision: Literal["allow", "deny"] | None = None
     reason: str = ""
+    rule: str | None = None
 
 
 class PermissionRequested(_Event):
     """A tool call waits for the user's answer; a UI answers it by ``request_id`` through the facade.
 
     Published only where someone can answer (the REPL, a TUI); a headless run denies without asking.
+    ``choices`` are the answers to offer: :data:`~nestor.core.permission.YES_NO` makes it a yes/no
+    question (a project's MCP server to approve: its definition is the request's ``target``).
     """
 
     type: Literal["permission_requested"] = "permission_requested"

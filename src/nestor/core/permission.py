@@ -12,6 +12,9 @@ PermissionAnswer = Literal["once", "session", "deny"]
 
 PERMISSION_CHOICES: tuple[PermissionAnswer, ...] = ("once", "session", "deny")
 
+YES_NO: tuple[PermissionAnswer, ...] = ("once", "deny")
+"""The answers of a yes/no question (approving a project's MCP server): ``once`` is yes."""
+
 
 @dataclass(frozen=True, slots=True)
 class PermissionRequest:

@@ -7,9 +7,14 @@ collected (inside substitutions, pipelines, lists, subshells, groups, loops and 
 ``bash -c``), and each is normalised: leading ``VAR=value`` assignments dropped, the command name
 reduced to its basename, and wrappers such as ``env``, ``timeout`` or ``sudo`` unwrapped.
 
-What cannot be judged statically (a parse error, a command name that is an expansion, ``eval``, a
-shell reading its script from stdin) is reported as unresolved; rules never allow such a line.
-The words of a command come from :mod:`.bash_words`, and :mod:`.bash_wrappers` unwraps them.
+What cannot be judged statically is reported as unresolved, and rules never allow such a line: a
+parse error, a command name that is an expansion, a shell reading its script from stdin or a file,
+an expansion or arithmetic that evaluates a variable's value (:mod:`.bash_expansions`), a builtin
+that runs or defines code (:mod:`.bash_builtins`), git, awk, sed or another program told to run
+a command (:mod:`.bash_git`, :mod:`.bash_text_tools`, :mod:`.bash_command_options`), a variable
+that changes what commands run (:mod:`.variables`). The files the line's redirections open are collected too
+(:mod:`.bash_redirects`), for the read and write rules. The words of a command come from
+:mod:`.bash_words`, and :mod:`.bash_wrappers` unwraps them.
 """
 
 from __future__ import annotations
@@ -20,18 +25,42 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from nestor.permissions.bash_words import Word, node_text, word_of
+from nestor.permissions.bash_builtins import builtin_reason
+from nestor.permissions.bash_command_options import command_option_reason
+from nestor.permissions.bash_expansions import evaluation_reasons
+from nestor.permissions.bash_git import git_reason
+from nestor.permissions.bash_redirects import FileAccess, is_relative, redirect_accesses
+from nestor.permissions.bash_text_tools import AWKS, awk_reason, sed_reason
+from nestor.permissions.bash_words import Word, node_text, with_placeholder, word_of
 from nestor.permissions.bash_wrappers import PRIVILEGED_WRAPPERS, unwrap
 
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser
 
-SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "ash", "mksh", "yash"})
-# Builtins that run a string they are given: nothing static can be said about what they run.
-_STRING_EVALUATORS = frozenset({"eval", "trap", "fc"})
-# Builtins after which a later word may run something else than it says: an alias (with
-# ``shopt -s expand_aliases``) makes ``x -rf y`` run ``rm -rf y``.
-_COMMAND_DEFINERS = frozenset({"alias", "enable"})
+# Shells whose -c string is bash's syntax, and others whose string is parsed as bash too (a deny
+# rule still sees "rm" in "zsh -c 'rm x'") but whose own syntax may run more than bash's would.
+_BASH_SHELLS = frozenset({"sh", "bash", "dash", "ash"})
+SHELLS = _BASH_SHELLS | frozenset({"zsh", "ksh", "ksh93", "mksh", "pdksh", "oksh", "yash", "posh", "hush"})
+# Shells whose code is not bash's at all: nothing they run can be judged.
+_FOREIGN_SHELLS = frozenset(
+    {
+        "fish",
+        "csh",
+        "tcsh",
+        "rc",
+        "es",
+        "nu",
+        "elvish",
+        "xonsh",
+        "pwsh",
+        "powershell",
+        "ysh",
+        "osh",
+        "ion",
+        "murex",
+    }
+)
+_DIRECTORY_CHANGERS = frozenset({"cd", "pushd", "popd"})
 _MAX_SHELL_NESTING = 8
 # A command "named" like a reserved word means the grammar misread the line (tree-sitter-bash
 # reads "! { rm x; }" as a command "{"): the line is not judged, and the rest of the words are.
@@ -66,7 +95,6 @@ _COPROC = re.compile(r"^\s*coproc\s+(?:[A-Za-z_]\w*\s+(?=[{(]))?")
 # Options of a shell that take the next word as their value: "bash -o errexit -c 'rm x'".
 _SHELL_OPTIONS_WITH_VALUE = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
 _LINE_CONTINUATION = re.compile(rb"(?:\\\n)+")
-_GLOB_CHARACTERS = frozenset("*?[")
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,11 +132,13 @@ class CommandLine:
         commands: Every simple command found, in source order.
         unresolved: Why the line cannot be judged in full (empty when it can): allow rules never
             cover a line with a reason here, deny rules still apply to the commands found.
+        files: The files its redirections open, in source order.
 
     """
 
     commands: tuple[SimpleCommand, ...]
     unresolved: tuple[str, ...] = ()
+    files: tuple[FileAccess, ...] = ()
 
 
 @dataclass
@@ -117,6 +147,8 @@ class _Collector:
 
     commands: list[SimpleCommand] = field(default_factory=list[SimpleCommand])
     unresolved: list[str] = field(default_factory=list[str])
+    files: list[FileAccess] = field(default_factory=list[FileAccess])
+    changes_directory: bool = False
     depth: int = 0
 
 
@@ -131,7 +163,11 @@ def _parse_cached(source: str) -> CommandLine:
     _collect_source(source, collector)
     if not collector.commands and not collector.unresolved:
         collector.unresolved.append("no command to run")
-    return CommandLine(tuple(collector.commands), tuple(dict.fromkeys(collector.unresolved)))
+    files = collector.files
+    if collector.changes_directory:
+        # After a "cd", a relative path names a file in a directory only known when the line runs.
+        files = [FileAccess(None, f.action) if f.path and is_relative(f.path) else f for f in files]
+    return CommandLine(tuple(collector.commands), tuple(dict.fromkeys(collector.unresolved)), tuple(files))
 
 
 @functools.cache
@@ -147,6 +183,7 @@ def _collect_source(source: str, collector: _Collector) -> None:
     tree = _parser().parse(source.encode("utf-8", errors="surrogateescape"))
     if tree.root_node.has_error:
         collector.unresolved.append("the command does not parse")
+    collector.unresolved.extend(evaluation_reasons(tree.root_node))
     _walk(tree.root_node, collector)
 
 
@@ -159,6 +196,8 @@ def _walk(node: Node, collector: _Collector) -> None:
     elif kind in ("declaration_command", "unset_command"):
         words = [node_text(child) for child in node.children if child.type != "comment"]
         collector.commands.append(SimpleCommand(" ".join(words), allow_text=" ".join(words)))
+        if reason := builtin_reason(_declaration_words(node)):
+            collector.unresolved.append(reason)
         _walk_children(node, collector)
     elif kind == "function_definition":
         collector.unresolved.append("it defines a function")
@@ -172,20 +211,40 @@ def _walk_children(node: Node, collector: _Collector) -> None:
         _walk(child, collector)
 
 
+def _declaration_words(node: Node) -> list[Word]:
+    """``declare -i a=1 "$b"`` as words: the keyword, options, and each name (with ``=`` if assigned)."""
+    words: list[Word] = []
+    for child in node.children:
+        if child.type == "variable_assignment":
+            name = child.child_by_field_name("name")
+            words.append(Word(node_text(name) + "=" if name is not None else node_text(child), True))
+        elif child.type == "variable_name" or not child.is_named:
+            words.append(Word(node_text(child), True))
+        elif child.type != "comment":
+            words.append(word_of(child))
+    return words
+
+
 def _redirected(node: Node, collector: _Collector) -> None:
     body = node.child_by_field_name("body")
     redirects = [child for child in node.named_children if child != body]
     for redirect in redirects:
         _walk_children(redirect, collector)
+        _add_files(redirect, collector)
     if body is None:
         return
     if body.type == "command":
         _command(body, [_redirect_text(redirect) for redirect in redirects], collector)
         return
-    if any(_redirect_text(redirect) and redirect.type != "heredoc_redirect" for redirect in redirects):
-        # A redirection of a whole group belongs to no single command, so no rule can cover it.
-        collector.unresolved.append("a group of commands is redirected")
+    # A group's redirection is judged as the file it opens; each command inside as itself.
     _walk(body, collector)
+
+
+def _add_files(redirect: Node, collector: _Collector) -> None:
+    accesses, problem = redirect_accesses(redirect)
+    collector.files.extend(accesses)
+    if problem:
+        collector.unresolved.append(problem)
 
 
 def _redirect_text(node: Node) -> str:
@@ -218,6 +277,7 @@ def _command(node: Node, redirects: list[str], collector: _Collector) -> None:
             continue
         if child.type.endswith("redirect"):
             redirects.append(_redirect_text(child))
+            _add_files(child, collector)
             continue
         if child.type == "comment":
             continue
@@ -259,13 +319,13 @@ def _add_command(words: list[Word], redirects: list[str], collector: _Collector)
         collector.commands.append(SimpleCommand(texts[-1], tuple(texts[:-1]), allow_text))
         return
     name = _name(final)
-    if not final[0].static or _GLOB_CHARACTERS.intersection(final[0].text):
+    collector.changes_directory = collector.changes_directory or name in _DIRECTORY_CHANGERS
+    if not final[0].static or not final[0].single:
         collector.unresolved.append(f"the command name {final[0].text} is not known before it runs")
-    elif name in _STRING_EVALUATORS:
-        collector.unresolved.append(f"{name} runs a string")
-    elif name in _COMMAND_DEFINERS:
-        collector.unresolved.append(f"{name} defines commands")
-    elif name in SHELLS:
+        name = ""
+    elif reason := _program_reason(final):
+        collector.unresolved.append(reason)
+    if name in SHELLS:
         if _shell(final, collector):
             collector.commands.append(SimpleCommand(texts[-1], tuple(texts[:-1]), allow_text, False))
             return
@@ -276,6 +336,20 @@ def _add_command(words: list[Word], redirects: list[str], collector: _Collector)
 
 def _name(words: Sequence[Word]) -> str:
     return words[0].text if words else ""
+
+
+def _program_reason(words: list[Word]) -> str:
+    """Why the command ``words`` runs code its words only name, or ""."""
+    name = words[0].text
+    if name in _FOREIGN_SHELLS:
+        return f"{name} runs code in a language other than bash's"
+    if name == "git":
+        return git_reason(words)
+    if name in AWKS:
+        return awk_reason(words)
+    if name == "sed":
+        return sed_reason(words)
+    return builtin_reason(words) or command_option_reason(words)
 
 
 def _shell(words: list[Word], collector: _Collector) -> bool:
@@ -297,7 +371,13 @@ def _shell(words: list[Word], collector: _Collector) -> bool:
             continue
         if text == "--" or not text.startswith(("-", "+")):
             if index == 0 or not any(_has_c_flag(a.text) for a in args[:index]):
-                return False  # a script file: the shell is an ordinary command
+                script = args[index + 1].text if text == "--" and index + 1 < len(args) else text
+                collector.unresolved.append(
+                    f"{words[0].text} runs the script {script}, whose commands are not read"
+                )
+                return False
+            if words[0].text not in _BASH_SHELLS:
+                collector.unresolved.append(f"{words[0].text}'s syntax is not bash's, which nestor reads")
             if collector.depth >= _MAX_SHELL_NESTING:
                 collector.unresolved.append("shells are nested too deep")
                 return True
@@ -324,6 +404,6 @@ def _find_exec(words: list[Word], collector: _Collector) -> None:
             while end < len(words) and words[end].text not in (";", "+"):
                 end += 1
             if end > index + 1:
-                _add_command(words[index + 1 : end], [], collector)
+                _add_command(with_placeholder(words[index + 1 : end], "{}"), [], collector)
             index = end
         index += 1

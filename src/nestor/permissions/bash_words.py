@@ -1,8 +1,11 @@
 """Shell words from tree-sitter-bash's syntax nodes: their value when static, else their source.
 
 A word is static when the shell gives it a value without expanding anything (``rm``, ``'a b'``,
-``"x"``, an escaped letter); a word with an expansion (``$X``, ``$(cmd)``, ``*``) keeps its text as written,
-and the rules treat it as not known before it runs (see :mod:`.bash_commands`).
+``"x"``, an escaped letter); a word with an expansion (``$X``, ``$(cmd)``) keeps its text as
+written, and the rules treat it as not known before it runs (see :mod:`.bash_commands`). A word
+is single when it stays one word however it expands: an unquoted expansion, a glob (``*.txt``) or
+a brace expansion (``r{m,}``) may make it several, which matters where a word's place decides
+what it is (a command name, a wrapper's option).
 """
 
 from __future__ import annotations
@@ -16,30 +19,89 @@ if TYPE_CHECKING:
 
 @dataclass
 class Word:
-    """A shell word: its value when static (no expansion), else the source text as written."""
+    """A shell word: its value when static (no expansion), else the source text as written.
+
+    Attributes:
+        text: The value, or the source when not static.
+        static: True when quoting and escapes alone make the value.
+        single: True when it is one word once expanded, whatever its value: no unquoted expansion
+            or glob splits it or removes it (``"$x"`` and ``<(cmd)`` are one word, ``$x`` and
+            ``*.txt`` maybe several or none).
+
+    """
 
     text: str
     static: bool
+    single: bool = True
 
 
 def word_of(node: Node) -> Word:
     """The word ``node`` is: its value when quoting and escapes alone make it, else its source."""
     kind = node.type
     if kind in ("word", "number"):
-        return Word(_unescape(node_text(node)), True)
+        raw = node_text(node)
+        return Word(_unescape(raw), True, not _has_unquoted_glob(raw) and not expands_braces(raw))
     if kind == "raw_string":
         return Word(node_text(node)[1:-1], True)
     if kind == "string":
         parts = node.named_children
         if all(part.type == "string_content" for part in parts):
             return Word("".join(_unescape(node_text(part), _DOUBLE_QUOTED_ESCAPES) for part in parts), True)
-        return Word(node_text(node), False)
+        text = node_text(node)
+        return Word(text, False, "$@" not in text and "[@]" not in text and "${@" not in text)
     if kind == "concatenation":
         pieces = [word_of(part) for part in node.named_children]
+        single = all(piece.single for piece in pieces) and not expands_braces(node_text(node))
         if all(piece.static for piece in pieces):
-            return Word("".join(piece.text for piece in pieces), True)
-        return Word(node_text(node), False)
-    return Word(node_text(node), False)
+            return Word("".join(piece.text for piece in pieces), True, single)
+        return Word(node_text(node), False, single)
+    return Word(node_text(node), False, kind in ("process_substitution", "ansi_c_string"))
+
+
+def with_placeholder(words: list[Word], token: str) -> list[Word]:
+    """``words`` with each word holding ``token`` made unknown: xargs -I and find -exec replace it.
+
+    ``xargs -I{} sh -c '{}'`` runs what it reads as a shell line: the word is known only then.
+    """
+    return [Word(word.text, False, single=False) if token and token in word.text else word for word in words]
+
+
+def _has_unquoted_glob(raw: str) -> bool:
+    escaped = False
+    for char in raw:
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char in "*?[":
+            return True
+    return False
+
+
+def expands_braces(raw: str) -> bool:
+    """True when the word written ``raw`` has a brace expansion: ``r{m,}`` is the two words ``rm r``."""
+    depth = 0
+    quote = ""
+    index = 0
+    while index < len(raw):
+        char = raw[index]
+        if quote:
+            if char == quote:
+                quote = ""
+            elif char == "\\" and quote == '"':
+                index += 1
+        elif char == "\\":
+            index += 1
+        elif char in "'\"":
+            quote = char
+        elif char == "{" and raw[index - 1 : index] != "$":
+            depth += 1
+        elif char == "}":
+            depth = max(depth - 1, 0)
+        elif depth and (char == "," or raw.startswith("..", index)):
+            return True
+        index += 1
+    return False
 
 
 _DOUBLE_QUOTED_ESCAPES = '$`"\\\n'

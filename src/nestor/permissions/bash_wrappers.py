@@ -1,157 +1,367 @@
 """Wrappers such as ``env``, ``timeout`` or ``sudo``: the command each one runs, found in its words.
 
-``sudo -u me env A=1 timeout 5 rm x`` runs ``rm x``: each wrapper's options (and which of them
-take a value) are known, so its words are skipped up to the command it runs, step by step. A
-wrapper whose command cannot be told (``env -S``, ``su -c``) is reported with the reason.
+``sudo -u me env A=1 timeout 5 rm x`` runs ``rm x``: each wrapper's options are read with its own
+option table (:mod:`.bash_options`: short clusters, ``--opt=value``, ``--opt value``, abbreviated
+long options, ``--``), its operands skipped (``timeout``'s duration, ``flock``'s lock file), and
+what is left is the command it runs, unwrapped in turn. Some wrappers run a shell: ``watch 'a; b'``
+and ``flock f -c 'a; b'`` hand a string to ``sh -c``, and ``setarch x86_64`` alone runs a shell
+that reads its commands from its input. A wrapper whose command cannot be told (an option nestor
+does not know, a value that is an expansion, ``su -c``) is reported with the reason.
 """
 
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from nestor.permissions.bash_words import Word
+from nestor.permissions.bash_options import OptionSyntax, read_option
+from nestor.permissions.bash_words import Word, with_placeholder
+from nestor.permissions.env_split import split_env_string
+from nestor.permissions.variables import assignment_problem, is_assignment
 
 # Wrappers that run their operand with more privilege: an allow rule must name them (sudo apt*),
 # so allowing "apt update" never allows "sudo apt update".
 PRIVILEGED_WRAPPERS = frozenset({"sudo", "doas", "pkexec", "su", "runuser"})
 
+_MAX_SPLITS = 8
+XARGS_INPUT = "{input}"
+"""How the words ``xargs`` reads show in the command it runs: ``echo f | xargs rm`` runs ``rm {input}``."""
+
 
 @dataclass(frozen=True, slots=True)
 class _Wrapper:
-    """How to find the command a wrapper runs: its options, and which of them take a value."""
+    """How to find the command a wrapper runs.
 
-    flags_with_value: frozenset[str] = frozenset()
-    long_with_value: frozenset[str] = frozenset()
-    operands_before_command: int = 0
-    skips_assignments: bool = False
-    unresolvable_flags: frozenset[str] = frozenset()
+    Attributes:
+        syntax: Its options.
+        operands: Operands before the command (``timeout``'s duration).
+        operand: When set, a word is taken as an operand only if it matches (``chrt``'s priority,
+            optional in newer versions): otherwise it starts the command.
+        first_operand: An operand that may come before the options (``setarch``'s architecture).
+        no_command: Options after which it runs no command (``taskset -p``: the rest are pids).
+        assignments: ``NAME=value`` words among the options set the command's environment
+            (``sudo``; ``env`` takes them after its options).
+        shell_without_command: Given no command, it runs a shell reading its input.
+        shell_option: An option whose value is a command line run by ``sh -c``.
+        unfollowed: Options that make it run a string nestor does not follow (``su -c``).
 
+    """
+
+    syntax: OptionSyntax = field(default_factory=OptionSyntax)
+    operands: int = 0
+    operand: re.Pattern[str] | None = None
+    first_operand: bool = False
+    no_command: frozenset[str] = frozenset()
+    assignments: bool = False
+    shell_without_command: bool = False
+    shell_option: str = ""
+    unfollowed: frozenset[str] = frozenset()
+
+
+def _su_like(extra_short: str) -> _Wrapper:
+    """``su`` and ``runuser`` (which adds ``-u USER``): a shell, or a string run by one."""
+    longs = "command= session-command= fast group= supp-group= login preserve-environment pty shell= user= "
+    return _Wrapper(
+        OptionSyntax(f"+c:fg:G:lmpPs:{extra_short}hVw:", longs + "whitelist-environment= help version"),
+        shell_without_command=True,
+        unfollowed=frozenset({"-c", "--command", "--session-command"}),
+    )
+
+
+_SETARCH = _Wrapper(
+    OptionSyntax(
+        "+hVv3BFILRSTXZ",
+        "help version verbose 3gb 4gb 32bit fdpic-funcptrs short-inode addr-compat-layout addr-no-randomize "
+        "whole-seconds sticky-timeouts read-implies-exec mmap-page-zero uname-2.6 list show=?",
+    ),
+    first_operand=True,
+    no_command=frozenset({"--list", "--show", "--help", "--version", "-h", "-V"}),
+    shell_without_command=True,
+)
+_PERSONALITY = _Wrapper(_SETARCH.syntax, no_command=_SETARCH.no_command, shell_without_command=True)
+_RESOURCES = (
+    "core data nice fsize sigpending memlock rss nofile msgqueue rtprio stack cpu nproc as locks rttime"
+)
+_NAMESPACES = "mount uts ipc net pid user cgroup time"
 
 _WRAPPERS: dict[str, _Wrapper] = {
-    "command": _Wrapper(),
+    "command": _Wrapper(OptionSyntax("pvV")),
     "builtin": _Wrapper(),
-    "exec": _Wrapper(flags_with_value=frozenset("a")),
+    "exec": _Wrapper(OptionSyntax("cla:")),
     "env": _Wrapper(
-        flags_with_value=frozenset("uC"),
-        long_with_value=frozenset({"--unset", "--chdir"}),
-        skips_assignments=True,
-        unresolvable_flags=frozenset({"-S", "--split-string"}),
+        OptionSyntax(
+            "+a:iu:vC:S:0",
+            "argv0= ignore-environment unset= chdir= split-string= block-signal=? default-signal=? "
+            "ignore-signal=? list-signal-handling debug null help version",
+        )
     ),
-    "nice": _Wrapper(flags_with_value=frozenset("n"), long_with_value=frozenset({"--adjustment"})),
+    "nice": _Wrapper(OptionSyntax("+n:", "adjustment= help version")),
+    "nohup": _Wrapper(OptionSyntax("+", "help version")),
     "timeout": _Wrapper(
-        flags_with_value=frozenset("sk"),
-        long_with_value=frozenset({"--signal", "--kill-after"}),
-        operands_before_command=1,
+        OptionSyntax("+fk:ps:v", "foreground kill-after= preserve-status signal= verbose help version"),
+        operands=1,
     ),
     "xargs": _Wrapper(
-        flags_with_value=frozenset("IiLlnPsdEea"),
-        long_with_value=frozenset(
-            {"--max-lines", "--max-args", "--max-procs", "--max-chars", "--delimiter", "--arg-file"}
-        ),
+        OptionSyntax(
+            "+0a:d:E:e::I:i::L:l::n:oP:prs:tx",
+            "null arg-file= delimiter= eof=? replace=? max-lines=? max-args= open-tty max-procs= "
+            "interactive process-slot-var= no-run-if-empty max-chars= show-limits verbose exit help version",
+        )
     ),
     "sudo": _Wrapper(
-        flags_with_value=frozenset("ugCDhprtTU"),
-        long_with_value=frozenset(
-            {"--user", "--group", "--close-from", "--chdir", "--host", "--prompt", "--role", "--type"}
+        OptionSyntax(
+            "+Aa:BbC:c:D:Eeg:Hh::iKklNnPp:R:r:SsT:t:U:u:Vv",
+            "askpass auth-type= background bell close-from= login-class= chdir= preserve-env=? edit group= "
+            "set-home help host= login remove-timestamp reset-timestamp list no-update non-interactive "
+            "preserve-groups prompt= chroot= role= stdin shell type= command-timeout= other-user= user= "
+            "version validate",
+        ),
+        assignments=True,
+        shell_without_command=True,
+    ),
+    "doas": _Wrapper(OptionSyntax("+a:C:Lnsu:"), shell_without_command=True),
+    "pkexec": _Wrapper(OptionSyntax("+", "user= disable-internal-agent keep-cwd help version")),
+    "su": _su_like(""),
+    "runuser": _su_like("u:"),
+    "time": _Wrapper(
+        OptionSyntax("+af:o:pqvV", "append format= output= portability quiet verbose help version")
+    ),
+    "stdbuf": _Wrapper(OptionSyntax("+i:o:e:", "input= output= error= help version")),
+    "ionice": _Wrapper(
+        OptionSyntax("+c:n:p:P:tu:hV", "class= classdata= pid= pgid= ignore uid= help version"),
+        no_command=frozenset(
+            {"-p", "--pid", "-P", "--pgid", "-u", "--uid", "-h", "--help", "-V", "--version"}
         ),
     ),
-    "doas": _Wrapper(flags_with_value=frozenset("uC")),
-    "nohup": _Wrapper(),
-    "time": _Wrapper(flags_with_value=frozenset("fo"), long_with_value=frozenset({"--format", "--output"})),
-    "stdbuf": _Wrapper(flags_with_value=frozenset("ioe")),
-    "ionice": _Wrapper(flags_with_value=frozenset("cnp")),
-    "setsid": _Wrapper(),
-    "busybox": _Wrapper(),
-    "unbuffer": _Wrapper(),
-    "watch": _Wrapper(flags_with_value=frozenset("nqd"), long_with_value=frozenset({"--interval"})),
-    "flock": _Wrapper(
-        flags_with_value=frozenset("wE"),
-        long_with_value=frozenset({"--timeout", "--conflict-exit-code"}),
-        operands_before_command=1,
-        unresolvable_flags=frozenset({"-c", "--command"}),
+    "setarch": _SETARCH,
+    **dict.fromkeys(("linux32", "linux64", "i386", "x86_64", "uname26"), _PERSONALITY),
+    "prlimit": _Wrapper(
+        OptionSyntax(
+            "+" + "".join(f"{letter}::" for letter in "cdefilmnqrstuvxy") + "p:o:hV",
+            " ".join(f"{name}=?" for name in _RESOURCES.split())
+            + " pid= output= noheadings raw verbose help version",
+        ),
+        no_command=frozenset({"-p", "--pid", "-h", "--help", "-V", "--version"}),
     ),
-    "taskset": _Wrapper(operands_before_command=1, unresolvable_flags=frozenset({"-p", "--pid"})),
-    "chrt": _Wrapper(flags_with_value=frozenset("T"), operands_before_command=1),
-    "strace": _Wrapper(flags_with_value=frozenset("abeEIoOpPsSuUX")),
-    "ltrace": _Wrapper(flags_with_value=frozenset("aAeEFlLnopsSuwx")),
-    "unshare": _Wrapper(flags_with_value=frozenset("SGRw")),
-    "pkexec": _Wrapper(long_with_value=frozenset({"--user"})),
-    "su": _Wrapper(unresolvable_flags=frozenset({"-c", "--command"})),
-    "runuser": _Wrapper(unresolvable_flags=frozenset({"-c", "--command"})),
-    "script": _Wrapper(unresolvable_flags=frozenset({"-c", "--command"})),
+    "taskset": _Wrapper(
+        OptionSyntax("+acphV", "all-tasks cpu-list pid help version"),
+        operands=1,
+        no_command=frozenset({"-p", "--pid", "-h", "--help", "-V", "--version"}),
+    ),
+    "chrt": _Wrapper(
+        OptionSyntax(
+            "+abdD:fiphmoP:T:rRvV",
+            "all-tasks batch deadline sched-deadline= fifo idle pid help max other sched-period= "
+            "sched-runtime= rr reset-on-fork verbose version",
+        ),
+        operands=1,
+        operand=re.compile(r"[+-]?\d+"),
+        no_command=frozenset({"-p", "--pid", "-m", "--max", "-h", "--help", "-V", "--version"}),
+    ),
+    "flock": _Wrapper(
+        OptionSyntax(
+            "+sexnw:E:oFuhV",
+            "shared exclusive nonblock nb timeout= wait= conflict-exit-code= close no-fork unlock verbose "
+            "help version",
+        ),
+        operands=1,
+    ),
+    "unbuffer": _Wrapper(OptionSyntax("p")),
+    "setsid": _Wrapper(OptionSyntax("+cfwhV", "ctty fork wait help version")),
+    "busybox": _Wrapper(OptionSyntax("+", "list list-full install help")),
+    "watch": _Wrapper(
+        OptionSyntax(
+            "+bcCd::eghn:pq:rs::tvwx",
+            "beep color no-color differences=? errexit chgexit interval= precise equexit= no-rerun "
+            "shotsdir=? no-title version no-wrap exec help",
+        ),
+    ),
+    "strace": _Wrapper(OptionSyntax("+a:Ab:cCdDe:E:fFhiI:knNo:O:p:P:qrs:S:tTu:U:vVwxX:yYzZ")),
+    "ltrace": _Wrapper(OptionSyntax("+a:A:bcCDe:E:fF:hiIl:L:n:o:p:rsS:tTu:vVw:x:")),
+    "unshare": _Wrapper(
+        OptionSyntax(
+            "+fhVmuinpCTUrR:w:S:G:c",
+            " ".join(f"{name}=?" for name in _NAMESPACES.split())
+            + " fork kill-child=? mount-proc=? map-user= map-group= map-root-user map-current-user map-auto "
+            "map-users= map-groups= propagation= setgroups= keep-caps root= wd= setuid= setgid= monotonic= "
+            "boottime= help version",
+        ),
+        shell_without_command=True,
+    ),
+    "nsenter": _Wrapper(
+        OptionSyntax(
+            "+ahVt:m::u::i::n::p::C::U::T::S:G:r::w::W:FZ",
+            "all target= "
+            + " ".join(f"{name}=?" for name in _NAMESPACES.split())
+            + " setuid= setgid= preserve-credentials root=? wd=? wdns= no-fork follow-context help version",
+        ),
+        shell_without_command=True,
+    ),
+    "chroot": _Wrapper(
+        OptionSyntax("+", "groups= userspec= skip-chdir help version"), operands=1, shell_without_command=True
+    ),
+    "setpriv": _Wrapper(
+        OptionSyntax(
+            "+dhV",
+            "dump nnp no-new-privs ambient-caps= inh-caps= bounding-set= ruid= euid= rgid= egid= reuid= "
+            "regid= clear-groups keep-groups init-groups groups= securebits= pdeathsig= selinux-label= "
+            "apparmor-profile= "
+            "landlock-access= landlock-rule= reset-env help version",
+        ),
+        no_command=frozenset({"-d", "--dump", "-h", "--help", "-V", "--version"}),
+    ),
+    "runcon": _Wrapper(OptionSyntax("+ct:u:r:l:", "compute type= user= role= range= help version")),
+    "fakeroot": _Wrapper(OptionSyntax("+l:f:i:s:ub:hv", "lib= faked= unknown-is-real fd-base= help version")),
+    "script": _Wrapper(
+        OptionSyntax(
+            "+ac:eE:fI:O:B:T:t::m:o:qhV",
+            "append command= echo= return flush force log-in= log-out= log-io= log-timing= timing=? "
+            "logging-format= output-limit= quiet help version",
+        ),
+        shell_without_command=True,
+        shell_option="-c --command",
+    ),
 }
 
 
 def unwrap(words: list[Word]) -> Iterator[tuple[list[Word], str]]:
     """Yield the command at each unwrapping step, the last with a reason when it went wrong."""
-    current = _drop_assignments(words)
+    current, problem = _drop_assignments(words)
     current = _with_basename(current)
-    while current and current[0].static and current[0].text in _WRAPPERS:
+    while not problem and current and current[0].static and current[0].text in _WRAPPERS:
         inner, problem = _wrapped_command(current[0].text, current[1:])
         if problem or not inner:
-            yield current, problem
-            return
+            break
         yield current, ""
         current = _with_basename(inner)
-    yield current, ""
+    yield current, problem
 
 
-def _drop_assignments(words: list[Word]) -> list[Word]:
+def _drop_assignments(words: list[Word]) -> tuple[list[Word], str]:
     index = 0
-    while index < len(words) and _is_assignment(words[index]):
+    problem = ""
+    while index < len(words) and is_assignment(words[index]):
+        problem = problem or assignment_problem(words[index].text)
         index += 1
-    return words[index:]
-
-
-def _is_assignment(word: Word) -> bool:
-    name, equals, _ = word.text.partition("=")
-    return bool(equals) and name.isidentifier()
+    return words[index:], problem
 
 
 def _with_basename(words: list[Word]) -> list[Word]:
     if not words or not words[0].static:
         return words
-    return [Word(posixpath.basename(words[0].text) or words[0].text, True), *words[1:]]
+    return [Word(posixpath.basename(words[0].text) or words[0].text, True, words[0].single), *words[1:]]
+
+
+_NICE_ADJUSTMENT = re.compile(r"-[-+]?\d")
 
 
 def _wrapped_command(wrapper: str, args: list[Word]) -> tuple[list[Word], str]:
-    """The command ``wrapper`` runs with ``args``, or a reason it cannot be told."""
+    """The command ``wrapper`` runs with ``args`` (empty when none), or a reason it cannot be told.
+
+    Every wrapper here stops reading options at its first operand (getopt's ``+``), as it must to
+    pass the command's own options on untouched: options, then operands, then the command.
+    """
     spec = _WRAPPERS[wrapper]
-    index = 0
-    operands = spec.operands_before_command
-    while index < len(args):
-        word = args[index]
+    words = list(args)
+    if wrapper == "unbuffer":
+        return words[1:] if words[:1] == [Word("-p", True)] else words, ""
+    index = 1 if spec.first_operand and words and words[0].static and not words[0].text.startswith("-") else 0
+    seen: set[str] = set()
+    splits = 0
+    placeholder = ""  # xargs -I{}: where each input line goes
+    while index < len(words):
+        word = words[index]
+        if not (word.static and word.single):
+            return [], f"{wrapper} is given {word.text}, which is not known before it runs"
         text = word.text
-        if not word.static:
-            return [], f"{wrapper} is given {text}, which is not known before it runs"
         if text == "--":
             index += 1
             break
-        if spec.skips_assignments and _is_assignment(word):
+        if spec.assignments and "=" in text and not text.startswith("/"):
+            # sudo takes NAME=value words among its options (any word with "=" but a path).
+            if problem := assignment_problem(text):
+                return [], problem
             index += 1
             continue
-        if text.startswith("--") and len(text) > 2:
-            option = text.split("=", 1)[0]
-            if option in spec.unresolvable_flags:
-                return [], f"{wrapper} {option} is not followed"
-            index += 2 if option in spec.long_with_value and "=" not in text else 1
+        if (wrapper == "nice" and _NICE_ADJUSTMENT.match(text)) or (wrapper == "env" and text == "-"):
+            index += 1  # nice -5 (an adjustment), env - (an empty environment)
             continue
-        if text.startswith("-") and len(text) > 1:
-            index += 1
-            # A value-taking flag takes the rest of its cluster, or the next word.
-            for position, letter in enumerate(text[1:], start=1):
-                if "-" + letter in spec.unresolvable_flags:
-                    return [], f"{wrapper} -{letter} is not followed"
-                if letter in spec.flags_with_value:
-                    if position == len(text) - 1:
-                        index += 1
-                    break
+        if not text.startswith("-") or text == "-":
+            break
+        if wrapper == "sudo" and text == "-h" and index + 1 < len(words) and _sudo_host(words[index + 1]):
+            index += 2  # sudo -h HOST: a word after a lone -h is the host, unless it is an option
             continue
-        if operands:
-            operands -= 1
-            index += 1
+        option = read_option(wrapper, spec.syntax, words, index)
+        if option.problem:
+            return [], option.problem
+        seen.update(option.names)
+        if spec.unfollowed.intersection(option.names):
+            return [], f"{wrapper} {option.names[-1]} runs a string nestor does not follow"
+        if spec.no_command.intersection(option.names):
+            return [], ""
+        if wrapper == "env" and option.names[-1] in ("-S", "--split-string") and option.value is not None:
+            # env -S re-splits its value into words, and reads its options again from the first.
+            split = split_env_string(option.value)
+            splits += 1
+            if split is None or splits > _MAX_SPLITS:
+                return [], "env -S is given a string nestor cannot split"
+            words = [Word(part, True) for part in split] + words[index + option.consumed :]
+            index = 0
             continue
-        break
-    return args[index:], ""
+        if option.names[-1] in spec.shell_option.split() and option.value is not None:
+            return _shell_string(option.value), ""
+        if wrapper == "xargs" and option.names[-1] in ("-I", "-i", "--replace"):
+            placeholder = option.value or "{}"
+        index += option.consumed
+    rest = with_placeholder(words[index:], placeholder)
+    if wrapper == "xargs" and not placeholder:
+        # xargs runs its command with the words it reads appended: they are its last argument here.
+        rest = [*(rest or [Word("echo", True)]), Word(XARGS_INPUT, False, single=False)]
+    return _after_options(wrapper, spec, rest, seen)
+
+
+def _after_options(wrapper: str, spec: _Wrapper, rest: list[Word], seen: set[str]) -> tuple[list[Word], str]:
+    """The command among the words after the options: past the operands, the assignments, ``-c``."""
+    operands = spec.operands
+    while operands and rest and (spec.operand is None or spec.operand.fullmatch(rest[0].text)):
+        if not rest[0].single:
+            return [], f"{wrapper} is given {rest[0].text}, which is not known before it runs"
+        rest = rest[1:]
+        operands -= 1
+    if wrapper == "env":
+        return _env_command(rest)
+    if wrapper == "flock" and rest[:1] and rest[0].text in ("-c", "--command"):
+        # flock FILE -c STRING: the string goes to the shell.
+        if len(rest) != 2:
+            return [], ""  # flock refuses it
+        if not rest[1].static:
+            return [], f"flock -c is given {rest[1].text}, which is not known before it runs"
+        return _shell_string(rest[1].text), ""
+    if wrapper == "watch" and rest and not seen.intersection({"-x", "--exec"}):
+        # watch joins its words and hands them to "sh -c", unless -x says to run them as they are.
+        if not all(word.static for word in rest):
+            return [], "watch is given words not known before they run"
+        return _shell_string(" ".join(word.text for word in rest)), ""
+    if not rest and spec.shell_without_command:
+        return [], f"{wrapper} runs a shell that reads its commands from its input"
+    return rest, ""
+
+
+def _shell_string(line: str) -> list[Word]:
+    return [Word("sh", True), Word("-c", True), Word(line, True)]
+
+
+def _sudo_host(word: Word) -> bool:
+    return not word.text.startswith("-") and not ("=" in word.text and not word.text.startswith("/"))
+
+
+def _env_command(rest: list[Word]) -> tuple[list[Word], str]:
+    """``env``'s assignments (any word with ``=``) come after its options, and the command after them."""
+    index = 0
+    while index < len(rest) and rest[index].static and "=" in rest[index].text:
+        if problem := assignment_problem(rest[index].text):
+            return [], problem
+        index += 1
+    return rest[index:], ""

@@ -43,6 +43,37 @@ def path_matches(
     relative = _relative(real, root)
     if pattern is None or is_bare(pattern):
         return relative is not None or bare_covers_outside
+    written = _written(pattern, root)
+    if os.path.isabs(written):
+        return _glob_matches(real, _resolve_fixed_prefix(written))
+    return relative is not None and _glob_matches(relative, written)
+
+
+def is_inside(real: str, project_root: str) -> bool:
+    """True when the resolved path ``real`` is the project root or lies under it."""
+    return _relative(real, _real_root(project_root)) is not None
+
+
+def pattern_base(pattern: str, project_root: str) -> str:
+    """The resolved path every file ``pattern`` (not bare) covers lies under, or is.
+
+    ``secrets/**`` gives the project's ``secrets`` directory, ``~/.ssh/id_*`` the ``.ssh``
+    directory, ``.env`` the project's ``.env`` itself, ``*.pem`` the project root.
+    """
+    root = _real_root(project_root)
+    written = _written(pattern, root)
+    absolute = written if os.path.isabs(written) else os.path.join(root, written)
+    parts = absolute.split("/")
+    fixed = 0
+    while fixed < len(parts) and not _GLOB_CHARACTERS.intersection(parts[fixed]):
+        fixed += 1
+    if fixed == len(parts):
+        return os.path.realpath(absolute)
+    return os.path.realpath("/".join(parts[: max(fixed, 1)]) or "/")
+
+
+def _written(pattern: str, root: str) -> str:
+    """``pattern`` normalised: ``//x`` and ``~/x`` made absolute, ``./`` dropped, ``dir/`` its tree."""
     written = pattern.strip()
     if written.startswith("//"):
         written = written[1:]
@@ -56,9 +87,7 @@ def path_matches(
     if not os.path.isabs(written) and ".." in written.split("/"):
         # "../shared/**" is relative to the project root too, and lies outside it.
         written = os.path.join(root, written)
-    if os.path.isabs(written):
-        return _glob_matches(real, _resolve_fixed_prefix(written))
-    return relative is not None and _glob_matches(relative, written)
+    return written
 
 
 @lru_cache(maxsize=32)

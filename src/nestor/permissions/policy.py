@@ -101,14 +101,22 @@ class PermissionPolicy:
 
 
 def unjudged_decision(rules: Sequence[Rule], request: PermissionRequest) -> Decision | None:
-    """Ask about a command line that cannot be judged when a deny or ask rule might cover it.
+    """Refuse (or ask about) a command line that cannot be judged when a deny or ask rule might cover it.
 
     ``X=rm; $X -rf y`` or ``eval 'rm -rf y'`` hide the command a deny rule names: no allow rule,
     session grant or ``--yolo`` may let such a line through while a rule says what must not run.
+    Under a deny rule with a pattern the line is refused (the model is told to write each command
+    plainly); under an ask rule it is asked.
     """
     rule = unjudged_rule(rules, request)
     if rule is None:
         return None
+    if rule.action == "deny":
+        reason = (
+            f"the command cannot be judged before it runs, and rule deny {rule} may cover it: "
+            "write each command it runs plainly (no eval, source, evaluating expansions or unknown wrappers)"
+        )
+        return Decision("deny", reason, rule)
     reason = f"the command cannot be judged before it runs, and rule {rule.action} {rule} may cover it"
     return Decision("ask", reason, rule)
 

@@ -3,9 +3,14 @@
 What a pattern is matched against depends on the tool:
 
 - ``bash``: each simple command of the line, normalised (see :mod:`nestor.permissions.bash_commands`).
-  An allow rule must cover every command of the line, a deny or ask rule any one of them.
+  An allow rule must cover every command of the line, a deny or ask rule any one of them; a deny or
+  ask rule ``rm *`` also covers a bare ``rm`` (``xargs rm`` runs it with arguments it reads). The
+  files the line's redirections open are judged as the ``write`` and ``view`` tools' requests: a
+  deny or ask rule on such a file applies to the line, and a line with a pattern allow rule is
+  covered only when its redirections are allowed too (a bare ``bash`` allow covers them all).
 - file tools: the resolved path (see :mod:`nestor.permissions.paths`); relative patterns are
-  relative to the project root, and a bare allow rule covers the project only.
+  relative to the project root, and a bare allow rule covers the project only. A deny or ask rule
+  also covers the hard links of the files it covers (see :mod:`nestor.permissions.hard_links`).
 - ``fetch``/``web_fetch``: the parsed URL (see :mod:`nestor.permissions.urls`).
 - MCP tools (``mcp__server__tool``): the rule's name itself says which tools it covers:
   ``mcp__github`` or ``mcp__github__*`` every tool of the server, ``mcp__github__get_*`` some;
@@ -21,6 +26,7 @@ existing settings carry over.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,8 +35,10 @@ from typing import Literal
 
 from nestor.core.errors import ConfigError
 from nestor.core.permission import PermissionRequest
-from nestor.permissions.bash_commands import parse_command_line
-from nestor.permissions.paths import is_bare, path_matches
+from nestor.permissions.bash_commands import CommandLine, parse_command_line
+from nestor.permissions.bash_redirects import FileAccess
+from nestor.permissions.hard_links import linked_rule
+from nestor.permissions.paths import is_bare, is_inside, path_matches
 from nestor.permissions.urls import UrlPatternError, parse_url_pattern, url_matches
 from nestor.tools.catalogue import ToolCatalogue
 from nestor.tools.mcp.names import entry_covers, is_mcp_name
@@ -91,7 +99,11 @@ class Rule:
         if tool_name in _URL_TOOLS:
             return url_matches(parse_url_pattern(self.pattern), target)
         if tool_name in _COMMAND_TOOLS:
-            return fnmatchcase(target, " ".join(self.pattern.split()))
+            pattern = " ".join(self.pattern.split())
+            if fnmatchcase(target, pattern):
+                return True
+            # "rm *" forbids "rm" alone too: xargs and find give it arguments nestor cannot see.
+            return self.action != "allow" and pattern.endswith(" *") and fnmatchcase(target, pattern[:-2])
         return fnmatchcase(target, self.pattern)
 
     def __str__(self) -> str:
@@ -142,11 +154,12 @@ def find_rule(
 
     A ``bash`` command line is split into its simple commands: an allow rule must cover each of
     them (several rules may share the work) and never covers a line that cannot be judged
-    statically; a deny or ask rule applies when it covers any one of them.
+    statically; a deny or ask rule applies when it covers any one of them. The files its
+    redirections open are judged by the file rules (see the module docstring).
     """
     candidates = [rule for rule in rules if rule.action == action and rule.governs(request.tool_name)]
     if request.tool_name not in _COMMAND_TOOLS:
-        return next(
+        found = next(
             (
                 rule
                 for rule in candidates
@@ -156,9 +169,14 @@ def find_rule(
             ),
             None,
         )
+        if found is None and action != "allow" and request.tool_name in _PATH_TOOLS:
+            return linked_rule(candidates, request.target, project_root)
+        return found
     bare = next((rule for rule in candidates if is_bare(rule.pattern)), None)
-    if bare is not None or not candidates:
+    if bare is not None:
         return bare
+    if not candidates and (action == "allow" or not _judges_files(rules, action)):
+        return None
     line = parse_command_line(request.target)
 
     def covering(text: str) -> Rule | None:
@@ -171,7 +189,7 @@ def find_rule(
             found = next((rule for text in command.deny_texts if (rule := covering(text)) is not None), None)
             if found is not None:
                 return found
-        return None
+        return _file_rule(rules, action, line, project_root)
     if line.unresolved:
         return None
     first: Rule | None = None
@@ -182,22 +200,92 @@ def find_rule(
         if rule is None:
             return None
         first = first or rule
+    if first is not None and not all(_file_allowed(rules, access, project_root) for access in line.files):
+        return None
     return first
 
 
 def unjudged_rule(rules: Sequence[Rule], request: PermissionRequest) -> Rule | None:
-    """A ``bash`` deny or ask rule with a pattern, when ``request``'s line cannot be judged statically.
+    """A deny or ask rule with a pattern that might cover what ``request``'s line hides, or None.
 
-    The commands of such a line are not all known, so a deny rule cannot tell whether it covers
-    them; the line must then be asked, whatever allows it.
+    When the commands of a ``bash`` line are not all known, a ``bash`` deny rule cannot tell whether
+    it covers them; when a redirection's file is not known (``> "$f"``), a file rule cannot. The
+    line must then be asked, whatever allows it.
     """
     if request.tool_name not in _COMMAND_TOOLS:
         return None
-    guards = [
-        rule
-        for rule in rules
-        if rule.action != "allow" and rule.governs(request.tool_name) and not is_bare(rule.pattern)
-    ]
-    if not guards or not parse_command_line(request.target).unresolved:
+    # A deny rule first: a line it may cover is refused, not asked.
+    guards = sorted(
+        (rule for rule in rules if rule.action != "allow" and not is_bare(rule.pattern)),
+        key=lambda rule: rule.action != "deny",
+    )
+    if not guards:
         return None
-    return guards[0]
+    line = parse_command_line(request.target)
+    if line.unresolved:
+        found = next((rule for rule in guards if rule.governs(request.tool_name)), None)
+        if found is not None:
+            return found
+    for access in line.files:
+        if access.path is None:
+            found = next((rule for rule in guards if rule.governs(_FILE_TOOLS[access.action])), None)
+            if found is not None:
+                return found
+    return None
+
+
+_FILE_TOOLS = {"read": "view", "write": "write"}
+
+
+def _judges_files(rules: Sequence[Rule], action: RuleAction) -> bool:
+    return any(
+        rule.action == action and rule.governs(tool) for rule in rules for tool in _FILE_TOOLS.values()
+    )
+
+
+def _file_rule(
+    rules: Sequence[Rule], action: RuleAction, line: CommandLine, project_root: str
+) -> Rule | None:
+    """The deny or ask rule on a file the line's redirections open, if any."""
+    for access in line.files:
+        tool = _FILE_TOOLS[access.action]
+        if access.path is None:
+            # A file not known before the line runs: only a rule on every file covers it.
+            found = next(
+                (
+                    rule
+                    for rule in rules
+                    if rule.action == action and rule.governs(tool) and is_bare(rule.pattern)
+                ),
+                None,
+            )
+        else:
+            found = find_rule(rules, action, _file_request(access, project_root), project_root)
+        if found is not None:
+            return found
+    return None
+
+
+def _file_allowed(rules: Sequence[Rule], access: FileAccess, project_root: str) -> bool:
+    """True when the file rules allow what the redirection ``access`` does, as they would the tool's."""
+    if access.path is None:
+        return False
+    request = _file_request(access, project_root)
+    if access.action == "read" and not request.outside_project:
+        return True  # reading inside the project is allowed by default
+    return find_rule(rules, "allow", request, project_root) is not None
+
+
+def _file_request(access: FileAccess, project_root: str) -> PermissionRequest:
+    """The request the ``write`` or ``view`` tool would make for the file a redirection opens."""
+    path = os.path.expanduser(access.path or "")
+    real = os.path.realpath(os.path.join(project_root, path))
+    tool = _FILE_TOOLS[access.action]
+    return PermissionRequest(
+        tool,
+        access.action,
+        real,
+        f"{tool} {real}",
+        outside_project=not is_inside(real, project_root),
+        target_is_real=True,
+    )

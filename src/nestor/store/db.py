@@ -19,6 +19,7 @@ from types import TracebackType
 from typing import Any
 
 from nestor.core.errors import StoreError
+from nestor.store.checkpoints import CHECKPOINTS_SCHEMA
 
 Migration = tuple[str, ...]
 """One schema step: SQL statements applied together in one transaction."""
@@ -79,7 +80,21 @@ _SCHEMA_V2: Migration = (
     "ALTER TABLE sessions ADD COLUMN lease_heartbeat REAL",
 )
 
-MIGRATIONS: tuple[Migration, ...] = (_SCHEMA_V1, _SCHEMA_V2)
+# What the user approved of a project's definitions (see store/approvals.py).
+_SCHEMA_V3: Migration = (
+    """
+    CREATE TABLE approvals (
+        kind TEXT NOT NULL,
+        project_path TEXT NOT NULL,
+        name TEXT NOT NULL,
+        digest TEXT NOT NULL,
+        approved_at REAL NOT NULL,
+        PRIMARY KEY (kind, project_path, name, digest)
+    )
+    """,
+)
+
+MIGRATIONS: tuple[Migration, ...] = (_SCHEMA_V1, _SCHEMA_V2, _SCHEMA_V3, CHECKPOINTS_SCHEMA)
 """Every schema step in order; migration ``i`` brings the database to version ``i + 1``."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

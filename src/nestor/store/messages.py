@@ -45,6 +45,11 @@ class MessageRecord:
     created_at: float
 
 
+def prompt_metadata() -> dict[str, Any]:
+    """The metadata that marks the request starting a run with a prompt (what ``/rewind`` lists)."""
+    return {"nestor": {"prompt": True}}
+
+
 StoredRow = tuple[int, str, str, str | None, float]
 """A message as stored: seq, kind, the message's JSON, its usage's JSON (or None), created_at."""
 
@@ -153,6 +158,20 @@ class MessageStore:
         )
         # json_extract returns objects and arrays as JSON text, other values as they are.
         return [(row[0], json.loads(row[1]) if row[2] in ("object", "array") else row[1]) for row in rows]
+
+    def prompts(self, session_id: str) -> builtins.list[tuple[int, str]]:
+        """The position and text of each request that started a run with a prompt, in order.
+
+        Read by SQLite from the stored JSON (the mark is :func:`prompt_metadata`); the text is
+        the request's last part (prompts queued before it come first).
+        """
+        rows = self._db.fetch_all(
+            "SELECT seq, json_extract(data, '$[0].parts[#-1].content') FROM messages"
+            " WHERE session_id = ? AND kind = 'request' AND instr(data, '\"prompt\"') > 0"
+            " AND json_extract(data, '$[0].metadata.nestor.prompt') = 1 ORDER BY seq",
+            (session_id,),
+        )
+        return [(row[0], row[1] if isinstance(row[1], str) else str(row[1] or "")) for row in rows]
 
     def export_rows(self, session_id: str) -> builtins.list[StoredRow]:
         """Return a session's rows as stored: seq, kind, the message's JSON, the usage's JSON, time.

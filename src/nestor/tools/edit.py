@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, Field
 
 from nestor.core.errors import ToolError
-from nestor.tools._text import missing_file_error, read_text_file, unified_diff, write_bytes
+from nestor.tools._text import TextFile, missing_file_error, read_text_file, unified_diff, write_bytes
 from nestor.tools.base import PermissionRequest, Tool, ToolContext, ToolResult, path_permission
+from nestor.tools.editor_files import EditorFiles, editor_text, write_text
 
 if TYPE_CHECKING:
     from nestor.tools.lsp.manager import LspManager
@@ -38,8 +39,9 @@ class EditTool(Tool[EditParams]):
     name = "edit"
     params_model = EditParams
 
-    def __init__(self, lsp: LspManager | None = None) -> None:
+    def __init__(self, lsp: LspManager | None = None, files: EditorFiles | None = None) -> None:
         self._lsp = lsp
+        self._files = files
 
     def permission(self, params: EditParams, ctx: ToolContext) -> PermissionRequest | None:
         """Every edit needs a permission decision."""
@@ -49,27 +51,64 @@ class EditTool(Tool[EditParams]):
         """Apply the replacement and report it with a diff (and new diagnostics, where a server runs)."""
         path = ctx.resolve(params.path)
         shown_as = ctx.display_path(path)
-        result = await asyncio.to_thread(apply_edit, path, params, shown_as)
+        if self._files is None:
+            result = await asyncio.to_thread(apply_edit, path, params, shown_as)
+        else:
+            result = await apply_edit_in_editor(self._files, path, params, shown_as)
         # Where a language server runs, the model sees the problems its change brought in.
         return result if self._lsp is None else await self._lsp.annotate(result, path, shown_as)
 
 
 def apply_edit(path: Path, params: EditParams, shown_as: str) -> ToolResult:
     """Replace ``params.old_string`` in ``path`` (or create the file when it is empty)."""
+    before = _file_to_edit(path, params, shown_as)
+    if before is None:
+        write_bytes(path, params.new_string.encode("utf-8"), shown_as)
+        return _created(path, params.new_string, shown_as)
+    after, replacements = replaced_text(before.text, params, shown_as)
+    write_bytes(path, before.encode(after), shown_as)
+    return _edited(path, before.text, after, replacements, shown_as)
+
+
+async def apply_edit_in_editor(
+    files: EditorFiles, path: Path, params: EditParams, shown_as: str
+) -> ToolResult:
+    """:func:`apply_edit` on the editor's text of the file (its unsaved changes), written back through it."""
+    on_disk = await asyncio.to_thread(_file_to_edit, path, params, shown_as)
+    if on_disk is None:
+        await write_text(files, path, params.new_string, shown_as)
+        return _created(path, params.new_string, shown_as)
+    before = await editor_text(files, path, on_disk)
+    after, replacements = replaced_text(before.text, params, shown_as)
+    await write_text(files, path, after, shown_as, before.encode)
+    return _edited(path, before.text, after, replacements, shown_as)
+
+
+def _file_to_edit(path: Path, params: EditParams, shown_as: str) -> TextFile | None:
+    """The file an edit changes, read and checked; None when the edit creates it."""
     if params.old_string == params.new_string:
         raise ToolError("old_string and new_string are identical, so there is nothing to change.")
     if not path.exists():
         if params.old_string:
             missing = missing_file_error(path, shown_as).message
             raise ToolError(f"{missing} To create a new file, use the write tool.")
-        return _create(path, params.new_string, shown_as)
+        return None
     text_file = read_text_file(path, shown_as)
     if not params.old_string:
         raise ToolError(
             f"old_string is empty but {shown_as} already exists; give the exact text to replace, "
             "or use the write tool to replace the whole file."
         )
-    before = text_file.text
+    return text_file
+
+
+def replaced_text(before: str, params: EditParams, shown_as: str) -> tuple[str, int]:
+    """``before`` with the edit applied, and how many replacements it made.
+
+    Raises:
+        ToolError: ``old_string`` is not there, or is there more than once without ``replace_all``.
+
+    """
     old, new = match_line_endings(before, params.old_string, params.new_string)
     count = before.count(old)
     if count == 0:
@@ -80,8 +119,10 @@ def apply_edit(path: Path, params: EditParams, shown_as: str) -> ToolResult:
             "it unique, or set replace_all to true to replace every occurrence."
         )
     after = before.replace(old, new) if params.replace_all else before.replace(old, new, 1)
-    write_bytes(path, text_file.encode(after), shown_as)
-    replacements = count if params.replace_all else 1
+    return after, count if params.replace_all else 1
+
+
+def _edited(path: Path, before: str, after: str, replacements: int, shown_as: str) -> ToolResult:
     diff = unified_diff(before, after, shown_as)
     noun = "replacement" if replacements == 1 else "replacements"
     content = f"Edited {shown_as}: {replacements} {noun}.\n\n{_diff_excerpt(diff)}"
@@ -90,8 +131,7 @@ def apply_edit(path: Path, params: EditParams, shown_as: str) -> ToolResult:
     )
 
 
-def _create(path: Path, content: str, shown_as: str) -> ToolResult:
-    write_bytes(path, content.encode("utf-8"), shown_as)
+def _created(path: Path, content: str, shown_as: str) -> ToolResult:
     diff = unified_diff("", content, shown_as)
     return ToolResult(
         content=f"Created {shown_as} ({len(content.encode('utf-8'))} bytes).",

@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 from nestor.core.errors import ToolError
 from nestor.tools._text import read_text_file, split_lines
 from nestor.tools.base import Tool, ToolContext, ToolResult
+from nestor.tools.editor_files import EditorFiles, editor_text
 from nestor.tools.ls import LsParams, LsTool
 
 if TYPE_CHECKING:
@@ -35,10 +36,18 @@ class ViewParams(BaseModel):
 
 
 class ViewTool(Tool[ViewParams]):
-    """Reads a UTF-8 text file and returns a window of its lines, numbered like ``cat -n``."""
+    """Reads a UTF-8 text file and returns a window of its lines, numbered like ``cat -n``.
+
+    Args:
+        files: The editor nestor runs in, whose unsaved buffers a read sees; None reads the disk.
+
+    """
 
     name = "view"
     params_model = ViewParams
+
+    def __init__(self, files: EditorFiles | None = None) -> None:
+        self._files = files
 
     async def run(self, params: ViewParams, ctx: ToolContext) -> ToolResult:
         """Read the file and render the requested lines, with a footer when more remain."""
@@ -51,7 +60,9 @@ class ViewTool(Tool[ViewParams]):
             return ToolResult(
                 content=f"{note}\n{listing.content}", metadata={**listing.metadata, "directory": True}
             )
-        text_file = await asyncio.to_thread(read_text_file, path, shown_as)
+        text_file = await editor_text(
+            self._files, path, await asyncio.to_thread(read_text_file, path, shown_as)
+        )
         lines = split_lines(text_file.text)
         total = len(lines)
         metadata: dict[str, object] = {"path": str(path), "total_lines": total}
@@ -89,7 +100,8 @@ class DiagnosingViewTool(ViewTool):
 
     params_model = ViewWithDiagnosticsParams
 
-    def __init__(self, lsp: LspManager) -> None:
+    def __init__(self, lsp: LspManager, files: EditorFiles | None = None) -> None:
+        super().__init__(files)
         self._lsp = lsp
 
     @property

@@ -8,7 +8,6 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from textual.pilot import Pilot
 from textual.widgets import Button
@@ -16,12 +15,13 @@ from textual.widgets import Button
 from nestor.app import App
 from nestor.cli.options import CommonOptions
 from nestor.cli.tui import build_tui
-from nestor.cli.tui.app import NestorTui, PromptEditor
+from nestor.cli.tui.app import NestorTui
 from nestor.cli.tui.dialogs import PermissionScreen
+from nestor.cli.tui.prompt_editor import PromptEditor
 from nestor.cli.tui.transcript import Note, ToolBlock
 from nestor.testing import ScriptedOpenAIServer, ServerReply, ServerStepSource, ServerToolCall, ServerUsage
 from tests.app.test_conversation import settings_for
-from tests.server_routes import Route
+from tests.server_routes import Route, task_call
 
 
 @dataclass
@@ -65,10 +65,14 @@ async def running_tui(
     size: tuple[int, int] = (100, 32),
     clock: Callable[[], float] | None = None,
     redraw_s: float = 0.5,
+    config: str = "",
 ) -> AsyncIterator[Running]:
-    """The TUI on a new session of a project whose model is ``script``, running headless."""
+    """The TUI on a new session of a project whose model is ``script``, running headless.
+
+    ``config`` is more of the project's ``nestor.toml``.
+    """
     with ScriptedOpenAIServer(list(script)) as server:
-        settings = settings_for(tmp_path, server.base_url)
+        settings = settings_for(tmp_path, server.base_url, config)
         nestor = App.open(settings)
         try:
             options = CommonOptions(directory=Path(settings.project_root), trust=True)
@@ -80,11 +84,6 @@ async def running_tui(
                     await tui.controller.shutdown()
         finally:
             nestor.close()
-
-
-def task_call(description: str, prompt: str, **extra: Any) -> ServerToolCall:
-    """A ``task`` tool call."""
-    return ServerToolCall("task", {"description": description, "prompt": prompt, **extra})
 
 
 _SESSION_ID = re.compile(r"ses_[0-9a-f]{20}")

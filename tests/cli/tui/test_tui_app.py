@@ -9,6 +9,7 @@ import pytest
 from rich.console import Console
 from textual.widgets import Button, Markdown, Static
 
+from nestor.app.mcp_approvals import pending_servers, project_servers
 from nestor.cli.tui.dialogs import PermissionScreen
 from nestor.cli.tui.live_tree import LiveTree
 from nestor.cli.tui.panes import AgentTreePanel, ConversationPane, ToolCallView
@@ -16,8 +17,10 @@ from nestor.cli.tui.transcript import TextBlock
 from nestor.core.events import AgentFinished, AgentStarted, TextDelta
 from nestor.testing import ServerReply, ServerToolCall
 from tests.app.test_conversation_tree import slow_and_quick
+from tests.cli.test_mcp_e2e import GH_AGENT
 from tests.cli.tui.support import running_tui, task_call, three_explorers
 from tests.server_routes import Route, router
+from tests.tools.mcp.support import DEMO_SERVER
 
 
 async def test_the_final_answer_is_rendered_as_markdown(tmp_path: Path) -> None:
@@ -71,6 +74,37 @@ async def test_a_sub_agents_permission_question_is_a_dialog_and_its_answer_is_ho
     notes = tmp_path / "project" / "notes.txt"
     assert notes.exists() is written
     assert child.state == "done"
+
+
+async def test_a_project_agents_mcp_server_is_a_yes_no_dialog_showing_its_definition(tmp_path: Path) -> None:
+    (tmp_path / "project" / ".claude" / "agents").mkdir(parents=True)
+    (tmp_path / "project" / ".claude" / "agents" / "gh.md").write_text(GH_AGENT)
+    routes: dict[str, list[ServerReply | Route]] = {
+        "USER": [
+            ServerReply(tool_calls=(task_call("ask", "ASK: ask it", subagent_type="gh"),)),
+            ServerReply(text="ok"),
+        ],
+        "ASK": [ServerReply(text="asked")],
+    }
+    async with running_tui(tmp_path, router(routes)) as running:
+        tui = running.tui
+        await running.send("USER: use gh")
+
+        def drawn() -> bool:
+            return isinstance(tui.screen, PermissionScreen) and len(tui.screen.query(Button)) == 2
+
+        await running.until(drawn)
+        dialog = tui.screen
+        shown = " ".join(str(widget.render()) for widget in dialog.query(Static))
+        assert "Start MCP server mine (defined by agent gh (" in shown and str(DEMO_SERVER) in shown
+        assert [str(button.label) for button in dialog.query(Button)] == ["[y] yes", "[n] no"]
+        await running.pilot.press("a")  # not offered: the question stays
+        await running.pilot.pause(0.1)
+        assert tui.screen is dialog
+        await running.pilot.press("y")
+        await running.until(lambda: tui.live_tree.agents[tui.live_tree.main_id].state == "done")
+        settings = tui.nestor.settings
+    assert pending_servers(settings, project_servers(settings, {"HOME": str(tmp_path)})) == []
 
 
 async def test_cancelling_one_sub_agent_from_the_tree_stops_it_alone(tmp_path: Path) -> None:

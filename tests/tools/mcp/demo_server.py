@@ -3,7 +3,7 @@
 Its tools: ``echo`` (read-only), ``picture`` (an image), ``document`` (an embedded text resource),
 ``total`` (structured content), ``crash`` (the process dies mid-call), ``refuse`` (a JSON-RPC
 error), ``hang`` (never answers), ``big`` (a large text), ``add_tool`` (a new tool appears, with
-``tools/list_changed``).
+``tools/list_changed``), ``environment`` (its command line and environment, as JSON).
 With ``--hang-at-start`` it never answers anything (a server stuck while starting). With
 ``DEMO_PID_FILE`` set, it writes its process id there.
 """
@@ -11,6 +11,7 @@ With ``--hang-at-start`` it never answers anything (a server stuck while startin
 from __future__ import annotations
 
 import base64
+import json
 import os
 import sys
 import time
@@ -73,6 +74,12 @@ def hang() -> str:
 def big(lines: int) -> str:
     """Return many lines of text."""
     return "\n".join(f"line {number} of a long result" for number in range(lines))
+
+
+@app.tool()
+def environment() -> str:
+    """Return the server's command line and environment, as JSON."""
+    return json.dumps({"argv": sys.argv, "env": dict(os.environ), "cwd": os.getcwd()})
 
 
 @app.tool()

@@ -5,9 +5,12 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
@@ -54,3 +57,43 @@ def http_demo_server(transport: str = "http") -> Iterator[str]:
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+@dataclass
+class Recorded:
+    """What reached a :func:`recording_http_server`: each request's path and headers."""
+
+    url: str
+    requests: list[tuple[str, dict[str, str]]] = field(default_factory=list[tuple[str, dict[str, str]]])
+
+    def text(self) -> str:
+        """Everything received, as one string to search."""
+        return repr(self.requests)
+
+
+@contextmanager
+def recording_http_server() -> Iterator[Recorded]:
+    """An HTTP server on 127.0.0.1 that records what it is sent and answers 500: an MCP client fails on it."""
+    port = free_port()
+    recorded = Recorded(f"http://127.0.0.1:{port}")
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            recorded.requests.append((self.path, dict(self.headers.items())))
+            self.send_response(500)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        do_GET = do_DELETE = do_POST
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield recorded
+    finally:
+        server.shutdown()
+        server.server_close()

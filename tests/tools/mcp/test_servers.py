@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from nestor.config.sections import McpServerConfig
+from nestor.config.settings import ProjectServer
 from nestor.core.errors import ToolError
 from nestor.tools.base import ToolContext, ToolResult
 from nestor.tools.catalogue import ToolCatalogue
@@ -183,6 +184,40 @@ async def test_disabled_servers_never_start(open_servers: Open) -> None:
     states = {state.name: state for state in await servers.states()}
     assert states["off"].status == "disabled" and states["demo"].status == "running"
     assert "mcp__demo__echo" in states["demo"].tools
+
+
+async def test_a_projects_server_starts_only_when_approved(tmp_path: Path) -> None:
+    pid_file = tmp_path / "demo.pid"
+    config = stdio_config().model_copy(update={"env": {"DEMO_PID_FILE": str(pid_file)}})
+    asked: list[str] = []
+
+    async def approve(server: ProjectServer) -> bool:
+        asked.append(server.name)
+        return len(asked) > 2  # no, no, then yes
+
+    definition = ProjectServer.of_config("demo", ".mcp.json", config)
+    servers = McpServers(
+        {"demo": config, "mine": stdio_config()},
+        catalogue=ToolCatalogue(),
+        log_dir=tmp_path / "logs",
+        project_root=tmp_path,
+        project={"demo": definition},
+        approve=approve,
+    )
+    try:
+        assert not any(name.startswith("mcp__demo__") for name in await servers.tool_names())
+        states = {state.name: state for state in await servers.states()}
+        assert (states["demo"].status, states["demo"].project) == ("not approved", definition)
+        assert (states["mine"].status, states["mine"].project) == ("running", None)  # the user's own
+        assert not pid_file.exists()
+        assert "mcp__demo__echo" in await servers.tool_names()
+        await servers.tool_names()
+        assert asked == ["demo", "demo", "demo"] and pid_file.exists()  # once approved, not asked again
+    finally:
+        await servers.close()
+    never = McpServers({"demo": config}, catalogue=ToolCatalogue(), log_dir=tmp_path, project_root=tmp_path)
+    never.project["demo"] = definition  # a project's server and nobody to approve it: it never starts
+    assert await never.tool_names() == []
 
 
 async def test_tools_list_changed_is_honoured(open_servers: Open, tmp_path: Path) -> None:

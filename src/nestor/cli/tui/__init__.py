@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from nestor.cli.error_report import report_error
 from nestor.cli.headless import STOP_SIGNALS, detach_from_terminal, terminal_outputs
+from nestor.cli.mcp_cmd import ask_to_approve_servers
 from nestor.cli.options import CommonOptions
 from nestor.cli.repl_controller import ReplController
 from nestor.cli.trust_cmd import settings_after_asking
@@ -34,6 +35,7 @@ def run_tui(options: CommonOptions, *, resume: str | None, continue_latest: bool
     """Open the TUI on the project and return the exit code (0, 1 on a startup error, 128 + a signal)."""
     try:
         settings = settings_after_asking(options, options.load_settings(), input)
+        ask_to_approve_servers(settings, input)
     except NestorError as exc:
         return report_error(exc, debug=options.debug)
     return asyncio.run(

@@ -21,14 +21,14 @@ from textual import events
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.message import Message
-from textual.widgets import Label, TextArea
+from textual.widgets import Label
 
 from nestor.cli.formatting import turn_summary
 from nestor.cli.tui.commands import TUI_COMMANDS, TUI_KEYS, LineSink, agents_command, models_text
-from nestor.cli.tui.dialogs import PermissionScreen, SessionPicker
+from nestor.cli.tui.dialogs import PermissionScreen, SessionPicker, ask_yes_or_no
 from nestor.cli.tui.live_tree import LiveTree
 from nestor.cli.tui.panes import AgentTreePanel, ConversationPane, StatusBar, TodoPanel
+from nestor.cli.tui.prompt_editor import PromptEditor
 from nestor.cli.tui.transcript import TextBlock, Transcript
 from nestor.core.events import (
     AgentFinished,
@@ -74,36 +74,6 @@ StatusBar { height: 1; padding: 0 1; background: $panel; }
 #permission-buttons Button { margin-right: 1; min-width: 10; }
 PermissionScreen, SessionPicker { align: center middle; }
 """
-
-
-class PromptEditor(TextArea):
-    """The prompt: Enter sends, Alt-Enter or Ctrl-J add a line, a trailing backslash too."""
-
-    class Submitted(Message):
-        """The user sent ``text``."""
-
-        def __init__(self, text: str) -> None:
-            super().__init__()
-            self.text = text
-
-    async def _on_key(self, event: events.Key) -> None:
-        if event.key in ("alt+enter", "ctrl+j", "shift+enter") or (
-            event.key == "enter" and self.text.endswith("\\")
-        ):
-            event.prevent_default()
-            event.stop()
-            if event.key == "enter":
-                self.action_delete_left()
-            self.insert("\n")
-            return
-        if event.key == "enter":
-            event.prevent_default()
-            event.stop()
-            text = self.text
-            self.clear()
-            self.post_message(self.Submitted(text))
-            return
-        await super()._on_key(event)
 
 
 class NestorTui(App[int]):
@@ -159,6 +129,7 @@ class NestorTui(App[int]):
         self._exit_armed = False
         self._was_busy, self._blink = False, True  # the editor's cursor blinks when idle
         self._reset(controller.conversation)
+        controller.undo.ask = lambda question: ask_yes_or_no(self, question)
 
     # -- layout -----------------------------------------------------------------------------
 
@@ -200,6 +171,9 @@ class NestorTui(App[int]):
     # -- the tick ---------------------------------------------------------------------------
 
     async def _tick(self) -> None:
+        if self.controller.conversation is not self._shown:  # after /undo, /rewind, /fork
+            self._reset(self.controller.conversation)
+            await self.show_agent(self.live_tree.main_id)
         queued, self._pending[:] = list(self._pending), []
         for event in queued:
             self._apply(event)
@@ -266,7 +240,8 @@ class NestorTui(App[int]):
         # The stored session's: its earlier prompts (resumed) and every sub-agent's, rolled up as stored.
         cost = format_cost(conversation.session().usage.cost_usd)
         if self._asking is not None:
-            activity = "answer the question: y / a / n"
+            keys = "y / a / n" if "session" in self._asking.choices else "y / n"
+            activity = f"answer the question: {keys}"
         elif self.controller.busy:
             activity = "working · Esc stops · Enter queues"
         else:
@@ -285,7 +260,7 @@ class NestorTui(App[int]):
         agent = self.live_tree.get(event.agent_id)
         sub_agent = event.agent_id != self.live_tree.main_id
         asker = "the main agent" if not sub_agent or agent is None else agent.title()
-        screen = PermissionScreen(event.request, asker, sub_agent=sub_agent)
+        screen = PermissionScreen(event.request, asker, sub_agent=sub_agent, choices=event.choices)
         self._asking, self._asking_id = screen, event.request_id
 
         def answered(answer: PermissionAnswer | None) -> None:
@@ -295,6 +270,8 @@ class NestorTui(App[int]):
             self.controller.conversation.answer(event.request_id, answer)
             self.live_tree.answered(event.request_id)
             words = {"once": "allowed once", "session": "allowed for the session", "deny": "denied"}[answer]
+            if "session" not in event.choices:
+                words = "yes" if answer == "once" else "no"
             self._transcript(event.agent_id).note(f"{words}: {event.request.description}", "dim")
 
         self.push_screen(screen, answered)
@@ -374,11 +351,16 @@ class NestorTui(App[int]):
         await self.show_agent(message.agent_id)
 
     def on_key(self, event: events.Key) -> None:
-        """``x`` (or Delete) in the agent tree stops the highlighted agent and its sub-agents."""
-        panel = self.agent_panel
-        if event.key in ("x", "delete") and panel.has_focus and panel.selected_agent is not None:
+        """In the tree: ``x`` (or Delete) stops the highlighted agent and its descendants, ``u`` undoes it."""
+        agent_id = self.agent_panel.selected_agent if self.agent_panel.has_focus else None
+        if agent_id is not None and event.key in ("x", "delete", "u"):
             event.stop()
-            self.cancel_agent(panel.selected_agent)
+            if event.key != "u":
+                self.cancel_agent(agent_id)
+            elif agent_id == self.live_tree.main_id:
+                self._transcript(agent_id).note("the main agent's changes: use /undo or /rewind", "yellow")
+            else:
+                self.controller.start_undo(self.controller.undo.undo_agent(agent_id))
 
     def cancel_agent(self, agent_id: str) -> bool:
         """Stop one agent and its descendants; the others go on."""
@@ -413,6 +395,7 @@ class NestorTui(App[int]):
         return self._lines.take()
 
     def _reset(self, conversation: Conversation) -> None:
+        self._shown = conversation
         main_id = conversation.session_id
         self.live_tree = LiveTree(main_id, conversation.is_background, self._clock)
         self.transcripts: dict[str, Transcript] = {main_id: Transcript()}

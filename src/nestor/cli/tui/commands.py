@@ -1,6 +1,7 @@
 """The TUI's slash commands beyond the REPL's, and the REPL's own lines brought into the TUI.
 
-The REPL's commands (``/cost``, ``/session``, ``/clear``, ``/compact``, ``/exit``) run in its
+The REPL's commands (``/cost``, ``/session``, ``/clear``, ``/compact``, ``/undo``, ``/rewind``,
+``/fork``, ``/exit``) run in its
 :class:`~nestor.cli.repl_controller.ReplController`, which prints through an
 :class:`~nestor.cli.render.EventRenderer`; here its console writes into a :class:`LineSink` whose
 lines the TUI shows. ``/agents`` and ``/model`` run the ``nestor agents`` and ``nestor models``
@@ -33,8 +34,8 @@ TUI_COMMANDS = {
 TUI_KEYS = (
     "Keys: Enter sends (queued while the agent works) · Alt-Enter or Ctrl-J adds a line · Esc stops "
     "the turn · Tab moves between the prompt and the agent tree · in the tree: Enter shows that "
-    "agent's transcript, x stops it and its sub-agents · Ctrl-T theme · Ctrl-D exits · at a "
-    "permission question: y once, a for the session, n deny"
+    "agent's transcript, x stops it and its sub-agents, u undoes their changes · Ctrl-T theme · "
+    "Ctrl-D exits · at a permission question: y once, a for the session, n deny"
 )
 
 

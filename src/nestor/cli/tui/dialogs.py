@@ -1,51 +1,46 @@
-"""The TUI's modal screens: a permission question, and the session picker.
+"""The TUI's modal screens: a permission question, the session picker, a yes-or-no question.
 
-Both work from the keyboard alone: the permission dialog answers with ``y`` / ``a`` / ``n`` (Esc
-denies) or its buttons, the picker with the arrows and Enter (Esc leaves it).
+All work from the keyboard alone: the permission dialog answers with ``y`` / ``a`` / ``n`` (Esc
+denies) or its buttons, the picker with the arrows and Enter (Esc leaves it), the question with
+``y`` / ``n`` (Esc is no).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
-from textual.app import ComposeResult
+from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
+from nestor.cli.formatting import suggested_rule
+from nestor.core.permission import PERMISSION_CHOICES
 from nestor.core.usage import format_cost, format_tokens
 
 if TYPE_CHECKING:
     from nestor.app import Session
     from nestor.core.permission import PermissionAnswer, PermissionRequest
 
-__all__ = ["PermissionScreen", "SessionPicker", "suggested_rule"]
-
-
-def suggested_rule(request: PermissionRequest) -> str:
-    """The allow rule that would let such calls run without asking, as ``nestor.toml`` spells it.
-
-    ``bash(git status)``, ``write(src/app.py)``, ``fetch(https://example.com/*)``: the tool and
-    what "allow for this session" covers (its grant key), or the request's target when it covers
-    every call of the tool.
-    """
-    covered = request.grant_key if request.grant_key != "*" else request.target
-    if request.tool_name in ("fetch", "web_fetch") and request.grant_key != "*":
-        covered = request.grant_key.rstrip("/") + "/*"
-    return f"{request.tool_name}({covered})" if covered else request.tool_name
+__all__ = ["ConfirmScreen", "PermissionScreen", "SessionPicker", "ask_yes_or_no"]
 
 
 class PermissionScreen(ModalScreen["PermissionAnswer | None"]):
     """Asks whether a tool call may run; names the agent that asks and the rule that would allow it.
 
+    A yes/no question (``choices`` without ``session``: a project's MCP server to approve) shows
+    the request's target, the server's definition, instead of a rule, and answers y or n.
+
     Args:
         request: What the call wants to do.
         asker: Who asks, e.g. ``main agent`` or ``explore · find auth code``.
         sub_agent: The asker is a sub-agent: "for the session" then covers that agent's session.
+        choices: The answers offered.
 
     """
 
@@ -56,38 +51,52 @@ class PermissionScreen(ModalScreen["PermissionAnswer | None"]):
         Binding("escape", "answer('deny')", "deny", show=False),
     ]
 
-    def __init__(self, request: PermissionRequest, asker: str, *, sub_agent: bool) -> None:
+    def __init__(
+        self,
+        request: PermissionRequest,
+        asker: str,
+        *,
+        sub_agent: bool,
+        choices: tuple[PermissionAnswer, ...] = PERMISSION_CHOICES,
+    ) -> None:
         super().__init__()
         self.request = request
+        self.choices = choices
         self._asker = asker
         self._sub_agent = sub_agent
 
     def compose(self) -> ComposeResult:
-        """The question, the rule, the three answers."""
+        """The question, the rule, the three answers (or the definition, yes and no)."""
         request = self.request
         outside = " (outside the project)" if request.outside_project else ""
         session = "for this agent's session" if self._sub_agent else "for this session"
+        yes_no = "session" not in self.choices
         with Vertical(id="permission-dialog"):
             yield Label(Text(f"{self._asker} asks", style="bold"))
-            yield Static(Text(f"{request.description}{outside}"), id="permission-what")
-            rule = suggested_rule(request)
-            hint = f'to stop being asked, add to nestor.toml: [permissions] allow = ["{rule}"]'
-            yield Static(Text(hint, style="dim"), id="permission-rule")
+            yield Static(Text(f"{request.description}{outside}{'?' if yes_no else ''}"), id="permission-what")
+            if yes_no:
+                yield Static(Text(request.target, style="dim"), id="permission-rule")
+            else:
+                rule = suggested_rule(request)
+                hint = f'to stop being asked, add to nestor.toml: [permissions] allow = ["{rule}"]'
+                yield Static(Text(hint, style="dim"), id="permission-rule")
             with Horizontal(id="permission-buttons"):
-                yield Button(Text("[y] allow once"), id="once", variant="primary")
-                yield Button(Text(f"[a] allow {session}"), id="session")
-                yield Button(Text("[n] deny"), id="deny", variant="error")
+                yield Button(Text("[y] yes" if yes_no else "[y] allow once"), id="once", variant="primary")
+                if not yes_no:
+                    yield Button(Text(f"[a] allow {session}"), id="session")
+                yield Button(Text("[n] no" if yes_no else "[n] deny"), id="deny", variant="error")
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         """A button answers as its key does."""
         self.action_answer(event.button.id or "deny")
 
     def action_answer(self, answer: str) -> None:
-        """Close the dialog with ``answer`` (``once``, ``session`` or ``deny``)."""
+        """Close the dialog with ``answer`` (``once``, ``session`` or ``deny``), if it is one offered."""
         choice: PermissionAnswer = (
             "once" if answer == "once" else "session" if answer == "session" else "deny"
         )
-        self.dismiss(choice)
+        if choice in self.choices:
+            self.dismiss(choice)
 
 
 class SessionPicker(ModalScreen["str | None"]):
@@ -124,3 +133,52 @@ class SessionPicker(ModalScreen["str | None"]):
     def action_leave(self) -> None:
         """Close the picker without choosing."""
         self.dismiss(None)
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """A yes-or-no question (an undo, before it writes): ``y`` or its button is yes, ``n`` or Esc no."""
+
+    DEFAULT_CSS = """
+    ConfirmScreen { align: center middle; }
+    #confirm-dialog { width: 76; max-width: 95%; height: auto; border: thick $warning;
+        background: $surface; padding: 1 2; }
+    #confirm-buttons { height: auto; margin-top: 1; }
+    #confirm-buttons Button { margin-right: 1; min-width: 10; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("y", "answer(True)", "yes"),
+        Binding("n", "answer(False)", "no"),
+        Binding("escape", "answer(False)", "no", show=False),
+    ]
+
+    def __init__(self, question: str) -> None:
+        super().__init__()
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        """The question and its two answers."""
+        with Vertical(id="confirm-dialog"):
+            yield Static(Text(self.question, style="bold"))
+            with Horizontal(id="confirm-buttons"):
+                yield Button(Text("[y] yes"), id="yes", variant="warning")
+                yield Button(Text("[n] no"), id="no")
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        """A button answers as its key does."""
+        self.action_answer(event.button.id == "yes")
+
+    def action_answer(self, answer: bool) -> None:
+        """Close the dialog with the answer."""
+        self.dismiss(answer)
+
+
+async def ask_yes_or_no(app: App[Any], question: str) -> str:
+    """Ask ``question`` in a :class:`ConfirmScreen` over ``app``; ``y`` or ``n`` (an undo's ``ask``)."""
+    answered: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+
+    def done(answer: bool | None) -> None:
+        if not answered.done():
+            answered.set_result("y" if answer else "n")
+
+    app.push_screen(ConfirmScreen(question), done)
+    return await answered

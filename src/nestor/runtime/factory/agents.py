@@ -22,12 +22,14 @@ from pydantic_ai.settings import ModelSettings
 from nestor.agents.registry import AgentRegistry, builtin_spec
 from nestor.agents.spec import AgentSpec
 from nestor.bus import EventBus
-from nestor.config.settings import Settings
+from nestor.checkpoints.recorder import CheckpointRecorder
+from nestor.config.settings import ProjectServer, Settings
 from nestor.permissions import PermissionPolicy
 from nestor.permissions.child import ChildPolicy
 from nestor.providers.build import BuiltModel
 from nestor.runtime.factory.prompt import build_system_prompt
 from nestor.runtime.factory.toolset import main_tool_names
+from nestor.runtime.features.checkpoints import CheckpointHook
 from nestor.runtime.features.compaction import Compaction, SummaryModel
 from nestor.runtime.features.large_results import LargeResultHook
 from nestor.runtime.features.small.gathering.reader import ProjectReader
@@ -38,7 +40,7 @@ from nestor.runtime.kernel.loop import SessionAgent
 from nestor.runtime.kernel.permission_gate import PermissionAsker
 from nestor.runtime.kernel.setup import AgentSetup
 from nestor.runtime.tree.delegation import AgentTree
-from nestor.runtime.tree.mcp_tools import allowed_mcp_tools
+from nestor.runtime.tree.mcp_tools import allowed_mcp_tools, own_project_servers
 from nestor.runtime.tree.services import ChildRequest, TreeServices
 from nestor.runtime.tree.subagent_hooks import (
     MAIN_AGENT_REPORT,
@@ -50,6 +52,7 @@ from nestor.store.messages import MessageStore
 from nestor.store.sessions import Session, SessionStore
 from nestor.tools.base import Tool
 from nestor.tools.catalogue import ToolCatalogue
+from nestor.tools.mcp.approval import AskApproval, ServerApprovals
 from nestor.tools.mcp.servers import McpServers
 
 
@@ -92,12 +95,18 @@ class AgentFactory:
         instructions: The instruction files' text (read anew for each task); None gives none.
         user_config_dir: nestor's user config directory (the user's ``AGENTS.md``); None reads none.
         mcp: The process's MCP servers (None without any): the main agent gets all their tools.
+        mcp_approvals: The user's approvals of a project's MCP servers: an agent file of the
+            project starts its own servers only once approved (none without it).
+        ask_approval: Asks the user to approve such a server, where someone can answer (None:
+            an unapproved server is skipped, and named).
         notify: Tells the user in one line what went wrong without stopping the run (an agent's
             own MCP server that cannot start).
         summarizer: Writes compaction summaries for every agent of the tree (the main agent's
             model: set when the main agent is built).
         subagent_hooks: Makes an embedder's hooks for each sub-agent (called once per sub-agent
             built, so that no two agents share a hook's state); None adds none.
+        checkpoints: The tree's snapshots: every agent that can change files gets a hook that
+            snapshots the project around its calls that can (None: no checkpoints).
         tree: The tree of the agents this factory builds.
 
     """
@@ -117,8 +126,11 @@ class AgentFactory:
     user_config_dir: Path | None = None
     summarizer: SummaryModel | None = None
     mcp: McpServers | None = None
+    mcp_approvals: ServerApprovals | None = None
+    ask_approval: AskApproval | None = None
     notify: Callable[[str], None] = lambda _message: None
     subagent_hooks: Callable[[], Sequence[Hook]] | None = None
+    checkpoints: CheckpointRecorder | None = None
     tree: AgentTree = field(init=False)
     _own_servers: dict[str, McpServers] = field(default_factory=dict[str, McpServers])
     _closing: set[asyncio.Task[None]] = field(default_factory=set[asyncio.Task[None]])
@@ -223,6 +235,7 @@ class AgentFactory:
                 *hooks,
                 *self.tools.hooks(tool_names, session.id),
                 *self.tree.tree_hooks(0),
+                *self._checkpoint_hooks(self.project_root),
             ],
             harness=SmallModelHarness(
                 ProjectReader(self.project_root),
@@ -282,6 +295,7 @@ class AgentFactory:
                 *self.tree.tree_hooks(parent.setup.depth + 1),
                 *self.tools.hooks(request.tool_names, session.id),
                 *(self.subagent_hooks() if self.subagent_hooks is not None else ()),
+                *(self._checkpoint_hooks(root) if not read_only else ()),
             ],
             harness=SmallModelHarness(ProjectReader(root), read_only=read_only) if built.compact else None,
             parent=parent,
@@ -289,7 +303,18 @@ class AgentFactory:
             project_root=root,
         )
 
+    def _checkpoint_hooks(self, root: Path) -> list[Hook]:
+        """The snapshots' hook, for an agent that can change the project's files."""
+        if self.checkpoints is None or root.resolve() != self.checkpoints.project_root:
+            return []
+        return [CheckpointHook(self.checkpoints, self.catalogue, root)]
+
     async def _own_mcp_tools(self, spec: AgentSpec, parent: SessionAgent, session_id: str) -> list[Tool[Any]]:
+        approvals, ask = self.mcp_approvals, self.ask_approval
+
+        async def approve(server: ProjectServer) -> bool:
+            return approvals is not None and await approvals.allows(server, ask=ask)
+
         servers = McpServers(
             dict(spec.own_mcp_servers),
             catalogue=self.catalogue,
@@ -297,6 +322,8 @@ class AgentFactory:
             project_root=self.project_root,
             notify=self.notify,
             owner=f"agent {spec.name}'s own MCP servers",
+            project=own_project_servers(spec),
+            approve=approve,
         )
         self._own_servers[session_id] = servers
         names = allowed_mcp_tools(await servers.tool_names(), spec, parent.setup.policy, self.catalogue)

@@ -25,6 +25,7 @@ from nestor.tools.catalogue import ToolCatalogue
 from nestor.tools.todo import TodoList, TodoWriteTool
 
 if TYPE_CHECKING:
+    from nestor.tools.editor_files import EditorFiles
     from nestor.tools.lsp.manager import LspManager
     from nestor.tools.search_backends import SearchBackend
     from nestor.tools.web.cache import WebCache
@@ -40,6 +41,8 @@ class ToolBuilder:
         notify: Shows the user a one-line notice (what the shell sandbox cannot do here, once).
         lsp: The project's language servers; where one can run, ``view``, ``edit`` and ``write``
             use them and the code-intelligence tools are built.
+        files: The editor nestor runs in (``nestor acp`` where the client offers ``fs/*``):
+            ``view``, ``edit`` and ``write`` read and write through it.
 
     """
 
@@ -52,6 +55,7 @@ class ToolBuilder:
         config_dir: Path,
         notify: Callable[[str], None] = lambda _message: None,
         lsp: LspManager | None = None,
+        files: EditorFiles | None = None,
     ) -> None:
         self._settings = settings
         self._catalogue = catalogue
@@ -59,6 +63,7 @@ class ToolBuilder:
         self._config_dir = config_dir
         self.notify = notify
         self.lsp = lsp
+        self.files = files
         self.search_backend: SearchBackend | None = None
         self._todos: dict[str, TodoList] = {}
         self._web_client: SafeHttpClient | None = None
@@ -101,7 +106,9 @@ class ToolBuilder:
             built.update({tool.name: tool for tool in delegation_tools(tree)})
         built.update(self._web_tools(tree, names, session_id))
         if self.lsp is not None and self.lsp.available():
-            built.update(_language_tools(self.lsp, names))
+            built.update(_language_tools(self.lsp, names, self.files))
+        elif self.files is not None:
+            built.update(_file_tools(self.files, names))
         return built
 
     def hooks(self, names: Sequence[str], session_id: str) -> list[Hook]:
@@ -172,7 +179,21 @@ class ToolBuilder:
         return todos
 
 
-def _language_tools(lsp: LspManager, names: Sequence[str]) -> dict[str, Tool[Any]]:
+def _file_tools(files: EditorFiles, names: Sequence[str]) -> dict[str, Tool[Any]]:
+    """``view``, ``edit`` and ``write`` through the editor's files."""
+    from nestor.tools.edit import EditTool
+    from nestor.tools.view import ViewTool
+    from nestor.tools.write import WriteTool
+
+    makers: dict[str, Callable[[], Tool[Any]]] = {
+        "view": lambda: ViewTool(files),
+        "edit": lambda: EditTool(files=files),
+        "write": lambda: WriteTool(files=files),
+    }
+    return {name: makers[name]() for name in names if name in makers}
+
+
+def _language_tools(lsp: LspManager, names: Sequence[str], files: EditorFiles | None) -> dict[str, Tool[Any]]:
     """The tools that use the project's language servers.
 
     The code-intelligence ones, and view, edit and write with diagnostics.
@@ -188,9 +209,9 @@ def _language_tools(lsp: LspManager, names: Sequence[str]) -> dict[str, Tool[Any
     from nestor.tools.write import WriteTool
 
     makers: dict[str, Callable[[LspManager], Tool[Any]]] = {
-        "view": DiagnosingViewTool,
-        "edit": EditTool,
-        "write": WriteTool,
+        "view": lambda lsp: DiagnosingViewTool(lsp, files),
+        "edit": lambda lsp: EditTool(lsp, files),
+        "write": lambda lsp: WriteTool(lsp, files),
         "definition": DefinitionTool,
         "references": ReferencesTool,
         "hover": HoverTool,

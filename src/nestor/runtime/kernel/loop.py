@@ -48,6 +48,7 @@ from nestor.runtime.kernel.requests import Requests
 from nestor.runtime.kernel.setup import AgentSetup, RunResult, finish_run
 from nestor.runtime.kernel.tool_runner import ToolRunner
 from nestor.runtime.kernel.tool_schema import tool_definitions
+from nestor.store.messages import prompt_metadata
 
 _REPORTABLE_STOPS = frozenset({"max_iterations", "token_budget", "timeout", "loop"})
 
@@ -194,6 +195,7 @@ class SessionAgent:
             AgentStarted(
                 agent_id=self.session_id,
                 parent_id=setup.parent_id,
+                parent_tool_call_id=setup.parent_tool_call_id,
                 depth=setup.depth,
                 agent_type=setup.agent_type,
                 description=setup.description,
@@ -205,7 +207,8 @@ class SessionAgent:
             self.append(unanswered)
         # Prompts left queued by a run that did not complete go first, in the order they came.
         prompts = self._take_queue() + ([UserPromptPart(prompt)] if prompt is not None else [])
-        self.append(ModelRequest(parts=prompts))
+        # Marked when a prompt starts it: the prompts of a session are what /rewind and undo name.
+        self.append(ModelRequest(parts=prompts, metadata=prompt_metadata() if prompt is not None else None))
         deadline = (time.monotonic() + setup.budgets.max_time_s) if setup.budgets.max_time_s else None
         tree_deadline = setup.tree_budget.deadline if setup.tree_budget is not None else None
         tree_time_is_shorter = tree_deadline is not None and (deadline is None or tree_deadline < deadline)

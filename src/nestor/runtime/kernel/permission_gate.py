@@ -95,5 +95,6 @@ class PermissionGate:
                 target=request.target,
                 decision=outcome,
                 reason=decision.reason,
+                rule=str(decision.rule) if decision.rule is not None else None,
             )
         )

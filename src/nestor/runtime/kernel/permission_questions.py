@@ -13,7 +13,7 @@ import asyncio
 from nestor.bus import EventBus
 from nestor.core.events import PermissionRequested, PermissionWithdrawn
 from nestor.core.ids import new_id
-from nestor.core.permission import PermissionAnswer, PermissionRequest
+from nestor.core.permission import PERMISSION_CHOICES, PermissionAnswer, PermissionRequest
 
 
 class PermissionQuestions:
@@ -23,13 +23,26 @@ class PermissionQuestions:
         self._bus = bus
         self._waiting: dict[str, asyncio.Future[PermissionAnswer]] = {}
 
-    async def __call__(self, request: PermissionRequest, agent_id: str) -> PermissionAnswer:
-        """Ask about ``request`` for agent ``agent_id`` and wait for the answer."""
+    async def __call__(
+        self,
+        request: PermissionRequest,
+        agent_id: str,
+        *,
+        choices: tuple[PermissionAnswer, ...] = PERMISSION_CHOICES,
+    ) -> PermissionAnswer:
+        """Ask about ``request`` for agent ``agent_id`` and wait for the answer.
+
+        ``choices`` are the answers the UI offers: ``("once", "deny")`` makes it a yes/no question.
+        """
         request_id = new_id("perm")
         answer: asyncio.Future[PermissionAnswer] = asyncio.get_running_loop().create_future()
         self._waiting[request_id] = answer
         try:
-            self._bus.publish(PermissionRequested(agent_id=agent_id, request_id=request_id, request=request))
+            self._bus.publish(
+                PermissionRequested(
+                    agent_id=agent_id, request_id=request_id, request=request, choices=choices
+                )
+            )
             return await answer
         except asyncio.CancelledError:
             self._bus.publish(PermissionWithdrawn(agent_id=agent_id, request_id=request_id))

@@ -118,6 +118,7 @@ class AgentSetup:
         parent_id: Parent agent id, for sub-agents.
         depth: 0 for the main agent.
         description: What the agent was asked to do, in a few words (a sub-agent's task), for events.
+        parent_tool_call_id: The parent's tool call that started the sub-agent's current run.
         harness: Drives each new prompt instead of the open tool loop (the small-model harness,
             ``features/small/harness.py``); None for capable models.
 
@@ -149,6 +150,7 @@ class AgentSetup:
     parent_id: str | None = None
     depth: int = 0
     description: str = ""
+    parent_tool_call_id: str | None = None
     harness: Harness | None = None
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
 
+from nestor.agents.listing import agent_names
 from nestor.agents.spec import AgentSpec
 from nestor.core.errors import DelegationError, NestorError, ToolError, UnknownAgentError
 from nestor.core.events import ErrorEvent
@@ -113,8 +114,7 @@ class AgentTree:
         return None
 
     def _available(self) -> str:
-        names = ", ".join(spec.name for spec in self.services.registry.delegable())
-        return f"Available agents: {names}."
+        return f"Available agents: {agent_names(self.services.registry.delegable())}."
 
     # -- running tasks ----------------------------------------------------------------------
 
@@ -196,7 +196,9 @@ class AgentTree:
         if not self.can_delegate(parent.setup.depth):
             raise ToolError(f"delegation is limited to {self.services.config.max_depth} level(s)")
         if request.resume:
-            return await self._resume(parent, request, depth)
+            child = await self._resume(parent, request, depth)
+            child.agent.setup.parent_tool_call_id = tool_call_id
+            return child
         spec = request.spec or self._spec(request.subagent_type)
         built = self._model(request.model or spec.model, parent)
         if request.workspace is not None:
@@ -217,6 +219,7 @@ class AgentTree:
             pooled = self.pool.take(key)
             if pooled is not None:
                 self.services.sessions.set_title(pooled.session_id, request.description)
+                pooled.setup.parent_tool_call_id = tool_call_id
                 return self._reuse(pooled, parent, spec, request, system_prompt, key)
         session = self.services.sessions.create(
             self.services.project_root,
@@ -233,6 +236,7 @@ class AgentTree:
             parent, session, spec, built, tool_names, system_prompt, history, key, request.workspace
         )
         self._configure_run(child.agent, spec, request)
+        child.agent.setup.parent_tool_call_id = tool_call_id
         if history:
             await self._fit_inherited(child.agent, spec)
         return child

@@ -10,6 +10,7 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, Field, ValidationInfo, field_validator
 
+from nestor.agents.listing import agent_lines, agent_names
 from nestor.core.errors import NestorError
 from nestor.runtime.kernel.loop import SessionAgent
 from nestor.runtime.tree.delegation import AgentTree
@@ -68,16 +69,13 @@ class TaskTool(Tool[TaskParams]):
     @property
     def description(self) -> str:
         """The static description plus the agents that can be delegated to right now."""
-        lines = [
-            f"- {spec.name}: {' '.join(spec.description.split())}"
-            for spec in self.tree.services.registry.delegable()
-        ]
+        lines = agent_lines(self.tree.services.registry.delegable())
         return f"{super().description}\n\nAvailable agents (subagent_type):\n" + "\n".join(lines)
 
     @property
     def brief_description(self) -> str:
         """One line, with the agents' names (a small model sees no more)."""
-        names = ", ".join(spec.name for spec in self.tree.services.registry.delegable())
+        names = agent_names(self.tree.services.registry.delegable())
         return f"{super().brief_description} Agents (subagent_type): {names}."
 
     async def run(self, params: TaskParams, ctx: ToolContext) -> ToolResult:

@@ -17,6 +17,9 @@ repository (a ``git`` in the project's ``.venv/bin`` or ``node_modules/.bin`` is
 
 The user's own git config (``~/.gitconfig``, the system's) still applies: it is not the
 repository's, and its ignore rules matter to a listing.
+
+A shadow repository (:func:`run_shadow_git`, for checkpoints) goes the same way with a git dir of
+nestor's own under the data dir as its only writable path, and without the user's config either.
 """
 
 from __future__ import annotations
@@ -52,11 +55,13 @@ class GitOutput:
     Attributes:
         returncode: git's exit status.
         stdout: Its standard output, as bytes (``-z`` listings are split by the caller).
+        stderr: Its standard error (why it failed).
 
     """
 
     returncode: int
     stdout: bytes
+    stderr: bytes = b""
 
     @property
     def ok(self) -> bool:
@@ -78,27 +83,11 @@ def run_git(
     git, repository = prepared
     availability = sandbox or detect_blocking()
     with _view(repository) as (view, git_env):
-        launch = _sandboxed(availability, repository, view, [git, "-C", str(directory), *args])
+        shown = (repository.work_tree, repository.git_dir, repository.common_dir, view)
+        launch = _sandboxed(availability, repository.work_tree, shown, [git, "-C", str(directory), *args])
         if launch is None:
             return None
-        try:
-            done = subprocess.run(
-                launch.argv,
-                cwd=directory,
-                env=_environment(git_env, launch.env),
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                timeout=timeout,
-                start_new_session=True,
-                preexec_fn=launch.preexec,
-                pass_fds=launch.pass_fds,
-                check=False,
-            )
-        except (OSError, subprocess.SubprocessError):
-            return None
-        finally:
-            launch.cleanup()
-    return GitOutput(done.returncode, done.stdout)
+        return _run_blocking(launch, directory, _environment(git_env, launch.env), timeout, None)
 
 
 async def run_git_async(
@@ -111,33 +100,124 @@ async def run_git_async(
     git, repository = prepared
     availability = sandbox or await detect()
     with _view(repository) as (view, git_env):
-        launch = _sandboxed(availability, repository, view, [git, "-C", str(directory), *args])
+        shown = (repository.work_tree, repository.git_dir, repository.common_dir, view)
+        launch = _sandboxed(availability, repository.work_tree, shown, [git, "-C", str(directory), *args])
         if launch is None:
             return None
-        try:
-            process = await asyncio.create_subprocess_exec(
-                *launch.argv,
-                cwd=directory,
-                env=_environment(git_env, launch.env),
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.DEVNULL,
-                start_new_session=True,
-                preexec_fn=launch.preexec,
-                pass_fds=launch.pass_fds,
-            )
-        except (OSError, subprocess.SubprocessError):
-            launch.cleanup()
-            return None
-        try:
-            stdout, _ = await asyncio.wait_for(process.communicate(), timeout)
-        except TimeoutError:
-            process.kill()
-            await process.wait()
-            return None
-        finally:
-            launch.cleanup()
-    return GitOutput(process.returncode or 0, stdout)
+        return await _run_async(launch, directory, _environment(git_env, launch.env), timeout, None)
+
+
+@dataclass(frozen=True, slots=True)
+class ShadowGit:
+    """Where a shadow repository's git runs: nestor's own git dir, the project as work tree, an index.
+
+    A shadow repository (:mod:`nestor.checkpoints`) keeps snapshots of a project's files in a git
+    dir of nestor's own under the data dir: the project's repository (its index, HEAD, refs,
+    config) is never touched, and none of its commands can run, as with :func:`run_git`.
+
+    Attributes:
+        git_dir: The shadow's git dir, written by nestor alone (its config names no command).
+        work_tree: The directory whose files are snapshotted (the top of the project's repository,
+            or the project itself outside one), read-only to git.
+        index_file: The index this run reads and writes (one per session tree).
+
+    """
+
+    git_dir: Path
+    work_tree: Path
+    index_file: Path
+
+
+async def run_shadow_git(
+    shadow: ShadowGit,
+    *args: str,
+    stdin: bytes | None = None,
+    timeout: float = GIT_TIMEOUT_S,
+    sandbox: Availability | None = None,
+) -> GitOutput | None:
+    """Run ``git ARGS`` on a shadow repository, from its work tree; None when git cannot run.
+
+    The same git (found outside the project), the same few variables of the user's environment
+    and the same offline sandbox as :func:`run_git`, with the shadow's git dir as the only
+    writable path: git reads the project and writes only nestor's own files. No config but the
+    shadow's own applies: neither the user's global or system config (a git-lfs filter would run
+    on every snapshot) nor any of the repository's. Pathspecs are literal.
+    """
+    git = find_program("git", outside=shadow.work_tree)
+    if git is None:
+        return None
+    availability = sandbox or await detect()
+    git_env = {
+        "GIT_DIR": str(shadow.git_dir),
+        "GIT_WORK_TREE": str(shadow.work_tree),
+        "GIT_INDEX_FILE": str(shadow.index_file),
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_LITERAL_PATHSPECS": "1",
+    }
+    launch = _sandboxed(
+        availability,
+        shadow.work_tree,
+        (shadow.work_tree,),
+        [git, *args],
+        own_dirs=(shadow.git_dir,),
+    )
+    if launch is None:
+        return None
+    return await _run_async(launch, shadow.work_tree, _environment(git_env, launch.env), timeout, stdin)
+
+
+def _run_blocking(
+    launch: Launch, cwd: Path, env: dict[str, str], timeout: float, stdin: bytes | None
+) -> GitOutput | None:
+    try:
+        done = subprocess.run(
+            launch.argv,
+            cwd=cwd,
+            env=env,
+            input=stdin,
+            stdin=subprocess.DEVNULL if stdin is None else None,
+            capture_output=True,
+            timeout=timeout,
+            start_new_session=True,
+            preexec_fn=launch.preexec,
+            pass_fds=launch.pass_fds,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    finally:
+        launch.cleanup()
+    return GitOutput(done.returncode, done.stdout, done.stderr)
+
+
+async def _run_async(
+    launch: Launch, cwd: Path, env: dict[str, str], timeout: float, stdin: bytes | None
+) -> GitOutput | None:
+    try:
+        process = await asyncio.create_subprocess_exec(
+            *launch.argv,
+            cwd=cwd,
+            env=env,
+            stdin=asyncio.subprocess.DEVNULL if stdin is None else asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+            preexec_fn=launch.preexec,
+            pass_fds=launch.pass_fds,
+        )
+    except (OSError, subprocess.SubprocessError):
+        launch.cleanup()
+        return None
+    try:
+        stdout, stderr = await asyncio.wait_for(process.communicate(stdin), timeout)
+    except TimeoutError:
+        process.kill()
+        await process.wait()
+        return None
+    finally:
+        launch.cleanup()
+    return GitOutput(process.returncode or 0, stdout, stderr)
 
 
 def _prepare(directory: Path) -> tuple[str, Repository] | None:
@@ -212,17 +292,21 @@ def _link_shared_indexes(repository: Repository, view: Path) -> None:
 
 
 def _sandboxed(
-    availability: Availability, repository: Repository, view: Path, argv: list[str]
+    availability: Availability,
+    root: Path,
+    shown: tuple[Path, ...],
+    argv: list[str],
+    *,
+    own_dirs: tuple[Path, ...] = (),
 ) -> Launch | None:
-    """Git's argv in the read-only, offline sandbox that shows the repository, the view and git."""
+    """Git's argv in the read-only, offline sandbox that shows ``shown`` and git, and writes ``own_dirs``."""
     git_home = Path(argv[0]).resolve().parent
-    shown = (repository.work_tree, repository.git_dir, repository.common_dir, view, git_home)
-    visible = tuple(dict.fromkeys(shown))
+    visible = tuple(dict.fromkeys((*shown, git_home)))
     try:
         return sandboxed(
             availability.backend,
-            SandboxPolicy.read_only(),
-            repository.work_tree,
+            SandboxPolicy.read_only(own_dirs=own_dirs),
+            root,
             argv,
             landlock_abi=availability.landlock_abi,
             visible=visible,

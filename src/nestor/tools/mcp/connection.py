@@ -178,15 +178,18 @@ class McpConnection:
             )
             return Client(stdio_client(params, errlog=log), message_handler=on_message)
         assert config.url is not None
+        # Whitespace around a value is not part of it (RFC 9110), and httpx refuses it: a token
+        # variable left empty must not turn "Bearer ${TOKEN}" into a server that cannot start.
+        headers = {name: value.strip() for name, value in config.headers.items()}
         if kind == "sse":
             from mcp.client.sse import sse_client
 
-            transport: Any = sse_client(config.url, headers=dict(config.headers), timeout=config.timeout)
+            transport: Any = sse_client(config.url, headers=headers, timeout=config.timeout)
             return Client(transport, message_handler=on_message, mode="legacy")
         from mcp.client.streamable_http import streamable_http_client
         from mcp.shared._httpx_utils import create_mcp_http_client
 
-        http = create_mcp_http_client(headers=dict(config.headers) or None)
+        http = create_mcp_http_client(headers=headers or None)
         return Client(streamable_http_client(config.url, http_client=http), message_handler=on_message)
 
     def _open_log(self) -> TextIO | None:

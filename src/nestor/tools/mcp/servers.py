@@ -1,6 +1,7 @@
 """The MCP servers of one process (or of one agent), started when an agent needs them.
 
-Their tools are registered in the tool catalogue as ``mcp__<server>__<tool>``.
+Their tools are registered in the tool catalogue as ``mcp__<server>__<tool>``. A server a project
+defines starts only once its definition is approved (``nestor.tools.mcp.approval``).
 
 This module does not import the ``mcp`` SDK: it is imported only once a server has to start, so a
 run without MCP servers never pays for it.
@@ -9,12 +10,13 @@ run without MCP servers never pays for it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nestor.config.sections import McpServerConfig
+from nestor.config.settings import ProjectServer
 from nestor.core.errors import ToolError
 from nestor.tools.catalogue import BuiltByOwner, ToolCatalogue, Trait
 from nestor.tools.mcp.names import tool_name
@@ -33,9 +35,13 @@ class ServerState:
         name: The server's name.
         transport: ``stdio``, ``http`` or ``sse``.
         target: Its command line or URL.
-        status: ``running``, ``failed``, ``stopped`` or ``disabled``.
+        status: ``running``, ``failed``, ``stopped``, ``disabled`` or ``not approved`` (a
+            project's server whose definition the user has not approved: never started).
         tools: The names of its tools (``mcp__server__tool``), once it listed them.
         error: Why it failed, else "".
+        project: Its definition, when a project defines it (None: the user's own).
+        approved: Whether the user approved a project's server as defined (None: the user's own,
+            which needs no approval).
 
     """
 
@@ -45,6 +51,8 @@ class ServerState:
     status: str
     tools: tuple[str, ...] = ()
     error: str = ""
+    project: ProjectServer | None = None
+    approved: bool | None = None
 
 
 class McpServers:
@@ -57,6 +65,10 @@ class McpServers:
         project_root: The servers' working directory unless their config gives one.
         notify: Tells the user, in one line, that a server could not start.
         owner: Who the tools belong to, for an agent's own servers (None: the process's).
+        project: The servers of ``configs`` that a project defines, as written: each starts only
+            when ``approve`` says so.
+        approve: Whether a project's server may start (asking the user, where someone can
+            answer); None starts none of them.
 
     """
 
@@ -69,8 +81,13 @@ class McpServers:
         project_root: Path,
         notify: Callable[[str], None] = lambda _message: None,
         owner: str | None = None,
+        project: Mapping[str, ProjectServer] | None = None,
+        approve: Callable[[ProjectServer], Awaitable[bool]] | None = None,
     ) -> None:
         self.configs = dict(configs)
+        self.project = dict(project or {})
+        self._approve = approve
+        self._approved: set[str] = set()
         self._catalogue = catalogue
         self._log_dir = log_dir
         self._project_root = project_root
@@ -117,12 +134,16 @@ class McpServers:
             connection = self._connections.get(name)
             if not config.enabled:
                 status, error = "disabled", ""
+            elif name in self.project and name not in self._approved:
+                status, error = "not approved", ""
             elif connection is None:
                 status, error = "stopped", ""
             else:
                 status, error = connection.status, connection.error
             tools = tuple(definition.name for definition in self._definitions.get(name, ()))
-            states.append(ServerState(name, config.kind, target, status, tools, error))
+            states.append(
+                ServerState(name, config.kind, target, status, tools, error, self.project.get(name))
+            )
         return states
 
     async def close(self) -> None:
@@ -144,6 +165,8 @@ class McpServers:
     async def _list(self, name: str) -> list[McpToolDefinition]:
         from nestor.tools.mcp.tool import McpToolDefinition
 
+        if not await self._may_start(name):
+            return []
         connection = self.connection(name)
         try:
             tools = await connection.list_tools()
@@ -165,6 +188,16 @@ class McpServers:
         for definition in definitions:
             self._register(definition, connection)
         return definitions
+
+    async def _may_start(self, name: str) -> bool:
+        """Whether server ``name`` is the user's, or a project's approved now or before."""
+        server = self.project.get(name)
+        if server is None or name in self._approved:
+            return True
+        if self._approve is None or not await self._approve(server):
+            return False
+        self._approved.add(name)
+        return True
 
     def _register(self, definition: McpToolDefinition, connection: McpConnection) -> None:
         if definition.name in self._catalogue:

@@ -43,6 +43,8 @@ class SandboxPolicy:
         writable_git: Whether commands may change the git dirs of the repositories holding the
             project (commit, checkout, stash); their config, hooks and pointers stay read-only.
             False (the default) keeps each of those git dirs read-only as a whole.
+        own_dirs: Directories of nestor's own a ``read-only`` command may write besides its private
+            temp dir (a shadow repository's git dir, for nestor's own git); none for an agent's shell.
 
     """
 
@@ -51,11 +53,15 @@ class SandboxPolicy:
     temp_dirs: tuple[Path, ...] | None = None
     kept_read_only: tuple[Path, ...] = ()
     writable_git: bool = False
+    own_dirs: tuple[Path, ...] = ()
 
     @classmethod
-    def read_only(cls) -> SandboxPolicy:
-        """The policy of agents that cannot write files: read-only, no network."""
-        return cls(mode="read-only", network=False)
+    def read_only(cls, *, own_dirs: tuple[Path, ...] = ()) -> SandboxPolicy:
+        """The policy of agents that cannot write files: read-only, no network.
+
+        ``own_dirs`` are directories of nestor's own that stay writable (see :attr:`own_dirs`).
+        """
+        return cls(mode="read-only", network=False, own_dirs=own_dirs)
 
     @property
     def enabled(self) -> bool:
@@ -70,8 +76,10 @@ class SandboxPolicy:
     def writable_paths(self, project_root: Path, env: Mapping[str, str] = os.environ) -> tuple[Path, ...]:
         """The existing directories a command may write to (``workspace-write``), resolved.
 
-        ``read-only`` mode has none: its private temp dir is made by the backend.
+        ``read-only`` mode has only :attr:`own_dirs`: its private temp dir is made by the backend.
         """
+        if self.mode == "read-only":
+            return _unique_existing(list(self.own_dirs))
         if self.mode != "workspace-write":
             return ()
         candidates = [project_root, *(self.temp_dirs if self.temp_dirs is not None else _temp_dirs(env))]

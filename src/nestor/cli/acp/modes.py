@@ -1,0 +1,113 @@
+"""Session modes and configuration options an editor shows: how much nestor asks, and each role's model.
+
+The modes decide only the questions the permission rules leave to the user, never the rules or the
+sandbox: ``ask`` sends every question to the editor; ``accept_edits`` answers "allow once" to a
+question about changing a file inside the project; ``yolo`` to every question, as ``--yolo`` does.
+A deny rule still refuses, an ask rule still asks, in every mode, and ``bash`` still runs in the
+sandbox.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from acp.schema import (
+    SessionConfigOptionSelect,
+    SessionConfigSelectOption,
+    SessionMode,
+    SessionModeState,
+)
+
+from nestor.core.permission import PermissionRequest
+
+ModeId = Literal["ask", "accept_edits", "yolo"]
+
+MODES: dict[ModeId, SessionMode] = {
+    "ask": SessionMode(
+        id="ask", name="Ask", description="Ask before changing files, running commands or using the network."
+    ),
+    "accept_edits": SessionMode(
+        id="accept_edits",
+        name="Accept edits",
+        description="Change files inside the project without asking; ask for the rest.",
+    ),
+    "yolo": SessionMode(
+        id="yolo",
+        name="Yolo",
+        description="Ask nothing the rules leave open; deny and ask rules and the sandbox still hold.",
+    ),
+}
+
+MODE_OPTION = "mode"
+MODEL_OPTIONS = {"large_model": "large", "small_model": "small"}
+"""Config option id -> model role."""
+
+
+def mode_state(current: ModeId) -> SessionModeState:
+    """The modes and the current one, as ``session/new`` answers them."""
+    return SessionModeState(current_mode_id=current, available_modes=list(MODES.values()))
+
+
+def is_mode(value: str) -> bool:
+    """True when ``value`` names one of the modes."""
+    return value in MODES
+
+
+def answers_itself(mode: ModeId, request: PermissionRequest, rule: str | None) -> bool:
+    """True when ``mode`` answers "allow once" to this question without the editor.
+
+    Args:
+        mode: The session's mode.
+        request: What the call asks for.
+        rule: The ask rule that raised the question, if one did: then the user wrote down that
+            they want to be asked, and every mode asks.
+
+    """
+    if rule is not None:
+        return False
+    if mode == "yolo":
+        return True
+    return mode == "accept_edits" and request.action == "write" and not request.outside_project
+
+
+def config_options(
+    mode: ModeId, models: dict[str, str | None], choices: list[str]
+) -> list[SessionConfigOptionSelect]:
+    """The session's options: its mode, and the model of each role among ``choices``.
+
+    Args:
+        mode: The current mode.
+        models: Each role's current model (None where no model is configured).
+        choices: The models an editor may pick from (each role's, and the embedded one).
+
+    """
+    options = [
+        SessionConfigOptionSelect(
+            type="select",
+            id=MODE_OPTION,
+            name="Mode",
+            category="mode",
+            current_value=mode,
+            options=[
+                SessionConfigSelectOption(value=item.id, name=item.name, description=item.description)
+                for item in MODES.values()
+            ],
+        )
+    ]
+    for option_id, role in MODEL_OPTIONS.items():
+        current = models.get(role)
+        if current is None:
+            continue
+        values = list(dict.fromkeys([current, *choices]))
+        options.append(
+            SessionConfigOptionSelect(
+                type="select",
+                id=option_id,
+                name=f"{role.capitalize()} model",
+                description="the main agent's model" if role == "large" else "titles and research",
+                category="model",
+                current_value=current,
+                options=[SessionConfigSelectOption(value=value, name=value) for value in values],
+            )
+        )
+    return options
