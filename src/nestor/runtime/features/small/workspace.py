@@ -9,8 +9,8 @@ read alone. Edits, test runs and the reports of a change are the same for every 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from dataclasses import dataclass
+from pathlib import PurePosixPath
 
 from nestor.runtime.features.small.gathering.reader import ProjectReader
 from nestor.runtime.features.small.understanding.scope import ANY, EditScope
@@ -51,20 +51,20 @@ class Workspace:
     Attributes:
         host: The agent the harness drives: its tool calls and its model.
         reader: Reads the project's files for ranking and structure.
-        scope: The files the request allows to change: every edit outside it is refused.
         snapshot: Every file changed this turn as it was before (see :meth:`restore`).
+        scope: The files the request allows to change: every edit outside it is refused.
 
     """
 
     host: HarnessHost
     reader: ProjectReader
+    snapshot: Snapshot
     scope: EditScope = ANY
-    snapshot: Snapshot = field(default_factory=lambda: Snapshot(Path("/nonexistent")))
 
     @classmethod
-    def of(cls, host: HarnessHost, reader: ProjectReader, scope: EditScope = ANY) -> Workspace:
-        """A workspace whose snapshot keeps the files of ``reader``'s project."""
-        return cls(host, reader, scope, Snapshot(reader.root))
+    def of(cls, host: HarnessHost, reader: ProjectReader) -> Workspace:
+        """A new turn's workspace: nothing kept yet, every file allowed until a request says otherwise."""
+        return cls(host, reader, Snapshot(reader.root))
 
     async def run_edits(self, edits: list[PlannedEdit], problems: list[str]) -> list[str]:
         """Make ``edits`` in rounds of at most one per file (edits of one file must not race).
