@@ -156,3 +156,25 @@ async def test_a_follow_up_is_answered_with_the_earlier_exchange_and_its_names(t
     prompt = _prompt_of(model.requests[1].messages)
     assert "Earlier question: Where is pad defined?\nYour earlier answer: pad is in index.js:1." in prompt
     assert "text.padStart(width)" in prompt  # the earlier question's name was searched again
+
+
+async def test_an_error_message_the_question_quotes_is_traced_to_the_line_that_makes_it(
+    tmp_path: Path,
+) -> None:
+    root = _js_project(tmp_path / "project")
+    (root / "index.js").write_text(
+        INDEX_JS.replace(
+            "function pad(text, width) {\n",
+            "function pad(text, width) {\n  if (width > 80) {\n"
+            "    throw new RangeError('width ' + width + ' is wider than the screen');\n  }\n",
+        )
+    )
+    model = ScriptedModel([reply("The width is over 80.")])
+    result = await _coder(Harness(root), model, root).run(
+        "I get `RangeError: width 120 is wider than the screen` from pad. Why, and where is it thrown?"
+    )
+    source = (
+        "The message comes from: `index.js:3` in `pad`: `throw new RangeError('width ' + width + ' is wider"
+    )
+    assert source in result.text, result.text
+    assert source in _prompt_of(model.requests[0].messages)

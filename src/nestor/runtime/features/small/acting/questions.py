@@ -20,6 +20,7 @@ from nestor.runtime.features.small.gathering.calls import (
     import_statement,
     quoted_calls,
 )
+from nestor.runtime.features.small.gathering.code_index import code_index
 from nestor.runtime.features.small.gathering.defaults import parameter_defaults
 from nestor.runtime.features.small.gathering.facts import (
     asks_for_a_default,
@@ -27,6 +28,7 @@ from nestor.runtime.features.small.gathering.facts import (
     values,
     where_defined,
 )
+from nestor.runtime.features.small.gathering.messages import message_sources, quoted_message
 from nestor.runtime.features.small.gathering.node_calls import node_calls
 from nestor.runtime.features.small.gathering.project import project_card, user_python
 from nestor.runtime.features.small.gathering.retrieval import gather_evidence
@@ -71,11 +73,14 @@ async def answer(
     ran = await _run_quoted_calls(work, prompt, read_only=read_only)
     default = asks_for_a_default(prompt)
     signature_defaults = parameter_defaults(prompt, intent, symbols, reader) if default else ""
-    if evidence.empty and not ran:
+    message = quoted_message(prompt)
+    sources = await message_sources(work, message, code_index(reader)) if message else []
+    origin = "The message comes from: " + "; ".join(sources) + "." if sources else ""
+    if evidence.empty and not ran and not origin:
         card = project_card(reader)
         body = "Nothing in the project matched the question's terms. What the project is:\n\n" + card.render()
     else:
-        body = "\n\n".join(part for part in (evidence.render(), signature_defaults, ran) if part)
+        body = "\n\n".join(part for part in (evidence.render(), signature_defaults, ran, origin) if part)
     before = "".join(
         f"Earlier question: {question}\nYour earlier answer: {said[:EARLIER_ANSWER_CHARS]}\n\n"
         for question, said in earlier
@@ -88,7 +93,7 @@ async def answer(
     if reply is None:
         return None
     # Facts nestor read or ran itself follow the model's words: a small model misreads them.
-    facts = [ran, signature_defaults]
+    facts = [origin, ran, signature_defaults]
     if _ASKS_WHERE.search(prompt):
         facts += [cited_functions(reply, symbols), where_defined(intent, symbols, reply)]
     facts.append(values(reply, intent, symbols, reader, default=default))
