@@ -19,7 +19,14 @@ from nestor.runtime.features.small.gathering.reader import ProjectReader
 from nestor.runtime.features.small.harness import SmallModelHarness
 from nestor.runtime.kernel.hooks import Budgets
 from nestor.testing import ScriptedModel, reply
-from tests.runtime.features.small.test_harness import CALC, TEST_CALC, FillingModel, _calc_project, _coder
+from tests.runtime.features.small.test_harness import (
+    CALC,
+    TEST_CALC,
+    AnsweringModel,
+    FillingModel,
+    _calc_project,
+    _coder,
+)
 from tests.runtime.support import Harness
 
 INDEX_JS = """function pad(text, width) {
@@ -247,3 +254,46 @@ async def test_a_change_the_time_budget_stops_half_way_is_undone(
     ]
     assert edits, "the first attempt's edit was made"
     assert _tree(root) == before  # and it is gone with the run
+
+
+FORMAT_JS = """function format(value) {
+  const text = String(value);
+  const trimmed = text.trim();
+  const width = 6;
+  const padded = pad(trimmed, width);
+  return padded;
+}
+
+function pad(text, width) {
+  return text.padStart(width - 1);
+}
+
+module.exports = { pad, format };
+"""
+FORMAT_TEST_JS = """const test = require('node:test');
+const assert = require('node:assert');
+const { format } = require('../index.js');
+
+test('formats to six', () => {
+  assert.strictEqual(format(12), '    12');
+});
+"""
+
+
+@needs_node
+async def test_without_a_tracer_the_suspects_lines_are_tried_in_turns_so_a_helper_comes_early(
+    tmp_path: Path,
+) -> None:
+    root = _js_project(tmp_path / "project")
+    (root / "index.js").write_text(FORMAT_JS)
+    (root / "test" / "index.test.js").write_text(FORMAT_TEST_JS)
+    fixed = "  return text.padStart(width);\n"
+    model = AnsweringModel(lambda before: fixed if before.endswith("function pad(text, width) {\n") else None)
+    agent = _coder(Harness(root), model, root)
+
+    result = await agent.run("format gives one space too few. Fix it, not the test.")
+
+    assert (root / "index.js").read_text() == FORMAT_JS.replace("width - 1", "width")
+    assert "In pad (index.js:9)" in result.text, result.text
+    # Three lines of format (what the test calls), then pad's: not every line of format first.
+    assert len([before for before, _ in model.gaps if "function pad" not in before.splitlines()[-1]]) == 3

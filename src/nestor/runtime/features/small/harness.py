@@ -213,7 +213,11 @@ async def _changed(
         else:  # another language: suspects from the code index, filled in line by line
             found = code_suspects(work.reader, code_index(work.reader), intent, failure)
             allowed = [span for span in found if work.scope.allows(span.path, exists=True)]
-            fixed = await fix_by_infilling(work, allowed, failure, command, named) if allowed else None
+            fixed = (
+                await fix_by_infilling(work, allowed, failure, command, named, interleave=True)
+                if allowed
+                else None
+            )
             if fixed is not None:
                 return fixed
     return await edit_with_blocks(work, intent, prompt, failure, command, named)

@@ -32,6 +32,7 @@ INFILL_GAPS_PER_FUNCTION = 16
 INFILL_GAPS = 30
 INFILL_TRIES = 36
 INFILL_SAMPLES = 3
+INTERLEAVED_GAPS = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +75,7 @@ async def fix_by_infilling(
     settles: Callable[[str | None], bool] = lambda failure: failure is None,
     *,
     executed: ExecutedLines | None = None,
+    interleave: bool = False,
 ) -> str | None:
     """Fix failing tests by having the model fill in one statement of a suspect at a time.
 
@@ -83,27 +85,55 @@ async def fix_by_infilling(
     """
     frames = traceback_locations(failure)
     asked = tried = 0
+    for span, gap, source in _planned_gaps(work, suspects, frames, executed, interleave=interleave):
+        if asked >= INFILL_GAPS or tried >= INFILL_TRIES:
+            return None
+        trial = _GapTrial(span, gap, source, command, named, settles)
+        middle = await work.host.infill(*gap.context(source), max_tokens=INFILL_MAX_TOKENS)
+        if middle is None:
+            return None
+        asked += 1
+        for candidate in candidates(middle, trial.cut):
+            if not trial.parses(candidate):
+                continue
+            tried += 1
+            if await _passes(work, trial, candidate):
+                best = await _smallest_passing(work, trial, candidate)
+                change = f"In {span.label}, `{trial.cut.strip()}` is now `{best.strip()}`."
+                return change_report([span.path], change, command, passed=True)
+    return None
+
+
+def _planned_gaps(
+    work: Workspace,
+    suspects: list[FunctionSpan],
+    frames: list[tuple[str, int]],
+    executed: ExecutedLines | None,
+    *,
+    interleave: bool,
+) -> list[tuple[FunctionSpan, Gap, str]]:
+    """The gaps to fill in, in order: each suspect's likeliest first (see :func:`.infill.gaps`).
+
+    Suspect after suspect; or, with ``interleave``, :data:`INTERLEAVED_GAPS` of each in turn,
+    round after round: without a tracer to say which lines ran, the bug is as likely in a
+    helper the first suspect calls as in its own many lines.
+    """
+    planned: list[list[tuple[FunctionSpan, Gap, str]]] = []
     for span in suspects:
         source = work.reader.read_text(span.path) or ""
         first_lines = [line for path, line in frames if path == span.path]
         ran = (lambda line, path=span.path: executed.ran(path, line)) if executed is not None else None
-        for gap in gaps(source, span, first_lines, ran)[:INFILL_GAPS_PER_FUNCTION]:
-            if asked >= INFILL_GAPS or tried >= INFILL_TRIES:
-                return None
-            trial = _GapTrial(span, gap, source, command, named, settles)
-            middle = await work.host.infill(*gap.context(source), max_tokens=INFILL_MAX_TOKENS)
-            if middle is None:
-                return None
-            asked += 1
-            for candidate in candidates(middle, trial.cut):
-                if not trial.parses(candidate):
-                    continue
-                tried += 1
-                if await _passes(work, trial, candidate):
-                    best = await _smallest_passing(work, trial, candidate)
-                    change = f"In {span.label}, `{trial.cut.strip()}` is now `{best.strip()}`."
-                    return change_report([span.path], change, command, passed=True)
-    return None
+        found = gaps(source, span, first_lines, ran)[:INFILL_GAPS_PER_FUNCTION]
+        planned.append([(span, gap, source) for gap in found])
+    if not interleave:
+        return [item for items in planned for item in items]
+    rounds = max((len(items) for items in planned), default=0)
+    return [
+        item
+        for start in range(0, rounds, INTERLEAVED_GAPS)
+        for items in planned
+        for item in items[start : start + INTERLEAVED_GAPS]
+    ]
 
 
 async def _passes(work: Workspace, trial: _GapTrial, candidate: str) -> bool:
