@@ -9,7 +9,8 @@ read alone. Edits, test runs and the reports of a change are the same for every 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from nestor.runtime.features.small.gathering.reader import ProjectReader
@@ -20,6 +21,9 @@ from nestor.runtime.kernel.driver import HarnessHost, ToolCall
 EDIT_MAX_TOKENS = 700
 EDIT_ATTEMPTS = 3
 TEST_TIMEOUT_S = 180
+MIN_TEST_TIMEOUT_S = 20
+TEST_SLOWDOWN = 4
+"""How many times longer than the first run a later run of the same tests may take."""
 _TRACEBACK_LOCATION = re.compile(
     r"^([\w./-]+\.py):(\d+)(?::| in )"  # pytest's short tracebacks
     r"|(?<![\w./-])([\w./-]+\.(?:[cm]?js|jsx|tsx?|rs)):(\d+):\d+",  # node's stack frames, Rust's panics
@@ -53,6 +57,7 @@ class Workspace:
         reader: Reads the project's files for ranking and structure.
         snapshot: Every file changed this turn as it was before (see :meth:`restore`).
         scope: The files the request allows to change: every edit outside it is refused.
+        timings: How long the first run of each test command took (see :meth:`run_tests`).
 
     """
 
@@ -60,6 +65,7 @@ class Workspace:
     reader: ProjectReader
     snapshot: Snapshot
     scope: EditScope = ANY
+    timings: dict[str, float] = field(default_factory=dict[str, float])
 
     @classmethod
     def of(cls, host: HarnessHost, reader: ProjectReader) -> Workspace:
@@ -108,17 +114,26 @@ class Workspace:
         return resolved is not None and resolved.exists()
 
     async def run_tests(self, command: str | None) -> str | None:
-        """Run the tests; the tail of their output when they fail, None when they pass."""
+        """Run the tests; the tail of their output when they fail, None when they pass.
+
+        Once a run of ``command`` has been timed, later runs of it may take
+        :data:`TEST_SLOWDOWN` times as long (at least :data:`MIN_TEST_TIMEOUT_S`): a change that
+        makes the tests hang (a loop that never ends) costs seconds, not :data:`TEST_TIMEOUT_S`.
+        """
         if command is None:
             return None
-        (outcome,) = await self.host.run_tools(
-            [
-                (
-                    "bash",
-                    {"command": f"set -o pipefail; {command} 2>&1 | tail -n 60", "timeout": TEST_TIMEOUT_S},
-                )
-            ]
+        known = self.timings.get(command)
+        limit = (
+            TEST_TIMEOUT_S
+            if known is None
+            else min(TEST_TIMEOUT_S, max(MIN_TEST_TIMEOUT_S, known * TEST_SLOWDOWN))
         )
+        started = time.monotonic()
+        (outcome,) = await self.host.run_tools(
+            [("bash", {"command": f"set -o pipefail; {command} 2>&1 | tail -n 60", "timeout": limit})]
+        )
+        if known is None:
+            self.timings[command] = time.monotonic() - started
         if outcome.metadata.get("exit_code") == 0 and outcome.ok:
             return None
         # node prints its frames with absolute paths: the project's own read as project-relative.

@@ -57,3 +57,17 @@ async def test_tests_must_pass_after_a_fix_and_fail_no_more_after_another_change
     assert worse is not None and "test_two" in worse
     fixed = await change_problem(snapshot, read, same, "pytest", before, fixing=True)
     assert fixed is not None and fixed.startswith("the tests (`pytest`) fail after it")
+
+
+async def test_a_json_or_toml_file_left_unreadable_does_not_hold(tmp_path: Path) -> None:
+    (tmp_path / "package.json").write_text('{"name": "x"}\n')
+    (tmp_path / "Cargo.toml").write_text('[package]\nname = "x"\n')
+    snapshot = Snapshot(tmp_path)
+    snapshot.keep("package.json")
+    snapshot.keep("Cargo.toml")
+    (tmp_path / "package.json").write_text('{"name": "x",}\n')
+    (tmp_path / "Cargo.toml").write_text('[package]\nname = "x"\nversion = "1.0.1"\n')
+    problem = await change_problem(
+        snapshot, lambda path: (tmp_path / path).read_text(), _no_tests, None, None, fixing=False
+    )
+    assert problem == "it left a syntax error in package.json"

@@ -7,6 +7,8 @@ the first time a file of its language is parsed, and one parser per language is 
 from __future__ import annotations
 
 import functools
+import json
+import tomllib
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Literal
 
@@ -44,7 +46,18 @@ def parse(path: str, source: str) -> tree_sitter.Tree | None:
 
 
 def parses_cleanly(path: str, source: str) -> bool | None:
-    """Whether ``source`` parses without a syntax error; None when there is no grammar for ``path``."""
+    """Whether ``source`` parses without a syntax error; None when there is no grammar for ``path``.
+
+    JSON and TOML files (``package.json``, ``Cargo.toml``, ``pyproject.toml``) are read with the
+    standard library's parsers.
+    """
+    suffix = PurePosixPath(path).suffix.lower()
+    if suffix in (".json", ".toml"):
+        try:
+            json.loads(source) if suffix == ".json" else tomllib.loads(source)
+        except ValueError:
+            return False
+        return True
     tree = parse(path, source)
     if tree is None:
         return None
