@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from evals.harnesses.base import EvalContext, HarnessResult
-from evals.processes import Finished, run_in_group
+from evals.processes import Finished, run_in_group, toolchain_homes
 from evals.tasks import Task
 from nestor.providers.local.weights import bundled_model_path
 
@@ -177,6 +177,7 @@ def _clean_environment(home: Path, nestor_home: Path) -> dict[str, str]:
         "XDG_STATE_HOME": str(home / ".local" / "state"),
         "NESTOR_HOME": str(nestor_home),
         "PYTHONUNBUFFERED": "1",
+        **toolchain_homes(),  # rustup's toolchain, which the private HOME would hide
     }
 
 
