@@ -168,3 +168,17 @@ def test_a_prompt_is_cut_into_the_questions_it_asks(prompt: str, parts: int) -> 
 )
 def test_the_agent_gets_the_prompt_without_the_words_that_ask_for_it(prompt: str, task: str) -> None:
     assert delegated_task(prompt) == task
+
+
+@pytest.mark.parametrize(
+    ("prompt", "kind"),
+    [
+        ("`<2.0.0` matches 3.0.0. Find the bug and fix it without touching the tests.", "change"),
+        ("Look into the parser and then fix the crash.", "change"),
+        ("How do I find the bug and fix it?", "question"),
+        ('Give to_csv an optional `delimiter` parameter (default ",").', "change"),
+        ("Give me an overview of this repository.", "tour"),
+    ],
+)
+def test_a_change_is_read_where_its_verb_is_not_the_first_word(prompt: str, kind: str) -> None:
+    assert request_kind(prompt) == kind

@@ -18,7 +18,7 @@ RequestKind = Literal["question", "tour", "change"]
 
 _CHANGE_VERBS = (
     "fix|repair|rename|add|implement|change|update|remove|delete|refactor|make|write|create|modify|"
-    "replace|move|introduce|support|extend|correct|edit|convert|rewrite|adjust|handle"
+    "replace|move|introduce|support|extend|correct|edit|convert|rewrite|adjust|handle|give(?!\\s+(?:me|us|a|an)\\b)"
 )
 # "Fix the test", "please add ...", "can you rename ...", "I need you to add ...".
 _CHANGE_REQUEST = re.compile(
@@ -36,6 +36,14 @@ _WANTS_NEW_CODE = re.compile(
     re.IGNORECASE,
 )
 _FIX_WORDS = re.compile(r"\b(?:fix|repair|make\s+it\s+pass|get\s+it\s+passing|solve)\b", re.IGNORECASE)
+# "Find the bug and fix it": a request whose change verb is not its first word.
+_FIX_CLAUSE = re.compile(
+    r"\b(?:and|then)\s+(?:please\s+)?(?:fix|repair|correct)\s+(?:it|this|that|them|the\s+\w+)\b",
+    re.IGNORECASE,
+)
+_QUESTION_OPENING = re.compile(
+    r"^\s*(?:how|what|why|where|which|who|when|can|could|should|would|is|are|do|does|did)\b", re.IGNORECASE
+)
 _TOUR = re.compile(
     r"\b(?:tour|overview|walk\s*through|what\s+is\s+this\s+(?:project|repo(?:sitory)?|code\s*base)|"
     r"(?:how\s+is|how's)\s+(?:this|the)\s+(?:project|repo(?:sitory)?|code\s*base)\s+(?:laid\s+out|organi[sz]ed|"
@@ -182,6 +190,8 @@ def request_kind(prompt: str) -> RequestKind:
     # A sentence that opens with a change verb asks for a change; "How do I add ...?" does not.
     sentences = re.split(r"(?<=[.!?;])\s+|\n+", prompt.strip())
     if any(_CHANGE_REQUEST.match(sentence) for sentence in sentences):
+        return "change"
+    if any(_FIX_CLAUSE.search(s) and not _QUESTION_OPENING.match(s) for s in sentences):
         return "change"
     if _FAILING.search(prompt) and _FIX_WORDS.search(prompt):
         return "change"
