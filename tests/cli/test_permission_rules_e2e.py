@@ -99,3 +99,33 @@ def test_a_hard_link_does_not_open_a_file_a_read_rule_denies(tmp_path: Path) -> 
     assert "Permission denied by rule view(secrets/**)" in results[1], results
     assert "hunter2" not in results[1] + results[2]
     assert "hello" in results[3]
+
+
+def test_the_write_tool_does_not_plant_a_hook_or_a_git_setting_under_yolo(tmp_path: Path) -> None:
+    # The sandbox keeps commands out of .git; the file tools run outside it, so their writes there
+    # are asked (headless: refused) whatever allows them: a hook runs at the user's next commit.
+    repo = git_repo(tmp_path / "repo", {"README.md": "# r\n"})
+    user_rules(tmp_path, 'allow = ["edit", "write"]')
+    hook = repo / ".git" / "hooks" / "pre-commit"
+    config = (repo / ".git" / "config").read_text()
+    results = run(
+        tmp_path,
+        repo,
+        [
+            [
+                ServerToolCall(
+                    "write", {"path": ".git/hooks/pre-commit", "content": "#!/bin/sh\ntouch pwned\n"}
+                ),
+                ServerToolCall(
+                    "write", {"path": ".git/config", "content": "[core]\n\tfsmonitor = touch pwned\n"}
+                ),
+                ServerToolCall("write", {"path": "notes.txt", "content": "fine\n"}),
+            ]
+        ],
+        "--yolo",
+    )
+
+    assert not hook.exists()
+    assert (repo / ".git" / "config").read_text() == config
+    assert (repo / "notes.txt").read_text() == "fine\n"
+    assert sum("inside a repository's .git" in result for result in results) == 2

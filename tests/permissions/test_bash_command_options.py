@@ -51,6 +51,8 @@ def test_the_option_lines_really_run_the_command(command: str, tmp_path: Path) -
         "echo 'rm f' | at now",
         "tmux new -d 'rm f'",
         "ls | entr rm f",
+        "rg --pre ./evil.sh needle",
+        "rg --pre=sh needle .",
     ],
 )
 def test_more_command_running_options_and_runners_are_not_judged(command: str) -> None:
@@ -66,6 +68,7 @@ def test_more_command_running_options_and_runners_are_not_judged(command: str) -
         "sort -u f",
         "man ls",
         "ssh -o BatchMode=yes h ls",
+        "rg -n --pre-glob '*.gz' needle",
     ],
 )
 def test_the_same_programs_otherwise_are_judged(command: str) -> None:

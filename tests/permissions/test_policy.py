@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+
 from nestor.core.permission import PermissionRequest
 from nestor.permissions import PermissionPolicy
 
@@ -56,3 +59,33 @@ def test_ask_rule_beats_a_session_grant() -> None:
     push = request("bash", "execute", "git push", grant="git push")
     policy.grant_for_session(push)
     assert policy.decide(push).kind == "ask"
+
+
+def _write(path: str) -> PermissionRequest:
+    return PermissionRequest("write", "write", path, f"Write {path}", grant_key="*", target_is_real=True)
+
+
+def test_writing_into_a_git_dir_is_asked_whatever_allows_it(tmp_path: Path) -> None:
+    root = str(tmp_path)
+    for policy in (
+        PermissionPolicy.from_config(["edit", "write(**)"], [], [], project_root=root),
+        PermissionPolicy.from_config([], [], [], project_root=root, yolo=True),
+    ):
+        policy.grant_for_session(_write(f"{root}/.git/config"))
+        for target in (".git/config", ".git/hooks/pre-commit", "vendor/lib/.git/config", ".git"):
+            assert policy.decide(_write(f"{root}/{target}")).kind == "ask", target
+        assert policy.decide(_write(f"{root}/src/.gitignore")).kind == "allow"
+    named = PermissionPolicy.from_config(["edit(.git/info/exclude)"], [], [], project_root=root)
+    assert named.decide(_write(f"{root}/.git/info/exclude")).kind == "allow"
+    denied = PermissionPolicy.from_config([], [], ["edit(.git/**)"], project_root=root, yolo=True)
+    assert denied.decide(_write(f"{root}/.git/config")).kind == "deny"
+
+
+def test_a_git_dir_kept_elsewhere_counts_too(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    store = tmp_path / "store"  # `git init --separate-git-dir`: no .git on the git dir's path
+    subprocess.run(["git", "init", "-q", f"--separate-git-dir={store}", str(work)], check=True)
+    policy = PermissionPolicy.from_config([], [], [], project_root=str(work), yolo=True)
+
+    assert policy.decide(_write(str(store / "config"))).kind == "ask"
+    assert policy.decide(_write(str(work / "a.txt"))).kind == "allow"

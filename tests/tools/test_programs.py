@@ -38,3 +38,16 @@ def test_entries_inside_a_folder_to_avoid_are_skipped(
     assert find_program("git") == str(inside)
     assert find_program("git", outside=tmp_path / "repo") == str(outside)
     assert find_program("git", outside=tmp_path) is None
+
+
+def test_by_default_nothing_inside_the_directory_nestor_runs_in_is_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The third red team: a repository's .venv/bin/bwrap became the sandbox, its rg ran unsandboxed.
+    planted = plant(tmp_path / "repo" / ".venv" / "bin", "bwrap")
+    monkeypatch.setenv("PATH", str(planted.parent))
+    monkeypatch.chdir(tmp_path / "repo")
+
+    assert find_program("bwrap") is None
+    monkeypatch.chdir(tmp_path)
+    assert find_program("bwrap", outside=tmp_path / "elsewhere") == str(planted)

@@ -3,7 +3,8 @@
 Such an option hands a command line to a shell nestor does not see, so the line is unjudgeable:
 tar's ``--to-command``, ``-I``, ``--checkpoint-action``; rsync's ``-e``; ``sort
 --compress-program``; ``man -P``; ``scp -S``, ``sftp -S``/``-D``; ssh's ``ProxyCommand``,
-``LocalCommand`` and the like, and ``-F`` (a config file holding them); ``wget --use-askpass``.
+``LocalCommand`` and the like, and ``-F`` (a config file holding them); ``wget --use-askpass``;
+ripgrep's ``--pre`` (a preprocessor run on every file searched).
 Long options count abbreviated too, and a short one anywhere in a cluster. A word not known before
 the line runs (``"$x"``, ``*``: a file may be named ``--to-command=...``) may be such an option,
 and so may the words ``xargs`` appends; ``find``, which may be given ``-exec`` that way, is judged
@@ -51,6 +52,8 @@ _PROGRAMS: dict[str, _CommandOptions] = {
     "scp": _CommandOptions("FS"),
     "sftp": _CommandOptions("FSD"),
     "find": _CommandOptions(),
+    # ripgrep runs a preprocessor on each file it searches (`--pre ./x.sh`): a repository's script.
+    "rg": _CommandOptions("", ("--pre",)),
 }
 _SSH_CLIENTS = frozenset({"ssh", "scp", "sftp"})
 # ssh options (-o KEY=VALUE) that run a program or load a library.

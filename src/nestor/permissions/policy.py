@@ -10,12 +10,15 @@ denies the call and tells the model that ``--yolo`` does not override ask rules)
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path, PurePath
 from typing import Literal
 
 from nestor.core.permission import PermissionRequest
 from nestor.permissions.rules import Rule, RuleAction, find_rule, parse_rule, unjudged_rule
+from nestor.tools.git.location import GIT_DIR_NAME, find_repository
 
 DecisionKind = Literal["allow", "ask", "deny"]
 
@@ -71,13 +74,26 @@ class PermissionPolicy:
         return cls(rules=rules, project_root=project_root, yolo=yolo)
 
     def decide(self, request: PermissionRequest) -> Decision:
-        """Return the decision for ``request`` under the rules, grants and defaults."""
+        """Return the decision for ``request`` under the rules, grants and defaults.
+
+        Writing into a repository's git dir (a hook, its config) is asked even where a rule,
+        a grant or ``--yolo`` would allow it, unless an allow rule names a ``.git`` path itself:
+        what is written there runs at the user's next ``git``, as the sandbox keeps commands out.
+        """
+        into_git = request.action == "write" and writes_into_git_dir(request.target, self.project_root)
         for action in ("deny", "ask", "allow"):
             rule = find_rule(self.rules, action, request, self.project_root)
-            if rule is not None:
+            if rule is not None and not (
+                action == "allow" and into_git and GIT_DIR_NAME not in (rule.pattern or "")
+            ):
                 return Decision(action, f"rule {action} {rule}", rule)
             if action == "ask" and (unjudged := unjudged_decision(self.rules, request)) is not None:
                 return unjudged
+        if into_git:
+            return Decision(
+                "ask",
+                f"{request.target} is inside a repository's .git: what is written there runs at the next git",
+            )
         if (request.tool_name, request.grant_key) in self._grants or (request.tool_name, "*") in self._grants:
             return Decision("allow", "allowed for this session")
         if self.yolo:
@@ -119,6 +135,30 @@ def unjudged_decision(rules: Sequence[Rule], request: PermissionRequest) -> Deci
         return Decision("deny", reason, rule)
     reason = f"the command cannot be judged before it runs, and rule {rule.action} {rule} may cover it"
     return Decision("ask", reason, rule)
+
+
+def writes_into_git_dir(target: str, project_root: str) -> bool:
+    """Whether the path ``target`` lies in a git dir.
+
+    A ``.git`` anywhere on the path counts, and so do the git dir and common dir of a repository
+    holding the project that live elsewhere (a linked worktree's).
+    """
+    path = PurePath(target)
+    if GIT_DIR_NAME in path.parts:
+        return True
+    return any(path.is_relative_to(git_dir) for git_dir in _outside_git_dirs(project_root))
+
+
+@functools.lru_cache(maxsize=16)
+def _outside_git_dirs(project_root: str) -> tuple[Path, ...]:
+    dirs: list[Path] = []
+    start = Path(project_root)
+    while (repository := find_repository(start)) is not None and repository.git_dir not in dirs:
+        dirs += [repository.git_dir, repository.common_dir]
+        if repository.work_tree.parent == repository.work_tree:
+            break
+        start = repository.work_tree.parent
+    return tuple(dirs)
 
 
 def _default_reason(request: PermissionRequest) -> str:

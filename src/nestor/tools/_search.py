@@ -18,6 +18,7 @@ from enum import Enum
 from pathlib import Path
 
 from nestor.core.errors import ToolError
+from nestor.tools import fifo_stalls
 from nestor.tools.git.runner import run_git
 from nestor.tools.programs import find_program
 
@@ -99,18 +100,34 @@ async def run_chunks(args: list[str], on_chunk: Callable[[bytes], None]) -> tupl
         limit=_READ_CHUNK_BYTES,  # fewer, larger reads: rg can print megabytes of matches
     )
     assert process.stdout is not None and process.stderr is not None
+    stdout = process.stdout
     stderr_task = asyncio.ensure_future(process.stderr.read())
-    try:
-        while chunk := await process.stdout.read(_READ_CHUNK_BYTES):
+
+    async def pump() -> None:
+        while chunk := await stdout.read(_READ_CHUNK_BYTES):
             on_chunk(chunk)
+
+    reader = asyncio.ensure_future(pump())
+    watcher = asyncio.ensure_future(fifo_stalls.watch(process, group=False))
+    try:
+        await asyncio.wait({reader, watcher}, return_when=asyncio.FIRST_COMPLETED)
+        if watcher.done() and (stall := watcher.exception()) is not None:
+            raise ToolError(
+                f"{Path(args[0]).name} was stopped: {stall}, such as an ignore file; remove it, "
+                "or search a folder without it"
+            )
+        await reader
         stderr = await stderr_task
         return_code = await process.wait()
     except BaseException:
         with contextlib.suppress(ProcessLookupError):
             process.kill()
+        reader.cancel()
         stderr_task.cancel()
         await process.wait()
         raise
+    finally:
+        watcher.cancel()
     return return_code, stderr.decode("utf-8", errors="replace")
 
 

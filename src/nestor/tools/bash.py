@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import codecs
 import contextlib
+import dataclasses
 import os
 import re
 import signal
@@ -28,6 +29,8 @@ from typing import ClassVar, Literal
 from pydantic import BaseModel, Field
 
 from nestor.tools.base import PermissionRequest, Tool, ToolContext, ToolError, ToolResult, clamp_timeout
+from nestor.tools.git.neutralize import neutralizing_environment
+from nestor.tools.git.runner import submodule_trees
 from nestor.tools.sandbox.detect import Backend, detect
 from nestor.tools.sandbox.launch import Launch, SandboxError, sandboxed
 from nestor.tools.sandbox.policy import SandboxPolicy
@@ -148,6 +151,7 @@ class BashTool(Tool[BashParams]):
         sandbox: SandboxPolicy | None = None,
         backend: Backend | Literal["auto"] = "auto",
         notify: Callable[[str], None] | None = None,
+        neutralize_repository_git: bool = False,
     ) -> None:
         """Make the tool.
 
@@ -158,6 +162,9 @@ class BashTool(Tool[BashParams]):
             backend: The sandbox backend; ``auto`` takes what :func:`~nestor.tools.sandbox.detect.detect`
                 finds on this machine.
             notify: Told, once, when the sandbox is missing or cannot enforce all of the policy.
+            neutralize_repository_git: Override every setting of the project's repository that
+                names a command (:mod:`nestor.tools.git.neutralize`) for the git a command runs: the
+                project is not trusted.
 
         """
         self._output_limit = output_limit
@@ -166,6 +173,7 @@ class BashTool(Tool[BashParams]):
         self._backend: Backend | Literal["auto"] = backend
         self._notify = notify
         self._notified = False
+        self._neutralize_repository_git = neutralize_repository_git
 
     def permission(self, params: BashParams, ctx: ToolContext) -> PermissionRequest | None:
         """Every command needs an ``execute`` permission; the runtime decides it."""
@@ -185,7 +193,9 @@ class BashTool(Tool[BashParams]):
             raise ToolError(f"The project root {ctx.project_root} is not a directory.")
 
         buffer = OutputBuffer(self._output_limit)
+        git_env = await neutralizing_environment(ctx.project_root) if self._neutralize_repository_git else {}
         launch = await self._launch(params.command, ctx.project_root)
+        launch.env.update(git_env)
         try:
             process = await _start_stopping_on_cancel(launch, ctx.project_root)
             outcome = await self._supervise(process, buffer, timeout)
@@ -219,8 +229,11 @@ class BashTool(Tool[BashParams]):
                 self._notified = True
                 self._notify(notice)
             backend, abi = found.backend, found.landlock_abi
+        policy = self._sandbox
+        if policy.mode == "workspace-write" and backend is not None:
+            policy = dataclasses.replace(policy, submodule_trees=await submodule_trees(project_root))
         try:
-            return sandboxed(backend, self._sandbox, project_root, argv, landlock_abi=abi)
+            return sandboxed(backend, policy, project_root, argv, landlock_abi=abi)
         except SandboxError as error:
             raise ToolError(f"The command was not run: its sandbox could not be set up ({error}).") from error
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from nestor.tools.base import ToolContext
+from nestor.tools.bash import BashParams, BashTool
 from nestor.tools.sandbox.detect import Backend
 from nestor.tools.sandbox.policy import SandboxPolicy
 from tests.hostile_repos import committed_repo, git
@@ -127,3 +128,27 @@ async def test_a_read_only_command_still_sees_the_repository_of_a_project_below_
     )
 
     assert result.content == "1"
+
+
+async def test_a_command_cannot_repoint_or_replace_a_submodules_git_file(
+    backend: Backend, tmp_path: Path
+) -> None:
+    # The third red team: `echo 'gitdir: evil' > sub/.git`, and the user's next git status ran its config.
+    inner = committed_repo(tmp_path / "inner")
+    repo = committed_repo(tmp_path / "repo")
+    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(inner), "sub")
+    git(repo, "commit", "-qm", "sub")
+    pointer = (repo / "sub" / ".git").read_text()
+    tool = BashTool(sandbox=SandboxPolicy(temp_dirs=(tmp_path,)), backend=backend)
+    attacks = (
+        "echo 'gitdir: ../evil' > sub/.git",
+        "rm -f sub/.git; echo 'gitdir: ../evil' > sub/.git",
+        "mv sub sub-old; mkdir sub; echo 'gitdir: ../evil' > sub/.git",
+    )
+    for attack in attacks:
+        await tool.run(BashParams(command=attack), ToolContext(project_root=repo))
+
+        if backend == "bwrap":
+            assert (repo / "sub" / ".git").read_text() == pointer, attack
+    if backend == "landlock":  # SECURITY.md: Landlock leaves a project's .git files writable
+        assert (repo / "sub" / ".git").exists()

@@ -155,3 +155,31 @@ def test_the_filter_is_built_for_this_machine_and_refuses_only_what_it_names() -
     )
 
     assert done.stdout.splitlines() == ["AF_UNIX 13", "AF_INET ok", "AF_INET6 ok"]
+
+
+def test_io_uring_is_refused_where_the_filter_is_installed() -> None:
+    # An io_uring makes sockets without socket() (IORING_OP_SOCKET): the third red team's way past.
+    unix = socket_filter(UNIX_SOCKETS)
+    assert unix is not None
+    installer = unix.installer()
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def confine() -> None:
+        libc.prctl(38, 1, 0, 0, 0)
+        installer()
+
+    code = (
+        "import ctypes, ctypes.util\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "params = ctypes.create_string_buffer(120)\n"
+        "print(libc.syscall(425, 8, params), ctypes.get_errno())\n"
+    )
+    done = subprocess.run(
+        [_INTERPRETER, "-c", code], preexec_fn=confine, capture_output=True, text=True, check=True
+    )
+    free = subprocess.run([_INTERPRETER, "-c", code], capture_output=True, text=True, check=True)
+
+    assert done.stdout.split() == ["-1", "38"]  # ENOSYS, as on a kernel without io_uring
+    assert free.stdout.split()[0] != "-1" or free.stdout.split()[1] != "38"

@@ -97,6 +97,7 @@ class ToolBuilder:
                     catalogue=self._catalogue,
                 ),
                 notify=self._sandbox_notice,
+                neutralize_repository_git=not self._settings.project_trusted,
             )
         if "todo_write" in names:
             built["todo_write"] = TodoWriteTool(

@@ -172,6 +172,24 @@ def _linked_git_dir(git_file: Path) -> Path | None:
     return linked if named and linked.is_dir() else None
 
 
+def submodule_git_dirs(git_dir: Path) -> list[Path]:
+    """The git dirs of a repository's submodules (``modules/NAME``, nested ones included)."""
+    found: list[Path] = []
+    pending = [git_dir / "modules"]
+    while pending and len(found) < 1000:
+        try:
+            children = sorted(entry for entry in pending.pop().iterdir() if entry.is_dir())
+        except OSError:
+            continue
+        for child in children:
+            if (child / "HEAD").is_file():
+                found.append(child)
+                pending.append(child / "modules")
+            else:  # a submodule named with a slash: modules/libs/json
+                pending.append(child)
+    return found
+
+
 def common_dir_of(git_dir: Path) -> Path:
     """The common dir a git dir's ``commondir`` file names (relative to it), else the git dir."""
     named = _read_pointer(git_dir / "commondir")
@@ -200,29 +218,16 @@ def _valid_ref_name(ref: str) -> bool:
 
 def _read_pointer(path: Path) -> str | None:
     """The first line of a small regular file (a ref, ``HEAD``, ``commondir``), or None."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
+    data = _read_regular(path, _MAX_POINTER_BYTES)
+    if data is None:
         return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        data = os.read(fd, _MAX_POINTER_BYTES)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
     lines = data.decode("utf-8", errors="replace").splitlines()
     return lines[0].strip() if lines else ""
 
 
 def _packed_ref(packed_refs: Path, ref: str) -> str | None:
-    try:
-        with packed_refs.open("rb") as file:
-            if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
-                return None
-            data = file.read(_MAX_PACKED_REFS_BYTES)
-    except OSError:
+    data = _read_regular(packed_refs, _MAX_PACKED_REFS_BYTES)
+    if data is None:
         return None
     wanted = ref.encode()
     for line in data.splitlines():
@@ -230,3 +235,27 @@ def _packed_ref(packed_refs: Path, ref: str) -> str | None:
         if name == wanted and _OBJECT_ID.fullmatch(object_id.decode("ascii", errors="replace")):
             return object_id.decode("ascii")
     return None
+
+
+def _read_regular(path: Path, limit: int) -> bytes | None:
+    """Up to ``limit`` bytes of ``path`` if it is a regular file (not a link), else None.
+
+    Opened non-blocking: a FIFO planted where a file is expected must not stall a start.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks: list[bytes] = []
+        remaining = limit
+        while remaining > 0 and (chunk := os.read(fd, min(remaining, 1 << 20))):
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)

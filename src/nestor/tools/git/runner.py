@@ -25,24 +25,30 @@ nestor's own under the data dir as its only writable path, and without the user'
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
+import signal
+import stat
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from nestor.core.files import read_bounded_text
+from nestor.tools import fifo_stalls
 from nestor.tools.git.location import Repository, find_repository
 from nestor.tools.programs import find_program
 from nestor.tools.sandbox.detect import Availability, detect, detect_blocking
 from nestor.tools.sandbox.launch import Launch, SandboxError, sandboxed
 from nestor.tools.sandbox.policy import SandboxPolicy
 
-GIT_TIMEOUT_S = 30.0
-"""A listing or status that takes longer is stopped and treated as unavailable."""
+GIT_TIMEOUT_S = 10.0
+"""A listing or status that takes longer is stopped and treated as unavailable (a status of a large
+repository takes about a second here; a FIFO planted where git expects a file blocks it forever)."""
 
 _KEPT_VARIABLES = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "XDG_CONFIG_HOME")
 _MAX_EXCLUDE_BYTES = 1_000_000
@@ -170,30 +176,45 @@ async def run_shadow_git(
 def _run_blocking(
     launch: Launch, cwd: Path, env: dict[str, str], timeout: float, stdin: bytes | None
 ) -> GitOutput | None:
+    """Run it, stopping it at ``timeout`` or as soon as it is stuck opening a FIFO."""
     try:
-        done = subprocess.run(
+        process = subprocess.Popen(
             launch.argv,
             cwd=cwd,
             env=env,
-            input=stdin,
-            stdin=subprocess.DEVNULL if stdin is None else None,
-            capture_output=True,
-            timeout=timeout,
+            stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             start_new_session=True,
             preexec_fn=launch.preexec,
             pass_fds=launch.pass_fds,
-            check=False,
         )
     except (OSError, subprocess.SubprocessError):
+        launch.cleanup()
         return None
+    deadline = time.monotonic() + timeout
+    strikes = 0
+    try:
+        while True:
+            try:
+                stdout, stderr = process.communicate(stdin, timeout=fifo_stalls.POLL_S)
+                break
+            except subprocess.TimeoutExpired:
+                stdin = None  # already written
+                strikes = fifo_stalls.stalled(process.pid, strikes, group=True)
+                if strikes >= fifo_stalls.STRIKES or time.monotonic() > deadline:
+                    _kill_group(process.pid)
+                    process.communicate()
+                    return None
     finally:
         launch.cleanup()
-    return GitOutput(done.returncode, done.stdout, done.stderr)
+    return GitOutput(process.returncode, stdout, stderr)
 
 
 async def _run_async(
     launch: Launch, cwd: Path, env: dict[str, str], timeout: float, stdin: bytes | None
 ) -> GitOutput | None:
+    """Run it, stopping it at ``timeout`` or as soon as it is stuck opening a FIFO."""
     try:
         process = await asyncio.create_subprocess_exec(
             *launch.argv,
@@ -209,15 +230,59 @@ async def _run_async(
     except (OSError, subprocess.SubprocessError):
         launch.cleanup()
         return None
+    talk = asyncio.ensure_future(process.communicate(stdin))
+    watcher = asyncio.ensure_future(fifo_stalls.watch(process, group=True))
     try:
-        stdout, stderr = await asyncio.wait_for(process.communicate(stdin), timeout)
-    except TimeoutError:
-        process.kill()
-        await process.wait()
-        return None
+        await asyncio.wait({talk, watcher}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        if watcher.done() and watcher.exception() is None:  # it ended: its output may still be coming
+            await asyncio.wait({talk}, timeout=timeout)
+        if not talk.done():
+            _kill_group(process.pid)
+            await asyncio.wait({talk})
+            return None
+        stdout, stderr = talk.result()
     finally:
+        if process.returncode is None:  # cancelled, or stopped above
+            _kill_group(process.pid)
+        watcher.cancel()
+        if not talk.done():
+            talk.cancel()
         launch.cleanup()
     return GitOutput(process.returncode or 0, stdout, stderr)
+
+
+def _kill_group(group: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(group, signal.SIGKILL)
+
+
+_submodules_seen: dict[tuple[Path, int, int], tuple[Path, ...]] = {}
+
+
+async def submodule_trees(directory: Path) -> tuple[Path, ...]:
+    """The work trees of the submodules (gitlinks) the index of the repository holding ``directory`` records.
+
+    What a ``git status`` there recurses into. Kept per index (path, size, mtime): the index changes
+    only when the user's own git writes it (commands cannot, their ``.git`` being read-only).
+    """
+    repository = find_repository(directory)
+    if repository is None:
+        return ()
+    try:
+        index = repository.index_file.stat()
+    except OSError:
+        return ()
+    key = (repository.index_file, index.st_size, index.st_mtime_ns)
+    if key not in _submodules_seen:
+        done = await run_git_async(repository.work_tree, "ls-files", "--stage", "-z")
+        trees: list[Path] = []
+        for entry in done.stdout.split(b"\0") if done is not None and done.ok else []:
+            meta, _, name = entry.partition(b"\t")
+            if meta.startswith(b"160000 "):
+                trees.append(repository.work_tree / os.fsdecode(name))
+        _submodules_seen.clear()  # one repository at a time: a process works in one project
+        _submodules_seen[key] = tuple(trees)
+    return _submodules_seen[key]
 
 
 def _prepare(directory: Path) -> tuple[str, Repository] | None:
@@ -252,12 +317,24 @@ def _view(repository: Repository) -> Iterator[tuple[Path, dict[str, str]]]:
             {
                 "GIT_DIR": str(view),
                 "GIT_WORK_TREE": str(repository.work_tree),
-                "GIT_INDEX_FILE": str(repository.index_file),
+                "GIT_INDEX_FILE": str(_readable_index(repository, view)),
                 "GIT_OBJECT_DIRECTORY": str(repository.objects_dir),
             },
         )
     finally:
         shutil.rmtree(view, ignore_errors=True)
+
+
+def _readable_index(repository: Repository, view: Path) -> Path:
+    """The repository's index, or none (a path in the view) when it is not a regular file.
+
+    A FIFO there would block git until the run's time limit; git reads a missing index as empty.
+    """
+    try:
+        mode = repository.index_file.lstat().st_mode
+    except OSError:
+        return repository.index_file
+    return repository.index_file if stat.S_ISREG(mode) else view / "index"
 
 
 def _config(commit: str | None) -> str:

@@ -10,7 +10,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TypeAlias
 
-from nestor.tools.git.location import Repository, find_repository, git_entries
+from nestor.tools.git.location import (
+    GIT_DIR_NAME,
+    Repository,
+    find_repository,
+    git_entries,
+    submodule_git_dirs,
+)
 
 SandboxMode: TypeAlias = Literal["read-only", "workspace-write", "off"]
 
@@ -43,6 +49,10 @@ class SandboxPolicy:
         writable_git: Whether commands may change the git dirs of the repositories holding the
             project (commit, checkout, stash); their config, hooks and pointers stay read-only.
             False (the default) keeps each of those git dirs read-only as a whole.
+        submodule_trees: The work trees of the project repository's submodules, as its index
+            records them (see :func:`~nestor.tools.git.runner.submodule_trees`): their ``.git``
+            files stay read-only and the folders cannot be renamed, so that a command cannot point
+            the ``git status`` that recurses into them at a config of its own.
         own_dirs: Directories of nestor's own a ``read-only`` command may write besides its private
             temp dir (a shadow repository's git dir, for nestor's own git); none for an agent's shell.
 
@@ -53,6 +63,7 @@ class SandboxPolicy:
     temp_dirs: tuple[Path, ...] | None = None
     kept_read_only: tuple[Path, ...] = ()
     writable_git: bool = False
+    submodule_trees: tuple[Path, ...] = ()
     own_dirs: tuple[Path, ...] = ()
 
     @classmethod
@@ -118,13 +129,14 @@ class SandboxPolicy:
         for entry in git_entries(project_root):
             if not entry.is_dir():
                 candidates.append(entry)  # a .git file: it says where the repository is
+        candidates += [tree / GIT_DIR_NAME for tree in self.submodule_trees]
         for git_dir in dict.fromkeys(path.resolve() for path in git_dirs):
             if not self.writable_git:
                 candidates.append(git_dir)
                 continue
             if git_dir.is_relative_to(project_root.resolve()):
                 (git_dir / "hooks").mkdir(exist_ok=True)
-            for each in (git_dir, *_submodule_git_dirs(git_dir)):
+            for each in (git_dir, *submodule_git_dirs(git_dir)):
                 candidates += [each / name for name in GIT_CONFIG_FILES]
         return _unique_existing(candidates)
 
@@ -135,9 +147,12 @@ class SandboxPolicy:
         the command wrote, for the user's next ``git`` to run. (A read-only git dir is a mount
         point already, which cannot be renamed either.)
         """
-        if self.mode != "workspace-write" or not self.writable_git:
+        if self.mode != "workspace-write":
             return ()
-        return _unique_existing([entry for entry in git_entries(project_root) if entry.is_dir()])
+        pinned = list(self.submodule_trees)  # its .git file is a mount point: the folder must stay
+        if self.writable_git:
+            pinned += [entry for entry in git_entries(project_root) if entry.is_dir()]
+        return _unique_existing(pinned)
 
     def planted_paths(self, project_root: Path) -> tuple[Path, ...]:
         """Files that point git at another repository's config, absent now: none may be left behind.
@@ -156,6 +171,10 @@ class SandboxPolicy:
                 path = git_dir / name
                 if not os.path.lexists(path) and path not in planted:
                     planted.append(path)
+        # A submodule not checked out has no .git: one a command made would be recursed into.
+        planted += [
+            tree / GIT_DIR_NAME for tree in self.submodule_trees if not os.path.lexists(tree / GIT_DIR_NAME)
+        ]
         return tuple(planted)
 
     def refusal_note(self, output: str = "") -> str:
@@ -182,24 +201,6 @@ def _temp_dirs(env: Mapping[str, str]) -> list[Path]:
         dirs.append(Path(tmpdir))
     dirs.append(Path(tempfile.gettempdir()))
     return dirs
-
-
-def _submodule_git_dirs(git_dir: Path) -> list[Path]:
-    """The git dirs of a repository's submodules (``modules/NAME``, nested ones included)."""
-    found: list[Path] = []
-    pending = [git_dir / "modules"]
-    while pending and len(found) < 1000:
-        try:
-            children = sorted(entry for entry in pending.pop().iterdir() if entry.is_dir())
-        except OSError:
-            continue
-        for child in children:
-            if (child / "HEAD").is_file():
-                found.append(child)
-                pending.append(child / "modules")
-            else:  # a submodule named with a slash: modules/libs/json
-                pending.append(child)
-    return found
 
 
 def enclosing_repositories(project_root: Path) -> list[Repository]:

@@ -4,8 +4,9 @@ A read-only agent's sandbox has no network namespace to leave, but a Unix socket
 read-only mount ``connect`` still reaches the process listening on it (an ssh-agent, the Docker
 daemon, the user's D-Bus). Mounts cannot hide every such file, and seccomp cannot read the address
 ``connect`` is given, so the filter refuses ``socket()`` itself for the families named (``EACCES``);
-``socketpair`` (pipes between a process and its children) stays allowed. Under Landlock, which
-closes only TCP, the same filter closes UDP and raw IP too.
+``socketpair`` (pipes between a process and its children) stays allowed. io_uring, which can
+make a socket without ``socket()``, is refused (``ENOSYS``) wherever the filter is installed.
+Under Landlock, which closes only TCP, the same filter closes UDP and raw IP too.
 
 The program is classic BPF, assembled here (no libseccomp): bubblewrap loads it from a file
 descriptor (``--seccomp FD``), and the Landlock launcher installs it between fork and exec.
@@ -33,6 +34,10 @@ _ARCH_OFFSET = 4
 _ARG0_OFFSET = 16  # the low 32 bits of args[0]: both machines below are little-endian
 _X32_SYSCALL_BIT = 0x4000_0000
 _PR_SET_SECCOMP = 22
+IO_URING_NRS = (425, 426, 427)
+"""io_uring_setup, io_uring_enter and io_uring_register (one number on every architecture): an
+io_uring makes sockets (``IORING_OP_SOCKET``) without calling ``socket()``, so a filter on
+sockets refuses it too, as Docker's default seccomp profile does."""
 _SECCOMP_MODE_FILTER = 2
 
 
@@ -137,8 +142,12 @@ def _assemble(machine: _Machine, families: list[int]) -> bytes:
     jump(_JEQ_K, machine.compat_arch, "compat", "deny")
     at("native")
     load(_NR_OFFSET)
+    for number in IO_URING_NRS:
+        jump(_JEQ_K, number, "no-io-uring", None)
     if machine.has_x32:
         jump(_JEQ_K, _X32_SYSCALL_BIT | machine.socket_nr, "deny", None)
+        for number in IO_URING_NRS:
+            jump(_JEQ_K, _X32_SYSCALL_BIT | number, "no-io-uring", None)
     jump(_JEQ_K, machine.socket_nr, None, "allow")
     load(_ARG0_OFFSET)
     for family in families:
@@ -146,12 +155,16 @@ def _assemble(machine: _Machine, families: list[int]) -> bytes:
     ret(_RET_ALLOW)
     at("compat")
     load(_NR_OFFSET)
+    for number in IO_URING_NRS:
+        jump(_JEQ_K, number, "no-io-uring", None)
     for number in machine.compat_socket_nrs:
         jump(_JEQ_K, number, "deny", None)
     at("allow")
     ret(_RET_ALLOW)
     at("deny")
     ret(_RET_ERRNO | errno.EACCES)
+    at("no-io-uring")
+    ret(_RET_ERRNO | errno.ENOSYS)  # as on a kernel without it: programs fall back to plain calls
 
     def offset(index: int, label: str | None) -> int:
         return 0 if label is None else labels[label] - index - 1
