@@ -105,7 +105,11 @@ async def test_a_question_about_the_history_sees_the_log_the_patches_and_the_unc
         "What did the last commit change, and what do my changes do?"
     )
 
-    assert result.text == "The last commit widened format to 8; you are widening it to 10."
+    assert result.text == (
+        "The last commit widened format to 8; you are widening it to 10.\n\n"
+        "Not committed yet: index.js (in `format`): `return pad(String(value), 8);` becomes "
+        "`return pad(String(value), 10);`."
+    )
     prompt = _prompt_of(model.requests[0].messages)
     assert "Widen the format to 8" in prompt and "First version" in prompt
     assert "function format(value)" in prompt  # the hunk's header names its function

@@ -10,6 +10,7 @@ from nestor.runtime.features.small.workspace import (
     TEST_SLOWDOWN,
     TEST_TIMEOUT_S,
     Workspace,
+    change_report,
     traceback_locations,
 )
 from nestor.runtime.kernel.driver import ToolCall, ToolOutcome
@@ -72,3 +73,11 @@ async def test_later_runs_of_the_tests_may_take_a_few_times_the_first_not_the_wh
     work.timings["npm test"] = 30.0  # a slow suite may take four times as long, up to the limit
     await work.run_tests("npm test")
     assert host.timeouts[-1] == min(TEST_TIMEOUT_S, 30.0 * TEST_SLOWDOWN)
+
+
+def test_a_change_report_with_nothing_changed_says_nothing_of_the_tests() -> None:
+    # "I could not make a working change" above "Tests: pass." read as a change that passed.
+    assert change_report([], "I would edit calc.py.", "pytest", True) == "I could not make a working change."
+    assert change_report(["calc.py"], "Fixed the sign in add.", "pytest", True) == (
+        "Changed calc.py.\nFixed the sign in add.\nTests (`pytest`): pass."
+    )

@@ -182,6 +182,6 @@ def change_report(changed: list[str], reply: str, command: str | None, passed: b
     lines = ["Changed " + ", ".join(changed) + "." if changed else "I could not make a working change."]
     if sentences and changed:
         lines.append(" ".join(sentences)[:400])
-    if command and passed is not None:
+    if command and passed is not None and changed:  # with nothing changed, no test says anything of it
         lines.append(f"Tests (`{command}`): " + ("pass." if passed else "still fail."))
     return "\n".join(lines)
