@@ -77,6 +77,17 @@ def clean_filter(tmp: Path, marker: Path) -> Path:
     return repo
 
 
+def capital_filter(tmp: Path, marker: Path) -> Path:
+    """A filter and a diff driver named with capitals: a key's subsection keeps its case."""
+    repo = committed_repo(tmp / "repo")
+    (repo / ".gitattributes").write_text("* filter=Evil diff=Evil\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "capitals")
+    git(repo, "config", "filter.Evil.clean", command(marker, "capital-clean"))
+    git(repo, "config", "diff.Evil.textconv", command(marker, "capital-textconv"))
+    return repo
+
+
 def included_config(tmp: Path, marker: Path) -> Path:
     repo = committed_repo(tmp / "repo")
     (repo / ".git" / "more.cfg").write_text(f'[core]\n\tfsmonitor = "echo included >> {marker}; false"\n')
@@ -151,6 +162,70 @@ def submodule(tmp: Path, marker: Path) -> Path:
     return repo
 
 
+def embed(repo: Path, path: str, marker: Path, name: str | None) -> Path:
+    """A repository committed at ``repo/path`` (its ``.git`` a folder there, the old layout), recorded in
+    ``repo``'s index as a submodule (a gitlink), whose config sets a clean filter and a textconv
+    recording ``name`` (none when None)."""
+    inner = committed_repo(repo / path)
+    if name is not None:
+        git(inner, "config", "filter.evil.clean", command(marker, f"{name}-clean"))
+        git(inner, "config", "diff.evil.textconv", command(marker, f"{name}-textconv"))
+    commit = git(inner, "rev-parse", "HEAD").strip()
+    git(repo, "update-index", "--add", "--cacheinfo", f"160000,{commit},{path}")
+    git(repo, "commit", "-qm", f"add {path}")
+    touch_content(inner)
+    return inner
+
+
+def embedded_submodule(tmp: Path, marker: Path) -> Path:
+    """A submodule whose git dir is the ``.git`` folder in its own folder, not ``.git/modules``."""
+    repo = committed_repo(tmp / "repo")
+    embed(repo, "sub", marker, "embedded")
+    return repo
+
+
+def nested_submodules(tmp: Path, marker: Path) -> Path:
+    """A submodule of a submodule, both embedded: only the innermost one's config names commands."""
+    repo = committed_repo(tmp / "repo")
+    sub = embed(repo, "sub", marker, None)
+    embed(sub, "deep/inner", marker, "nested")
+    return repo
+
+
+def moved_submodule(tmp: Path, marker: Path) -> Path:
+    """A submodule whose ``.git`` file names a git dir elsewhere in the project, with a worktree config."""
+    repo = committed_repo(tmp / "repo")
+    sub = embed(repo, "sub", marker, "moved")
+    git(sub, "config", "--unset", "filter.evil.clean")
+    git(sub, "config", "extensions.worktreeConfig", "true")
+    git(sub, "config", "--worktree", "filter.evil.clean", command(marker, "moved-worktree-clean"))
+    (sub / ".git").rename(repo / "vendor.git")
+    (sub / ".git").write_text("gitdir: ../vendor.git\n")
+    return repo
+
+
+def submodule_worktree_elsewhere(tmp: Path, marker: Path) -> Path:
+    """A submodule whose ``core.worktree`` names another folder, where a submodule of its own lives."""
+    repo = committed_repo(tmp / "repo")
+    sub = embed(repo, "sub", marker, None)
+    elsewhere = repo / "elsewhere"
+    (sub / ".git").rename(tmp / "moving")
+    (sub / "a.txt").rename(tmp / "a.txt")
+    elsewhere.mkdir()
+    (tmp / "a.txt").rename(elsewhere / "a.txt")
+    (sub / ".gitattributes").rename(elsewhere / ".gitattributes")
+    (tmp / "moving").rename(sub / ".git")
+    git(sub, "config", "core.worktree", "../../elsewhere")
+    inner = committed_repo(elsewhere / "inner")
+    git(inner, "config", "filter.evil.clean", command(marker, "elsewhere-clean"))
+    commit = git(inner, "rev-parse", "HEAD").strip()
+    outer = ("--git-dir", str(sub / ".git"))
+    git(elsewhere, *outer, "update-index", "--add", "--cacheinfo", f"160000,{commit},inner")
+    git(elsewhere, *outer, "commit", "-qm", "add inner")
+    touch_content(inner)
+    return repo
+
+
 def below_top_level(tmp: Path, marker: Path) -> Path:
     """A project that is a folder of the repository, not its top level."""
     repo = fsmonitor(tmp, marker)
@@ -163,6 +238,7 @@ def below_top_level(tmp: Path, marker: Path) -> Path:
 ATTACKS: dict[str, Attack] = {
     "fsmonitor": fsmonitor,
     "clean filter": clean_filter,
+    "filter named in capitals": capital_filter,
     "includes": included_config,
     "worktree config": worktree_config,
     "hooks": hooks,
@@ -171,6 +247,10 @@ ATTACKS: dict[str, Attack] = {
     "linked worktree": linked_worktree,
     "submodule": submodule,
     "below the top level": below_top_level,
+    "embedded submodule": embedded_submodule,
+    "nested submodules": nested_submodules,
+    "moved submodule": moved_submodule,
+    "submodule worktree elsewhere": submodule_worktree_elsewhere,
 }
 """Every hostile repository, by name (the parametrize ids)."""
 

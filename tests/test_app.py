@@ -323,6 +323,8 @@ async def test_the_main_session_is_held_until_another_replaces_it_or_the_app_clo
 ) -> None:
     import subprocess
 
+    from pydantic_ai.messages import ModelRequest, UserPromptPart
+
     from nestor.core.errors import SessionInUseError
     from nestor.store import SessionStore, open_database
     from nestor.store.lease import ProcessIdentity
@@ -334,7 +336,10 @@ async def test_the_main_session_is_held_until_another_replaces_it_or_the_app_clo
         elsewhere = SessionStore(app.database, holder=ProcessIdentity.of(other.pid))
         with pytest.raises(SessionInUseError):
             elsewhere.acquire(first.session_id)
+        used = ModelRequest(parts=[UserPromptPart("hi")])  # a session left unused is not kept
+        app.messages.append(first.session_id, used)
         second = await app.start_main_agent(env={})  # the REPL's /clear
+        app.messages.append(second.session_id, used)
         elsewhere.acquire(first.session_id)  # the session left behind is free again
         with pytest.raises(SessionInUseError):
             elsewhere.acquire(second.session_id)

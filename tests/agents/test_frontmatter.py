@@ -50,19 +50,23 @@ def test_unclosed_front_matter_is_an_error_on_line_one() -> None:
     assert "never closed" in caught.value.message
 
 
-def test_bad_yaml_reports_the_file_line() -> None:
-    text = "---\nname: a\ndescription: ok\ntools: [view, grep\nmodel: x\n---\nbody\n"
-    with pytest.raises(AgentFileError) as caught:
-        parse_front_matter(text, PATH)
-    assert caught.value.line in (5, 6)
-    assert "invalid YAML" in caught.value.message
-    assert caught.value.hint
+def test_yaml_no_repair_reads_is_ignored_with_its_line_and_cause_and_the_body_kept() -> None:
+    text = "---\nname: a\ndescription: Use it\n  when: the line is indented\nmodel: x\n---\nbody\n"
+    document = parse_front_matter(text, PATH)
+    assert document.data == {} and document.body == "body" and document.present
+    ignored = document.ignored
+    assert ignored is not None and ignored.kind == "ignored" and ignored.line == 4
+    assert ignored.detail and "read-only tools" in ignored.describe()
 
 
-def test_yaml_error_line_counts_the_opening_delimiter() -> None:
-    with pytest.raises(AgentFileError) as caught:
-        parse_front_matter("---\nname: a\ndescription: a: b\n---\n", PATH)
-    assert caught.value.line == 3
+def test_a_colon_in_a_value_is_quoted_as_claude_code_does_on_its_line() -> None:
+    document = parse_front_matter("---\nname: a\ndescription: a: b\ntools: [view]\n---\n", PATH)
+    assert document.data == {"name": "a", "description": "a: b", "tools": ["view"]}
+    assert document.ignored is None
+    [repair] = document.repairs
+    assert (repair.line, repair.end_line, repair.key, repair.kind) == (3, 3, "description", "quoted")
+    assert "': '" in repair.describe() and "Claude Code" in repair.describe()
+    assert document.line("tools") == 4
 
 
 def test_front_matter_must_be_a_mapping() -> None:

@@ -57,7 +57,8 @@ def test_an_agent_gets_the_mcp_tools_its_entries_and_servers_allow() -> None:
         "mcp__docs__a",
         "mcp__docsx__b",
     )
-    assert spec.tool_names(available) == available[:1] + available[2:5]  # github: named in mcpServers
+    # github is named in mcpServers, but its tool list names one of its tools: that one alone
+    assert spec.tool_names(available) == ("view", "mcp__github__get_issue", "mcp__docs__a")
     listed = AgentSpec("x", "d", "p", tools=("view", "mcp__docs__a"), disallowed_tools=("mcp__docs__*",))
     assert listed.tool_names(available) == ("view",)
     assert AgentSpec("x", "d", "p").tool_names(available) == available  # no list: the parent's, all

@@ -211,13 +211,16 @@ def test_nestor_permission_rules_are_validated(tmp_path: Path) -> None:
     assert [(problem.severity, problem.line) for problem in result.problems] == [("warning", 4), ("error", 5)]
 
 
-def test_broken_yaml_becomes_an_error_problem(tmp_path: Path) -> None:
-    result = _read(tmp_path, "nestor", "a/x.md", "---\ndescription: [unclosed\n---\nbody\n")
-    assert result.spec is None
-    [error] = result.problems
-    assert error.severity == "error"
-    assert "invalid YAML" in error.message
-    assert not error.message.startswith(str(tmp_path))
+def test_yaml_no_repair_reads_keeps_the_body_under_the_file_name_with_read_only_tools(tmp_path: Path) -> None:
+    text = "---\nname: other\ndescription: Use it\n  when: indented\ntools: [bash]\n---\nbody\n"
+    result = _read(tmp_path, "claude", "a/x.md", text)
+    assert result.spec is not None
+    assert (result.spec.name, result.spec.description, result.spec.prompt) == ("x", "", "body")
+    assert result.spec.tools == ("view", "ls", "glob", "grep")
+    [warning] = result.problems
+    assert (warning.severity, warning.line, warning.key) == ("warning", 4, "")
+    assert "invalid YAML" in warning.message and "front matter is ignored" in warning.message
+    assert not warning.message.startswith(str(tmp_path))
 
 
 def test_unreadable_file_is_an_error_problem(tmp_path: Path) -> None:
@@ -281,6 +284,15 @@ def test_claude_inherit_model_and_required_keys(tmp_path: Path) -> None:
     missing = _read(tmp_path, "claude", "c/b.md", "---\ndescription: d\n---\n")
     assert missing.spec is None
     assert [problem.key for problem in _errors(missing)] == ["name"]
+
+
+@pytest.mark.parametrize(
+    ("written", "model"),
+    [("claude-sonnet-4-20250514", "anthropic:claude-sonnet-4-20250514"), ("opus", "opus"), ("x:y", "x:y")],
+)
+def test_a_claude_full_model_id_is_anthropics(tmp_path: Path, written: str, model: str) -> None:
+    text = f"---\nname: a\ndescription: d\nmodel: {written}\n---\n"
+    assert _spec(_read(tmp_path, "claude", "c/a.md", text)).model == model
 
 
 # OpenCode
@@ -575,3 +587,33 @@ def test_nestor_permission_also_reads_opencodes_tool_to_action_shape(tmp_path: P
         PermissionRuleSpec("allow", "bash(git diff*)"),
         PermissionRuleSpec("ask", "bash"),
     }
+
+
+MARKDOWN_FORMATS = [
+    ("nestor", "x.md", "name: x\n"),
+    ("claude", "x.md", "name: x\n"),
+    ("opencode", "x.md", ""),
+    ("gemini", "x.md", "name: x\n"),
+    ("emdash", "x.md", ""),
+    ("codeally", "x.md", "name: x\n"),
+    ("deepagents", "x/AGENTS.md", "name: x\n"),
+]
+
+
+@pytest.mark.parametrize(
+    ("ecosystem", "relative", "name"), MARKDOWN_FORMATS, ids=[f[0] for f in MARKDOWN_FORMATS]
+)
+def test_a_colon_in_a_description_loads_in_every_markdown_format_with_a_warning_on_its_line(
+    tmp_path: Path, ecosystem: str, relative: str, name: str
+) -> None:
+    text = f"---\n{name}description: Use this agent when: the user asks\n---\nThe prompt.\n"
+    result = _read(tmp_path, ecosystem, relative, text, default_name="x")
+    spec = _spec(result)
+    assert (spec.name, spec.description, spec.prompt) == (
+        "x",
+        "Use this agent when: the user asks",
+        "The prompt.",
+    )
+    [warning] = [problem for problem in _warnings(result) if problem.key == "description"]
+    assert warning.line == 2 + name.count("\n")
+    assert "invalid YAML" in warning.message and "quoted" in warning.message

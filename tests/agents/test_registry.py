@@ -144,21 +144,22 @@ def test_nestor_directory_wins_within_a_level_then_claude(dirs: Dirs) -> None:
 def test_one_bad_file_never_hides_the_others(dirs: Dirs) -> None:
     agents = dirs.project / ".nestor/agents"
     _write(agents / "good.md", _agent(None, "good"))
-    _write(agents / "yaml.md", "---\ndescription: [oops\n---\n")
+    _write(agents / "yaml.md", "---\ndescription: oops\n  a: b\n---\n")
     _write(agents / "typo.md", _agent(None, "typo", extra="modle: small\n"))
     _write(agents / "rules.md", _agent(None, "rules", extra="rules: [missing]\n"))
     _write(agents / "tools.md", _agent(None, "tools", extra="tools: [view, NotebookEdit]\n"))
     _write(dirs.project / ".mini-cc/agents/bad.json", '{"name": "bad",}')
     _write(agents / "notes.txt", "not an agent")
     registry = dirs.registry(builtin=False)
-    assert [spec.name for spec in registry.specs()] == ["good", "tools"]
+    assert [spec.name for spec in registry.specs()] == ["good", "tools", "yaml"]
     errors = [
         (problem.path.name, problem.key) for problem in registry.problems() if problem.severity == "error"
     ]
-    assert sorted(errors) == [("bad.json", ""), ("rules.md", "rules"), ("typo.md", "modle"), ("yaml.md", "")]
+    assert sorted(errors) == [("bad.json", ""), ("rules.md", "rules"), ("typo.md", "modle")]
     warnings = [problem for problem in registry.problems() if problem.severity == "warning"]
     assert [(problem.path.name, problem.key, problem.line) for problem in warnings] == [
-        ("tools.md", "tools", 3)
+        ("tools.md", "tools", 3),
+        ("yaml.md", "", 3),
     ]
 
 

@@ -7,11 +7,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from pydantic_ai.messages import BinaryContent
 
 from nestor.app import App
 from nestor.config import Settings, load_settings
+from nestor.core.errors import NestorError
 from nestor.core.events import Event, PermissionAsked, PermissionRequested, PermissionWithdrawn
 from nestor.testing import ScriptedOpenAIServer, ServerReply, ServerToolCall, ServerUsage
+from tests.providers.local.gguf_writer import write_chat_gguf
 
 WRITE = ServerReply(tool_calls=(ServerToolCall("write", {"path": "notes.txt", "content": "hi\n"}),))
 
@@ -130,3 +133,43 @@ async def test_the_outcome_counts_the_whole_tree_and_the_main_agent_apart(server
     assert outcome.model == conversation.model and outcome.num_turns == 2
     assert (outcome.main_usage.input_tokens, outcome.main_usage.requests) == (220, 2)
     assert (outcome.usage.input_tokens, outcome.usage.requests) == (260, 3)
+
+
+PNG = BinaryContent(data=b"\x89PNG\r\n\x1a\n-a-tiny-image-", media_type="image/png")
+
+
+async def test_a_prompt_with_an_image_reaches_the_provider_as_an_image_part(tmp_path: Path) -> None:
+    with ScriptedOpenAIServer([ServerReply(text="A tiny PNG.")]) as server:
+        app = App.open(settings_for(tmp_path, server.base_url))
+        try:
+            conversation = await app.conversation(interactive=False, first_prompt="what is this?", env={})
+            outcome = await conversation.run_to_completion(["what is this?", PNG])
+        finally:
+            app.close()
+    assert outcome.text == "A tiny PNG." and outcome.stop_reason == "completed"
+    [user] = [message for message in server.requests[0]["messages"] if message["role"] == "user"]
+    assert user["content"][1] == {
+        "type": "image_url",
+        "image_url": {"url": f"data:image/png;base64,{PNG.base64}"},
+    }
+
+
+async def test_a_model_that_takes_no_images_refuses_an_image_prompt_before_anything_is_stored(
+    tmp_path: Path,
+) -> None:
+    gguf = write_chat_gguf(tmp_path / "models" / "coder.gguf")  # the embedded engine reads text only
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "nestor.toml").write_text(f'[models]\nlarge = "local:{gguf}"\n', encoding="utf-8")
+    env = {"NESTOR_HOME": str(tmp_path / "home"), "HOME": str(tmp_path)}
+    settings = load_settings(project, env=env, user_config_path=tmp_path / "none.toml", trusted=True)
+    app = App.open(settings)
+    try:
+        conversation = await app.conversation(interactive=True, env=env)
+        with pytest.raises(NestorError) as caught:
+            await conversation.run_to_completion(["what is on this screenshot?", PNG])
+        assert caught.value.message == f"the model local:{gguf} does not take images"
+        assert app.messages.list(conversation.session_id) == [] and not conversation.busy
+        assert app.sessions.get(conversation.session_id).title == ""  # the refused prompt named nothing
+    finally:
+        app.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,9 +37,11 @@ class Project:
             self.session_id, ModelRequest([UserPromptPart(text)], metadata=prompt_metadata())
         )
 
-    def new_recorder(self) -> CheckpointRecorder:
+    def new_recorder(self, notify: Callable[[str], None] = lambda _message: None) -> CheckpointRecorder:
         """Another recorder over the same session (a resumed session in a new process)."""
-        return recorder_for(self.root, self.data_dir, self.checkpoints, self.messages, self.session_id)
+        return recorder_for(
+            self.root, self.data_dir, self.checkpoints, self.messages, self.session_id, notify
+        )
 
     async def call(
         self, agent: str, call_id: str, tool: str = "bash", paths: frozenset[str] | None = None
@@ -53,10 +56,20 @@ class Project:
 
 
 def recorder_for(
-    root: Path, data_dir: Path, checkpoints: CheckpointStore, messages: MessageStore, session_id: str
+    root: Path,
+    data_dir: Path,
+    checkpoints: CheckpointStore,
+    messages: MessageStore,
+    session_id: str,
+    notify: Callable[[str], None] = lambda _message: None,
 ) -> CheckpointRecorder:
     return CheckpointRecorder(
-        ShadowRepository(data_dir, root), checkpoints, messages, session_id, max_file_bytes=MAX_FILE_BYTES
+        ShadowRepository(data_dir, root),
+        checkpoints,
+        messages,
+        session_id,
+        max_file_bytes=MAX_FILE_BYTES,
+        notify=notify,
     )
 
 

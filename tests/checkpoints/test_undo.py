@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import subprocess
 from collections.abc import Iterator
@@ -235,3 +236,72 @@ async def test_a_file_too_large_to_snapshot_is_never_deleted_when_it_shrinks(pro
 
     assert [file.path for file in plan.files] == ["change.txt"] and "data.bin" in plan.left
     assert (project.root / "data.bin").read_bytes() == b"small"
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["rm -r d; ln -s {outside} d", "mv d d.bak; ln -s {outside} d", "rm -r d; ln -s {outside}/sub d"],
+    ids=["removed", "moved aside", "a link to a folder holding the same names"],
+)
+async def test_a_folder_replaced_by_a_link_is_put_back_and_nothing_written_through_it(
+    project: Project, tmp_path: Path, command: str
+) -> None:
+    (project.root / "d").mkdir()
+    (project.root / "d" / "f.txt").write_text("precious\n")
+    outside = tmp_path / "outside"
+    (outside / "sub").mkdir(parents=True)
+    (outside / "sub" / "f.txt").write_text("outside\n")  # git sees d/f.txt "modified" through the link
+    before = files_of(project.root)
+    seq = project.prompt("break things")
+    await run_bash(project, "main", "c1", command.format(outside=outside))
+    assert project.recorder.stopped is None
+
+    plan = await plan_prompt_undo(project.recorder, seq, "prompt 1")
+    assert ("d/f.txt", "create") in {(file.path, file.action) for file in plan.files}
+    await apply_undo(project.recorder, plan)
+
+    assert not (project.root / "d").is_symlink()
+    assert files_of(project.root) == before
+    assert sorted(p.relative_to(outside).as_posix() for p in outside.rglob("*")) == ["sub", "sub/f.txt"]
+    assert (outside / "sub" / "f.txt").read_text() == "outside\n"
+
+
+def _forget_object(project: Project, object_id: str) -> None:
+    """Delete an object from the shadow repository (as a prune or a damaged store would)."""
+    (project.recorder.shadow.git_dir / "objects" / object_id[:2] / object_id[2:]).unlink()
+
+
+def _blob_id(path: Path) -> str:
+    data = path.read_bytes()
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+async def test_a_snapshot_the_index_cannot_take_is_taken_again_with_its_changes(project: Project) -> None:
+    seq = project.prompt("edit")
+    await run_bash(project, "main", "c1", "echo 1 > change.txt")
+    # The index names a blob nobody has any more: write-tree fails, the index is built again.
+    _forget_object(project, _blob_id(project.root / "keep.txt"))
+    await run_bash(project, "main", "c2", "echo 2 > new.txt")
+
+    assert project.recorder.stopped is None
+    plan = await plan_prompt_undo(project.recorder, seq, "prompt 1")
+    planned = {(file.path, file.action) for file in plan.files}
+    assert planned == {("change.txt", "restore"), ("new.txt", "delete")}
+
+
+async def test_a_snapshot_that_cannot_build_on_the_one_before_is_said(project: Project) -> None:
+    notices: list[str] = []
+    project.recorder = project.new_recorder(notify=notices.append)
+    project.prompt("edit")
+    await run_bash(project, "main", "c1", "echo 1 > change.txt")
+    # Both the index's blob and the last snapshot's tree are gone: nothing to compare with.
+    tree = project.recorder.tree
+    assert tree is not None
+    for object_id in (_blob_id(project.root / "change.txt"), tree):
+        _forget_object(project, object_id)
+    await run_bash(project, "main", "c2", "echo 2 > keep.txt")
+
+    assert project.recorder.stopped is None  # later changes are still recorded
+    [notice] = notices
+    assert notice.startswith("a snapshot could not be taken on top of the one before (git ")
+    assert notice.endswith("what changed since cannot be undone; later changes can")

@@ -19,6 +19,7 @@ from pydantic_ai.models.function import AgentInfo
 from rich.console import Console
 
 from nestor.app import Conversation, Session
+from nestor.cli.options import CommonOptions
 from nestor.cli.render import EventRenderer
 from nestor.cli.repl import PendingQuestion
 from nestor.cli.repl_controller import PermissionPrompter, ReadAnswer, ReplController
@@ -27,6 +28,7 @@ from nestor.core.permission import PermissionRequest
 from nestor.runtime.kernel.coordinator import Coordinator
 from nestor.runtime.kernel.loop import SessionAgent
 from nestor.runtime.kernel.permission_questions import PermissionQuestions
+from nestor.store.sessions import SessionStore
 from nestor.testing.scripted_model import ScriptedModel, Step, StepFunction, StepSource, reply
 from nestor.tools.base import Tool, ToolContext
 from tests.runtime.support import Harness
@@ -99,6 +101,20 @@ class RunTool(Tool[RunParams]):
         return f"ran {params.command}\nsecond line"
 
 
+class StoredSessions:
+    """The project's stored sessions, as the app offers them to ``/sessions`` and ``/resume``."""
+
+    def __init__(self, sessions: SessionStore, root: Path) -> None:
+        self._sessions = sessions
+        self._root = root
+
+    def project_sessions(self, limit: int = 50) -> list[Session]:
+        return self._sessions.list(str(self._root), limit=limit)
+
+    def find_session(self, *, resume: str | None, continue_latest: bool) -> Session | None:
+        return self._sessions.get(resume) if resume else None
+
+
 class ReplHarness:
     """A controller over real stores and a scripted model, printing to a string."""
 
@@ -132,6 +148,8 @@ class ReplHarness:
             open_conversation=self.open_conversation,
             prompter=self.prompter,
             project_root=str(root),
+            options=CommonOptions(directory=root),
+            sessions=StoredSessions(self.sessions, root),
         )
 
     @property

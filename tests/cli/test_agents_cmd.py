@@ -318,3 +318,91 @@ def test_delete_refuses_built_ins_and_unknown_names(mixed: Project) -> None:
     folded = nestor(["agents", "delete", "TESTER", "--yes"], cwd=mixed.root, env=mixed.env)
     assert folded.returncode == 1 and "did you mean 'tester'?" in folded.stderr
     assert (mixed.root / ".claude/agents/tester.md").exists()
+
+
+COLON = "---\nname: colon\ndescription: Use this agent when: the user asks\ntools: Read, Grep\n---\nAnswer.\n"
+UNINDENTED = (
+    "---\nname: examples\ndescription: Use it for examples. Examples:\n<example>\n"
+    'user: "hi"\n</example>\nmodel: inherit\n---\nShow.\n'
+)
+
+
+def test_validate_names_each_repaired_file_and_fix_rewrites_it_as_a_block_scalar(project: Project) -> None:
+    colon = project.write(".claude/agents/colon.md", COLON)
+    examples = project.write(".claude/agents/examples.md", UNINDENTED)
+    listed = nestor(["agents", "list"], cwd=project.root, env=project.env)
+    assert listed.returncode == 0 and "\ncolon\t" in listed.stdout and "\nexamples\t" in listed.stdout
+    checked = nestor(["agents", "validate"], cwd=project.root, env=project.env)
+    assert checked.returncode == 0, checked.stdout
+    lines = checked.stdout.splitlines()
+    assert any(
+        line.startswith(".claude/agents/colon.md:3: description: invalid YAML (the value contains ': ')")
+        and line.endswith("(warning)")
+        for line in lines
+    )
+    assert any(
+        line.startswith(".claude/agents/examples.md:3: description: invalid YAML: lines 4-6 are not indented")
+        for line in lines
+    )
+    assert lines[-1] == "2 agent files OK (2 warnings)"
+    before = {spec.name: spec.description for spec in project.registry().specs()}
+
+    fixed = nestor(["agents", "validate", "--fix"], cwd=project.root, env=project.env)
+
+    assert fixed.returncode == 0, fixed.stdout
+    assert ".claude/agents/colon.md: rewritten" in fixed.stdout
+    assert fixed.stdout.splitlines()[-1] == "2 agent files OK (0 warnings)"
+    assert colon.read_text() == (
+        "---\nname: colon\ndescription: |-\n  Use this agent when: the user asks\n"
+        "tools: Read, Grep\n---\nAnswer.\n"
+    )
+    assert "description: |-\n  Use it for examples. Examples:\n  <example>\n" in examples.read_text()
+    assert {spec.name: spec.description for spec in project.registry().specs()} == before
+    again = nestor_json(["agents", "validate", "--fix", "--json"], cwd=project.root, env=project.env)
+    assert (again["fixed"], again["warnings"]) == ([], 0)
+
+
+def test_create_from_description_takes_a_draft_with_an_unquoted_colon_and_writes_it_quoted(
+    project: Project, tmp_path: Path
+) -> None:
+    draft = drafted().replace("Reviews SQL migrations.", "Use it when: a migration locks a table")
+    with ScriptedOpenAIServer([ServerReply(text=draft)]) as server:
+        env = openai_env(tmp_path, server) | {"NESTOR_MODEL": "openai-chat:gpt-4o"}
+        done = nestor(
+            ["agents", "create", "--from-description", "reviews SQL", "--yes"], cwd=project.root, env=env
+        )
+    assert done.returncode == 0, done.stderr
+    assert "invalid YAML (the value contains ': ')" in done.stderr
+    written = (project.root / ".nestor/agents/sql-reviewer.md").read_text()
+    assert "description: 'Use it when: a migration locks a table'" in written
+    checked = nestor(["agents", "validate"], cwd=project.root, env=project.env)
+    assert checked.stdout.splitlines()[-1] == "1 agent file OK (0 warnings)", checked.stdout
+
+
+def test_an_unknown_provider_is_refused_where_the_file_is_written_and_an_error_in_validate(
+    project: Project,
+) -> None:
+    options = ["--description", "d", "--tools", "", "--prompt", "p"]
+    refused = nestor(
+        ["agents", "create", "m3", *options, "--model", "notaprovider:zzz"], cwd=project.root, env=project.env
+    )
+    assert refused.returncode == 1
+    assert ".nestor/agents/m3.md:4: model: unknown provider 'notaprovider'" in refused.stderr
+    assert "nothing was written" in refused.stderr and not (project.root / ".nestor/agents/m3.md").exists()
+    keyless = nestor(
+        ["agents", "create", "m4", *options, "--model", "openai:gpt-4o"], cwd=project.root, env=project.env
+    )
+    assert keyless.returncode == 0, keyless.stderr
+    assert "OPENAI_API_KEY is not set" in keyless.stderr and "(warning)" in keyless.stderr
+
+    project.write(".claude/agents/m3.md", "---\nname: m3\ndescription: d\nmodel: notaprovider:zzz\n---\np\n")
+    checked = nestor(["--trust", "agents", "validate"], cwd=project.root, env=project.env)
+    assert checked.returncode == 1
+    lines = checked.stdout.splitlines()
+    assert any(
+        line.startswith(".claude/agents/m3.md:4: model: unknown provider 'notaprovider'")
+        and line.endswith("(error)")
+        for line in lines
+    )
+    assert any(line.startswith(".nestor/agents/m4.md:4: model: 'openai:gpt-4o'") for line in lines)
+    assert lines[-1] == "1 error, 1 warning in the agent files"

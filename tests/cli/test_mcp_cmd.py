@@ -94,7 +94,12 @@ def test_a_project_server_goes_to_mcp_json_and_applies_only_once_trusted(
 
     untrusted = nestor(["mcp", "list", "--json"], cwd=project, env=env)
     assert json.loads(untrusted.stdout) == {"servers": []}
-    assert "were ignored (.mcp.json server demo)" in untrusted.stderr and "nestor trust" in untrusted.stderr
+    assert (
+        "its setting that would widen what nestor may do or where data goes was ignored "
+        "(.mcp.json server demo)"
+        in untrusted.stderr
+        and "nestor trust" in untrusted.stderr
+    )
     trusted = nestor_json(["--trust", "mcp", "list", "--json"], cwd=project, env=env)
     (server,) = trusted["servers"]
     assert (server["name"], server["origin"], server["status"], server["approved"]) == (

@@ -10,6 +10,7 @@ import pytest
 from mcp import Client, StdioServerParameters, stdio_client
 from mcp.types import TextContent
 
+from nestor import __version__
 from nestor.testing import ScriptedOpenAIServer, ServerReply, ServerToolCall
 from tests.cli.support import git_repo, openai_env
 from tests.tools.mcp.support import DEMO_SERVER
@@ -46,7 +47,9 @@ async def test_mcp_serve_answers_tools_list_and_tools_call_with_a_sub_agents_rep
             result = await client.call_tool(
                 "explore", {"prompt": "where is login?", "description": "find login"}
             )
+            info = client.server_info
 
+    assert info is not None and (info.name, info.version) == ("nestor", __version__)
     assert {"explore", "plan", "general", "reviewer"} <= set(tools)
     assert tools["reviewer"].description == "Reviews code."
     assert tools["explore"].input_schema["required"] == ["prompt"]

@@ -197,6 +197,10 @@ async def test_help_exit_and_unknown_commands(make_harness: MakeHarness) -> None
         "/undo",
         "/rewind",
         "/fork",
+        "/agents",
+        "/model",
+        "/sessions",
+        "/resume",
         "/exit",
         "/quit",
     ):
@@ -204,7 +208,8 @@ async def test_help_exit_and_unknown_commands(make_harness: MakeHarness) -> None
     assert await controller.handle_line("/frobnicate now")
     assert " ".join(harness.lines()[-2:]) == (
         "unknown command /frobnicate; the commands are: "
-        "/help /cost /session /clear /compact /undo /rewind /fork /exit /quit"
+        "/help /cost /session /clear /compact /undo /rewind /fork /agents /model /sessions /resume "
+        "/exit /quit"
     )
     assert not await controller.handle_line("/exit")
     assert not await controller.handle_line("/QUIT")
@@ -407,3 +412,42 @@ async def test_clear_stops_what_the_previous_agent_left_running_in_the_backgroun
     previous.add_cancel_listener(lambda: stopped.append(previous.session_id))
     await controller.handle_line("/clear")
     assert stopped == [previous.session_id]
+
+
+async def test_agents_model_sessions_and_resume_answer_in_the_line_repl_as_in_the_tui(
+    make_harness: MakeHarness,
+) -> None:
+    harness = make_harness([reply("one"), reply("two")])
+    controller = harness.controller
+    await controller.open(None)
+    first_id = controller.conversation.session_id
+    await controller.handle_line("first question")
+    await controller.wait()
+    await controller.handle_line("/clear")
+    await controller.handle_line("second question")
+    await controller.wait()
+    second_id = controller.conversation.session_id
+
+    await controller.handle_line("/agents")
+    assert "explore" in harness.text() and "unknown command" not in harness.text()
+    await controller.handle_line("/model")
+    assert "this conversation runs on test:scripted" in harness.text()
+    await controller.handle_line("/sessions")
+    listed = harness.lines()[-3:]
+    assert listed[0].startswith(f"  1* second question · {second_id} · idle · ")
+    assert listed[1].startswith(f"  2  first question · {first_id} · idle · ")
+    assert listed[2] == "go on in one with /resume N (or /resume ID); * is this one"
+    await controller.handle_line("/resume 9")
+    assert harness.lines()[-2:] == [
+        "error: no session numbered 9",
+        "hint: /sessions lists them, numbered from 1",
+    ]
+
+    await controller.handle_line("/resume 2")
+
+    assert controller.conversation.session_id == first_id
+    assert "2 messages, first question" in harness.text()
+    await controller.handle_line(f"/resume {second_id}")
+    assert controller.conversation.session_id == second_id
+    await controller.handle_line("/resume 1")
+    assert harness.lines()[-1] == f"already in session {second_id}"

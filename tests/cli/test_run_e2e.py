@@ -351,6 +351,28 @@ def test_an_empty_reply_is_asked_again_then_fails_with_exit_1(repo: Path, tmp_pa
     assert "Traceback" not in done.stderr
 
 
+def test_a_refusal_ends_the_run_with_stop_reason_refusal_and_exit_4(repo: Path, tmp_path: Path) -> None:
+    refusal = "I'm sorry, I can't help with that."
+    title = ServerReply(text="A title")
+    runs: list[subprocess.CompletedProcess[str]] = []
+    for reply, output in (
+        (ServerReply(refusal=refusal), "json"),
+        (ServerReply(finish_reason="content_filter"), "text"),
+    ):
+        with ScriptedOpenAIServer([reply, title]) as server:
+            env = openai_env(tmp_path, server)
+            runs.append(
+                nestor(["run", "--model", "openai-chat:gpt-4o", "-o", output, "something"], cwd=repo, env=env)
+            )
+    refused, filtered = runs
+    assert refused.returncode == 4, refused.stderr
+    outcome = json.loads(refused.stdout)
+    assert outcome["stop_reason"] == "refusal" and outcome["is_error"] is False
+    assert outcome["result"].startswith(refusal + "\n\n[The model refused to answer")
+    assert filtered.returncode == 4 and "Traceback" not in filtered.stderr
+    assert filtered.stdout.startswith("[The model refused to answer (its provider reported a refusal")
+
+
 def test_a_stream_that_stalls_twice_fails_with_one_line_naming_the_setting(
     repo: Path, tmp_path: Path
 ) -> None:

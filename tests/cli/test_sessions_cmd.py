@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from pydantic_ai.messages import (
+    BinaryContent,
     ModelRequest,
     ModelResponse,
     TextPart,
@@ -65,6 +66,23 @@ def test_show_renders_a_transcript(filled: tuple[Path, dict[str, str], str]) -> 
     for fragment in ("# Fix the login bug", "why does login fail?", "call `grep`", "auth.py:3: def login"):
         assert fragment in done.stdout
     assert "- tokens: 100 in, 20 out, 1 request, $0.0010\n" in done.stdout
+
+
+def test_show_names_the_image_of_a_prompt_instead_of_printing_its_bytes(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    env = clean_env(tmp_path / "home")
+    database = open_database(Path(env["NESTOR_HOME"]) / "nestor.db")
+    session = SessionStore(database).create(project, title="A screenshot")
+    image = BinaryContent(data=b"\x89PNG" + b"\x00" * 2000, media_type="image/png")
+    MessageStore(database).append(session.id, ModelRequest(parts=[UserPromptPart(["what is this?", image])]))
+    database.close()
+
+    done = nestor(["sessions", "show", session.id], cwd=project, env=env)
+
+    assert done.returncode == 0, done.stderr
+    assert "## user\n\nwhat is this?\n[image/png]\n" in done.stdout
+    assert "x00" not in done.stdout
 
 
 def test_show_says_once_that_the_cost_is_unknown(filled: tuple[Path, dict[str, str], str]) -> None:

@@ -1,11 +1,14 @@
 import os
-from pathlib import Path
+from pathlib import Path, PurePath
 
 import pytest
 
 from nestor.core.files import (
+    DIRECTORY_FLAGS,
     FileTooLargeError,
+    LinkInPathError,
     UnsafeFileError,
+    open_no_links,
     read_bounded_bytes,
     read_bounded_text,
     write_regular_file,
@@ -86,3 +89,50 @@ def test_writing_replaces_the_whole_content_through_a_symlink(tmp_path: Path) ->
     write_regular_file(tmp_path / "fresh.txt", b"")
     assert target.read_bytes() == b"new"
     assert (tmp_path / "fresh.txt").read_bytes() == b""
+
+
+def test_a_resolved_path_is_opened_without_following_a_link_swapped_into_it(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "f").write_text("outside")
+    folder = tmp_path / "project" / "d"
+    folder.mkdir(parents=True)
+    (folder / "f").write_text("inside")
+    judged = folder / "f"  # resolved: no link in it
+    folder.rename(tmp_path / "project" / "aside")
+    folder.symlink_to(outside)  # swapped in after the path was judged
+
+    with pytest.raises(LinkInPathError, match=r"d became a symbolic link") as raised:
+        read_bounded_bytes(judged, limit_bytes=100, resolved=True)
+    assert raised.value.link == folder
+    with pytest.raises(LinkInPathError):
+        write_regular_file(judged, b"x", resolved=True)
+    with pytest.raises(LinkInPathError):
+        write_regular_file(folder / "new" / "f", b"x", resolved=True, make_parents=True)
+    assert sorted(path.name for path in outside.iterdir()) == ["f"]
+    assert (outside / "f").read_text() == "outside"
+    # Not resolved by the caller: resolved here once, where the link leads now, then opened.
+    assert read_bounded_bytes(judged, limit_bytes=100).data == b"outside"
+
+
+def test_missing_folders_are_made_on_the_way_and_a_file_in_the_way_is_named(tmp_path: Path) -> None:
+    write_regular_file(tmp_path / "a" / "b" / "f", b"x", resolved=True, make_parents=True)
+    assert (tmp_path / "a" / "b" / "f").read_bytes() == b"x"
+    with pytest.raises(NotADirectoryError):
+        write_regular_file(tmp_path / "a" / "b" / "f" / "g", b"x", resolved=True, make_parents=True)
+    with pytest.raises(FileNotFoundError):
+        write_regular_file(tmp_path / "c" / "f", b"x", resolved=True)
+
+
+def test_a_folder_is_opened_relative_to_another_and_made_when_asked(tmp_path: Path) -> None:
+    root = os.open(tmp_path, DIRECTORY_FLAGS)
+    try:
+        os.close(open_no_links(PurePath("x/y"), DIRECTORY_FLAGS, make_parents=True, dir_fd=root))
+        assert (tmp_path / "x" / "y").is_dir()
+        (tmp_path / "l").symlink_to(tmp_path / "x")
+        with pytest.raises(LinkInPathError):
+            open_no_links(PurePath("l/y"), DIRECTORY_FLAGS, dir_fd=root)
+        with pytest.raises(ValueError, match="not a resolved path"):
+            open_no_links(PurePath("x/../x"), DIRECTORY_FLAGS, dir_fd=root)
+    finally:
+        os.close(root)

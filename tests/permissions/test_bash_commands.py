@@ -255,13 +255,26 @@ def _compose(draw: st.DrawFn, depth: int) -> tuple[str, set[str]]:
         kind = draw(st.sampled_from(["allowed", "denied", "other"]))
         pool = {"allowed": ALLOWED, "denied": DENIED, "other": OTHER}[kind]
         return draw(st.sampled_from(pool)), {kind}
-    shape = draw(st.sampled_from(["list", "subst", "backtick", "subshell", "group", "shell", "not"]))
+    shape = draw(
+        st.sampled_from(
+            ["list", "subst", "backtick", "subshell", "group", "shell", "not", "operand", "heredoc", "nested"]
+        )
+    )
     left, left_kinds = _compose(draw, depth - 1)
     if shape == "subst":
         # Spaced, since "$((" and "((" open arithmetic, where bash runs no command.
         return f"echo $( {left} )", left_kinds | {"other"}
     if shape == "backtick" and "`" not in left:
         return f"echo `{left}`", left_kinds | {"other"}
+    if shape == "operand" and "`" not in left:
+        # tree-sitter-bash reads these as text; bash runs them.
+        template = draw(st.sampled_from(["echo ${{x-`{0}`}}", 'echo "${{x:-`{0}`}}"']))
+        return template.format(left), left_kinds | {"other"}
+    if shape == "heredoc" and "`" not in left:
+        template = draw(st.sampled_from(["cat <<E\n`{0}`\nE", "cat <<-E\n\t$( {0} )\n\tE"]))
+        return template.format(left), left_kinds | {"other"}
+    if shape == "nested" and "`" not in left:
+        return f"echo `echo \\`{left}\\``", left_kinds | {"other"}
     if shape == "subshell":
         return f"( {left} )", left_kinds
     if shape == "group":
@@ -416,6 +429,11 @@ EVALUATING_WORDS = [
     "${s:0:n}",
     "$(( $(echo 1) ))",
     "${y:-${x@P}}",
+    "${y-$[x]}",
+    "${y-`id`}",
+    '"${y:-`id`}"',
+    "${u/${!x}/y}",
+    "${y-<(id)}",
 ]
 EVALUATING_STATEMENTS = [
     "((x))",
@@ -432,6 +450,9 @@ EVALUATING_STATEMENTS = [
     "x[i]=1",
     "for ((i=n; i<3; i++)); do ls; done",
     "bash -c 'ls ${x@P}'",
+    "cat <<-E\n\t$((x))\n\tE",
+    "cat <<E\n`id`\nE",
+    "cat <<E\n${y-`id`}\nE",
 ]
 
 
@@ -470,6 +491,8 @@ REDIRECT_TARGETS = {
     "/tmp/x": "file",
     "~/.bashrc": "file",
     '"$f"': "file",
+    ".en?": "file",
+    "src/*.py": "file",
     "/dev/null": "none",
     "/dev/stderr": "none",
     "&1": "none",
@@ -492,8 +515,11 @@ def test_fuzz_a_redirection_to_a_file_needs_the_write_permission(
     line = f"{command} {fd}{op}{target}" if not target.startswith("&") else f"{command} {fd or '2'}>{target}"
     kind = decide(line, allow=RULES["allow"])
     assert kind == ("ask" if REDIRECT_TARGETS[target] == "file" else "allow"), line
-    if target == "src/app.py":
+    if target in ("src/app.py", "src/*.py"):
         assert decide(line, allow=("bash",), deny=("edit(src/**)",)) == "deny", line
+    if target in ('"$f"', ".en?"):
+        # bash opens the file it expands to: a glob is judged as any file, never as its letters.
+        assert decide(line, allow=("bash",), deny=("edit(.env)",)) == "deny", line
 
 
 def test_a_brace_expansion_in_the_command_name_hides_it(tmp_path: Path) -> None:
@@ -502,3 +528,74 @@ def test_a_brace_expansion_in_the_command_name_hides_it(tmp_path: Path) -> None:
         assert not leaves(command, tmp_path, "x"), command
         assert decide(command, allow=("bash",), deny=("bash(rm *)",)) != "allow", command
     assert not parse_command_line("echo {a,b} ${x:-a,b}").unresolved
+
+
+# -- fuzzing: a line that links, moves or removes files, or changes directory, and writes a file -----
+
+# Each may make "x" (or "../x" in sub/) lead to .env by the time the redirection opens it.
+MOVERS = [
+    "ln -s .env x",
+    "ln -sf .env x",
+    "link .env x",
+    "mv .env x",
+    "cp -s .env x",
+    "cp -P l x",
+    "rm -f x",
+    "install .env x",
+    "rsync -l l x",
+    "tar xf links.tar",
+    "unzip -o links.zip",
+    "git checkout HEAD -- x",
+    "git -C . stash pop",
+    "busybox ln -s .env x",
+    "command ln -s .env x",
+    "find . -name .env -exec ln -s {} x \\;",
+    "echo .env | xargs -I{} ln -s {} x",
+    "bash -c 'ln -s .env x'",
+    "echo $(ln -s .env x)",
+]
+WRITES = ["echo E >> x", "{ echo E; } > x", "cat < x > /dev/null"]
+SHAPES = [
+    "{mover}; {write}",
+    "{mover} && {write}",
+    "{mover} | {write}",
+    "{write} | {mover}",
+    "{mover} & {write}",
+    "( {mover} ); {write}",
+    "for i in 1 2; do {write}; {mover}; done",
+    "while true; do {write}; {mover}; done",
+    "{write}; {mover}",
+]
+ELSEWHERE = [
+    "cd sub",
+    "pushd sub",
+    "env -C sub sh -c '{write}'",
+    "env --chdir=sub sh -c '{write}'",
+    "sudo -D sub sh -c '{write}'",
+    "nsenter --wd=sub sh -c '{write}'",
+    "unshare -w sub sh -c '{write}'",
+    "chroot . sh -c '{write}'",
+    "find sub -name a -execdir sh -c '{write}' \\;",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(MOVERS), st.sampled_from(WRITES), st.sampled_from(SHAPES))
+def test_fuzz_a_write_on_a_line_that_links_or_moves_files_is_judged_as_any_file(
+    mover: str, write: str, shape: str
+) -> None:
+    line = shape.format(mover=mover, write=write)
+    assert decide(line, deny=("edit(.env)", "Read(.env)"), yolo=True) == "deny", line
+    assert decide(line, allow=("bash",), ask=("edit(.env)", "Read(.env)")) == "ask", line
+    # Nothing on the line moves a name: the same write is judged as the file it names.
+    assert decide(shape.format(mover="git status", write=write), deny=("edit(.env)",), yolo=True) == "allow"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(ELSEWHERE), st.sampled_from(["echo E >> ../x", "echo E > ../.env", "cat < ../x"]))
+def test_fuzz_a_relative_write_after_a_change_of_directory_is_judged_as_any_file(
+    where: str, write: str
+) -> None:
+    line = where.format(write=write) if "{write}" in where else f"{where} && {write}"
+    assert decide(line, deny=("edit(.env)", "Read(.env)"), yolo=True) == "deny", line
+    assert decide(f"sh -c '{write}'", deny=("edit(.env)", "Read(.env)"), yolo=True) == "allow"

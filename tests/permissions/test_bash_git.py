@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from nestor.permissions.bash_commands import parse_command_line
-from nestor.permissions.bash_git import config_reason
+from nestor.permissions.bash_git import config_reason, git_subcommand
+from nestor.permissions.bash_words import Word
 from tests.permissions.bash_support import decide
 
 RUNNING = [
@@ -97,6 +98,8 @@ def test_plain_git_is_judged(command: str) -> None:
         "git filter-branch --tree-filter evil",
         "git grep -O evil pattern",
         'git -c "$KEY" status',
+        "git --git-dir=evil.git status",
+        "git --work-tree x --git-dir x status",
     ],
 )
 def test_git_options_that_name_a_program_are_not_judged(command: str) -> None:
@@ -112,3 +115,15 @@ def test_config_keys_are_judged_by_section_case_insensitively() -> None:
     assert config_reason("diff.x.command=evil")
     assert not config_reason("diff.renames=true")
     assert config_reason("novel.key=x")
+
+
+def test_the_subcommand_is_found_past_gits_own_options() -> None:
+    def words(line: str) -> list[Word]:
+        return [Word(part, True) for part in line.split()]
+
+    assert git_subcommand(words("git status")) == "status"
+    assert git_subcommand(words("git -C sub -c color.ui=never --no-pager checkout x")) == "checkout"
+    assert git_subcommand(words("git --no-pager -P stash pop")) == "stash"
+    assert git_subcommand(words("git --git-dir=x status")) == ""  # not judged: another repository
+    assert git_subcommand(words("git")) == ""
+    assert git_subcommand(words("git -c core.pager=x log")) == ""  # not judged: no subcommand told

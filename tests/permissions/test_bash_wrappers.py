@@ -227,3 +227,58 @@ def test_a_command_read_from_input_is_not_judged(command: str, tmp_path: Path) -
     assert parse_command_line(command).unresolved, command
     (tmp_path / "f").write_text("")
     assert not leaves(command, tmp_path, "f"), command  # each really runs "rm f"
+
+
+# -- wrappers that run their command in another directory or under another root -------------------
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "env -C src sh -c 'echo x >> ../.env'",
+        "env --chdir src sh -c 'echo x >> ../.env'",
+        "env -iC src sh -c 'echo x >> ../.env'",
+        "env -S'-C src sh' -c 'echo x >> ../.env'",
+        "sudo -D src sh -c 'echo x >> ../.env'",
+        "sudo --chdir=src sh -c 'echo x >> ../.env'",
+        "sudo -i sh -c 'echo x >> ../.env'",
+        "nsenter --wd=src sh -c 'echo x >> ../.env'",
+        "nsenter -wsrc sh -c 'echo x >> ../.env'",
+        "unshare -w src sh -c 'echo x >> ../.env'",
+        "pkexec sh -c 'echo x >> ../.env'",
+        "runuser -l -u me -- sh -c 'echo x >> ../.env'",
+        "timeout 5 env -C src sh -c 'echo x >> ../.env'",
+    ],
+)
+def test_a_relative_path_under_a_wrapper_that_changes_directory_is_any_file(command: str) -> None:
+    assert [access.path for access in parse_command_line(command).files] == [None], command
+    assert decide(command, deny=("edit(.env)",), yolo=True) == "deny"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "chroot /srv sh -c 'echo x > /etc/passwd'",
+        "chroot --skip-chdir /srv sh -c 'echo x > /etc/passwd'",
+        "sudo -R /srv sh -c 'echo x > /etc/passwd'",
+        "unshare --root=/srv sh -c 'echo x > /etc/passwd'",
+        "unshare -m sh -c 'echo x > /etc/passwd'",
+        "nsenter -t 1 -m sh -c 'echo x > /etc/passwd'",
+    ],
+)
+def test_every_path_under_a_wrapper_that_changes_root_or_mounts_is_any_file(command: str) -> None:
+    assert [access.path for access in parse_command_line(command).files] == [None], command
+
+
+def test_a_wrapper_that_stays_where_it_is_keeps_the_paths() -> None:
+    for wrapper in ("env -i", "timeout 5", "sudo -u me", "nice -n 5"):
+        command = f"{wrapper} sh -c 'echo x > f'"
+        assert [access.path for access in parse_command_line(command).files] == ["f"], command
+
+
+def test_env_chdir_really_moves_the_file(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / ".env").write_text("SAFE=1\n")
+    command = ["env", "-C", "src", "sh", "-c", "echo x >> ../.env"]
+    subprocess.run(command, cwd=tmp_path, check=True, timeout=10)
+    assert "x" in (tmp_path / ".env").read_text()

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from nestor.core.permission import PermissionRequest
 from nestor.permissions import PermissionPolicy
-from nestor.permissions.paths import path_matches
+from nestor.permissions.paths import path_matches, shell_independent_realpath
 from nestor.tools.base import ToolContext, path_permission
 
 
@@ -84,3 +85,23 @@ def test_a_target_said_to_be_real_is_judged_as_given_and_file_tools_resolve_thei
     assert policy.decide(request).kind != "deny"
     denied = PermissionPolicy.from_config([], [], ["view(../secret.env)"], project_root=root)
     assert denied.decide(request).kind == "deny"
+
+
+def test_a_path_through_a_process_folder_is_not_resolved_in_nestors_process(tmp_path: Path) -> None:
+    (tmp_path / "here").symlink_to("/proc/self/cwd")
+    (tmp_path / "fd").symlink_to("/dev/fd")
+    (tmp_path / "loop").symlink_to("loop")
+    for path in ("/proc/self/cwd/x", "/proc/thread-self", "/proc/12/root", "/dev/fd/3/x", "/dev/stdin"):
+        assert shell_independent_realpath(path) is None, path
+    for name in ("here/x", "fd/0", "loop/x"):
+        assert shell_independent_realpath(str(tmp_path / name)) is None, name
+
+
+def test_other_paths_resolve_as_realpath_does(tmp_path: Path) -> None:
+    (tmp_path / "d").mkdir()
+    (tmp_path / "link").symlink_to("d")
+    (tmp_path / "up").symlink_to("../" + tmp_path.name + "/d/")
+    for name in ("d/x", "link/x", "link/../d", "up/y", "missing/../d/z", ".", "link"):
+        path = str(tmp_path / name)
+        assert shell_independent_realpath(path) == os.path.realpath(path), name
+    assert shell_independent_realpath("/proc/cpuinfo") == "/proc/cpuinfo"

@@ -8,10 +8,13 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import httpx2
 from pydantic import BaseModel
 from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart
 from pydantic_ai.models import Model
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
+from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.providers.openai import OpenAIProvider
 
 from nestor.bus import EventBus
 from nestor.core.errors import ToolError
@@ -28,6 +31,7 @@ from nestor.runtime.kernel.setup import AgentSetup
 from nestor.store.db import Database, open_database
 from nestor.store.messages import MessageStore
 from nestor.store.sessions import SessionStore
+from nestor.testing import ScriptedOpenAIServer
 from nestor.tools.base import Tool, ToolContext
 
 Step = str | list[tuple[str, dict[str, Any]]] | BaseException | Callable[[list[ModelMessage]], Any]
@@ -57,6 +61,12 @@ def scripted(steps: Sequence[Step], *, requests: list[list[ModelMessage]] | None
             }
 
     return FunctionModel(stream_function=stream, model_name="scripted-model")
+
+
+def openai_model(server: ScriptedOpenAIServer, client: httpx2.AsyncClient) -> OpenAIChatModel:
+    """The real chat-completions model on a scripted server, without the SDK's own retries."""
+    provider = OpenAIProvider(base_url=server.base_url, api_key="test", http_client=client)
+    return OpenAIChatModel("gpt-4o", provider=provider, settings={"max_retries": 0})
 
 
 def tool_results(message: ModelMessage) -> list[ToolReturnPart]:

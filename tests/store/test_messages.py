@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from pydantic_ai.messages import (
+    BinaryContent,
     ModelMessage,
     ModelMessagesTypeAdapter,
     ModelRequest,
@@ -24,6 +25,7 @@ from pydantic_ai.usage import RequestUsage
 from nestor.core.errors import SessionNotFoundError, StoreError
 from nestor.core.usage import Usage
 from nestor.store import Database, MessageStore, SessionStore, open_database
+from nestor.store.messages import prompt_metadata
 
 
 @pytest.fixture
@@ -130,6 +132,20 @@ def test_list_reads_by_seq_not_by_insertion_order(
     loaded = messages.list(session.id)
     contents = [m.parts[0].content for m in loaded if isinstance(m.parts[0], UserPromptPart)]
     assert contents == ["two", "one", "zero"]
+
+
+def test_prompts_are_the_marked_requests_with_the_text_of_a_prompt_that_carries_an_image(
+    sessions: SessionStore, messages: MessageStore
+) -> None:
+    session = sessions.create("/p")
+    image = BinaryContent(data=b"\x89PNG-bytes", media_type="image/png")
+    messages.append(session.id, ModelRequest(parts=[UserPromptPart("plain")], metadata=prompt_metadata()))
+    messages.append(session.id, ModelResponse(parts=[TextPart("ok")]))
+    messages.append(session.id, ModelRequest(parts=[UserPromptPart("a notice")]))  # not a prompt's run
+    prompt = UserPromptPart(["what is", image, "this?"])
+    messages.append(session.id, ModelRequest(parts=[prompt], metadata=prompt_metadata()))
+
+    assert messages.prompts(session.id) == [(0, "plain"), (3, "what is\nthis?")]
 
 
 def test_records_carry_seq_kind_usage_and_time(db: Database, sessions: SessionStore) -> None:

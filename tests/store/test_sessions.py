@@ -281,6 +281,21 @@ def test_delete_cascades_to_descendants_and_their_messages(db: Database, store: 
     assert messages.count(survivor.id) == 1
 
 
+def test_delete_if_unused_keeps_a_session_with_a_message_a_child_or_a_holder(
+    db: Database, store: SessionStore
+) -> None:
+    unused, spoken, parent, held, rewound = (store.create("/p") for _ in range(5))
+    MessageStore(db).append(spoken.id, ModelRequest(parts=[UserPromptPart(content="hi")]))
+    store.create("/p", parent_id=parent.id)
+    store.acquire(held.id)
+    store.add_usage(rewound.id, Usage(requests=1), roll_up=False)
+
+    sessions = (unused, spoken, parent, held, rewound)
+    assert [store.delete_if_unused(session.id) for session in sessions] == [True, False, False, False, False]
+    with pytest.raises(SessionNotFoundError):
+        store.get(unused.id)
+
+
 def test_reparent_moves_a_child_and_future_usage_rolls_up_to_the_new_parent(store: SessionStore) -> None:
     old = store.create("/p")
     new = store.create("/p")

@@ -40,6 +40,7 @@ from nestor.testing import (
     ServerStepSource,
     ServerToolCall,
     ServerUsage,
+    first_user_text,
     load_script,
     step_from_json,
     step_to_json,
@@ -329,8 +330,58 @@ def test_error_body_can_be_plain_text(serve: Serve, connect: Connect) -> None:
     )
 
 
+async def test_a_content_filter_finish_reason_and_a_refusal_reach_the_client_as_pydantic_ai_reads_them(
+    serve: Serve, connect: Connect
+) -> None:
+    refusal = "I'm sorry, I can't help with that."
+    server = serve(
+        ServerReply(text="partial", finish_reason="content_filter"),
+        ServerReply(refusal=refusal, chunks=3),
+        ServerReply(refusal=refusal),
+    )
+    model = connect(server.base_url)
+
+    _, filtered = await stream(model)
+    events, refused = await stream(model)
+    whole = await model_request(model, PROMPT, model_settings=NO_RETRIES, model_request_parameters=PARAMETERS)
+
+    assert filtered.finish_reason == "content_filter" and filtered.parts == [TextPart("partial")]
+    for response in (refused, whole):
+        assert response.finish_reason == "content_filter" and response.parts == []
+        assert (response.provider_details or {})["refusal"] == refusal
+    assert text_deltas(events) == []
+    chunks = raw_stream(serve(ServerReply(refusal=refusal, chunks=3)), {"stream": True, "messages": []})
+    assert [chunk["choices"][0]["delta"].get("refusal") for chunk in chunks[:3]] == [
+        refusal[:12],
+        refusal[12:23],
+        refusal[23:],
+    ]
+
+
+def test_first_user_text_reads_the_text_parts_of_a_prompt_with_an_image() -> None:
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+    body = {
+        "messages": [
+            {"role": "system", "content": "be brief"},
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "USER: what is"},
+                    image,
+                    {"type": "text", "text": "this?"},
+                ],
+            },
+            {"role": "user", "content": "later"},
+        ]
+    }
+    assert first_user_text(body) == "USER: what is\nthis?"
+    assert first_user_text({"messages": [{"role": "user", "content": "plain"}]}) == "plain"
+    assert first_user_text({"messages": []}) == ""
+
+
 def test_steps_round_trip_through_json(tmp_path: Path) -> None:
     steps: list[ServerStep] = [
+        ServerReply(refusal="no", finish_reason="content_filter"),
         ServerReply(
             text="hi",
             tool_calls=(ServerToolCall("read", {"path": "a"}, id="c1"), ServerToolCall("bad", '{"x":')),

@@ -1,3 +1,4 @@
+import os
 import subprocess
 from pathlib import Path
 
@@ -168,3 +169,21 @@ async def test_listing_a_hostile_repository_runs_none_of_its_commands(tmp_path: 
 
     assert not marker.exists(), marker.read_text()
     assert "a.txt" in content or "b.txt" in content
+
+
+@pytest.mark.parametrize("in_git", [True, False], ids=["git work tree", "plain folder"])
+async def test_a_fifo_is_listed_marked_and_gitignore_still_applies(ctx: ToolContext, in_git: bool) -> None:
+    if in_git:
+        git_init(ctx.project_root)
+        make_files(ctx.project_root, ".gitignore")
+        (ctx.project_root / ".gitignore").write_text("ignored.pipe\n")
+    make_files(ctx.project_root, "a.txt", "src/main.py")
+    for name in ("events", "src/feed", "ignored.pipe"):
+        os.mkfifo(ctx.project_root / name)
+
+    lines = (await ls(ctx)).splitlines()
+
+    marked = "  (a FIFO (named pipe), not a regular file: view cannot read it)"
+    assert f"  events{marked}" in lines and f"    feed{marked}" in lines
+    assert lines.index(f"    feed{marked}") == lines.index("  src/") + 1
+    assert any(line.startswith("  ignored.pipe") for line in lines) is not in_git

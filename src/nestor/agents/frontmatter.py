@@ -1,5 +1,9 @@
 """Markdown with YAML front matter: ``---`` YAML ``---`` body, with the line of every key.
 
+This is the one parser of every Markdown agent format nestor reads. It parses strictly first, then
+repairs the YAML other tools forgive (:mod:`nestor.agents.frontmatter_repair`), so a file that loads
+in Claude Code loads here too, and says what was repaired.
+
 Readers need line numbers to point a user at the exact key that is wrong, so the YAML is composed
 into nodes (which carry their position) and then constructed from those nodes: one parse gives both
 the data and the lines. Lines are 1-based and count from the top of the file.
@@ -7,14 +11,15 @@ the data and the lines. Lines are 1-based and count from the top of the file.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from nestor.agents.frontmatter_repair import REPAIRS, Repair
 from nestor.core.errors import AgentFileError
 
 _DELIMITER = "---"
@@ -45,6 +50,8 @@ class FrontMatter:
         present: False when the file has no front matter at all.
         values: How many values (keys, items, scalars, aliases counted in full) it holds: readers
             spend time on each, so a registry counts them against its limits.
+        repairs: What was changed so that invalid YAML parses (each value quoted, made a block
+            scalar or joined with the lines after it), or the one reason it was ignored.
 
     """
 
@@ -56,6 +63,12 @@ class FrontMatter:
     )
     present: bool = True
     values: int = 0
+    repairs: tuple[Repair, ...] = ()
+
+    @property
+    def ignored(self) -> Repair | None:
+        """Why the front matter was ignored (YAML no repair could read), or None when it was read."""
+        return next((repair for repair in self.repairs if repair.kind == "ignored"), None)
 
     def line(self, key: str | None = None, item: int | str | None = None) -> int:
         """The line of ``key`` (or of one of its items); line 1 when unknown."""
@@ -67,14 +80,23 @@ class FrontMatter:
         return self.item_lines.get(key, {}).get(item, key_line)
 
 
-def parse_front_matter(text: str, path: Path) -> FrontMatter:
-    """Split ``text`` into front matter and body and parse the YAML.
+def parse_front_matter(text: str, path: Path, *, keys: Collection[str] = ()) -> FrontMatter:
+    """Split ``text`` into front matter and body and parse the YAML, repairing it as Claude Code would.
 
-    A file that does not start with ``---`` has no front matter: all of it is the body.
+    A file that does not start with ``---`` has no front matter: all of it is the body. YAML that a
+    strict parse rejects is repaired the ways :mod:`nestor.agents.frontmatter_repair` lists, and each
+    change is in :attr:`FrontMatter.repairs`; when no repair helps, the front matter is ignored
+    (:attr:`FrontMatter.ignored` says why) and the body kept, as Claude Code keeps it.
+
+    Args:
+        text: The file's text.
+        path: The file, for errors.
+        keys: The keys its format knows: a line that is not indented and starts none of them is read
+            as the continuation of the value above it (with none, any ``key:`` line starts a key).
 
     Raises:
-        AgentFileError: The front matter is never closed, is not valid YAML, is not a mapping, or
-            repeats a key. The error names the file, the line and the key.
+        AgentFileError: The front matter is never closed, is not a mapping, repeats a key, or is
+            larger or deeper than the limits. The error names the file, the line and the key.
 
     """
     text = text.removeprefix("\ufeff").replace("\r\n", "\n")
@@ -89,12 +111,57 @@ def parse_front_matter(text: str, path: Path) -> FrontMatter:
             path=str(path),
             line=1,
         )
-    yaml_text = "\n".join(lines[1:closing])
     body = "\n".join(lines[closing + 1 :]).strip()
-    return _parse_yaml(yaml_text, path, first_line=2, body=body)
+    return _parse_yaml(lines[1:closing], path, first_line=2, body=body, keys=keys)
 
 
-def _parse_yaml(yaml_text: str, path: Path, *, first_line: int, body: str) -> FrontMatter:
+def _parse_yaml(
+    lines: Sequence[str], path: Path, *, first_line: int, body: str, keys: Collection[str]
+) -> FrontMatter:
+    """Parse strictly, then with each repair in turn; ignore the front matter when none parses."""
+    try:
+        return _compose("\n".join(lines), path, body, lambda index: first_line + index)
+    except yaml.YAMLError as strict:
+        failure = strict
+    for repair in REPAIRS:
+        rewrite = repair(lines, keys)
+        if not rewrite.repairs:
+            continue
+        try:
+            document = _compose("\n".join(rewrite.lines), path, body, _lines_of(first_line, rewrite.origin))
+        except yaml.YAMLError:
+            continue
+        except AgentFileError as exc:
+            if exc.key:  # a repeated key: the repair read a line of text as a key; try the next one
+                continue
+            raise
+        repairs = tuple(
+            Repair(first_line + fix.line, first_line + fix.end_line, fix.key, fix.kind, fix.detail)
+            for fix in rewrite.repairs
+        )
+        return replace(document, repairs=repairs)
+    line, cause = first_line, str(failure)
+    if isinstance(failure, yaml.MarkedYAMLError):
+        mark = failure.problem_mark or failure.context_mark
+        line += mark.line if mark is not None else 0
+        cause = failure.problem or failure.context or cause
+    return FrontMatter(data={}, body=body, repairs=(Repair(line, line, "", "ignored", cause),))
+
+
+def _lines_of(first_line: int, origin: Sequence[int]) -> Callable[[int], int]:
+    """The file's line of each line of a rewrite (the line of the original it came from)."""
+    return lambda index: first_line + origin[min(index, len(origin) - 1)]
+
+
+def _compose(yaml_text: str, path: Path, body: str, line_of: Callable[[int], int]) -> FrontMatter:
+    """Parse ``yaml_text`` strictly; ``line_of`` turns a line of it (from 0) into the file's line.
+
+    Raises:
+        yaml.YAMLError: The text is not valid YAML.
+        AgentFileError: It is, but breaks a limit, is not a mapping or repeats a key.
+
+    """
+    first_line = line_of(0)
     loader = _LOADER(yaml_text)
     try:
         node = loader.get_single_node()
@@ -105,32 +172,20 @@ def _parse_yaml(yaml_text: str, path: Path, *, first_line: int, body: str) -> Fr
     except yaml.MarkedYAMLError as exc:
         if _LIBYAML_TOO_DEEP in (exc.problem or ""):
             raise too_deep_error(path, first_line) from None
-        mark = exc.problem_mark or exc.context_mark
-        line = first_line + (mark.line if mark is not None else 0)
-        cause = exc.problem or exc.context or "invalid YAML"
-        raise AgentFileError(
-            f"{path}:{line}: invalid YAML: {cause}",
-            hint="fix the YAML syntax (quote values that contain ': ' or start with a special character)",
-            path=str(path),
-            line=line,
-        ) from exc
-    except yaml.YAMLError as exc:
-        raise AgentFileError(
-            f"{path}:{first_line}: invalid YAML: {exc}", path=str(path), line=first_line
-        ) from exc
+        raise
     finally:
         loader.dispose()
     if node is None:
         return FrontMatter(data={}, body=body)
     if not isinstance(node, MappingNode) or not isinstance(data, dict):
-        line = first_line + node.start_mark.line
+        line = line_of(node.start_mark.line)
         raise AgentFileError(
             f"{path}:{line}: the front matter must be a mapping of keys to values, not a {_kind(node)}",
             hint="write one 'key: value' per line",
             path=str(path),
             line=line,
         )
-    key_lines, item_lines = _positions(node, path, first_line)
+    key_lines, item_lines = _positions(node, path, line_of)
     return FrontMatter(
         data={str(key): value for key, value in data.items()},  # pyright: ignore[reportUnknownVariableType]
         body=body,
@@ -192,12 +247,12 @@ def _too_large(path: Path, first_line: int, what: str) -> AgentFileError:
 
 
 def _positions(
-    node: MappingNode, path: Path, first_line: int
+    node: MappingNode, path: Path, line_of: Callable[[int], int]
 ) -> tuple[dict[str, int], dict[str, dict[int | str, int]]]:
     key_lines: dict[str, int] = {}
     item_lines: dict[str, dict[int | str, int]] = {}
     for key_node, value_node in node.value:
-        line = first_line + key_node.start_mark.line
+        line = line_of(key_node.start_mark.line)
         key = str(key_node.value) if isinstance(key_node, ScalarNode) else "?"
         if key in key_lines:
             raise AgentFileError(
@@ -208,16 +263,16 @@ def _positions(
                 key=key,
             )
         key_lines[key] = line
-        item_lines[key] = _item_lines(value_node, first_line)
+        item_lines[key] = _item_lines(value_node, line_of)
     return key_lines, item_lines
 
 
-def _item_lines(node: Node, first_line: int) -> dict[int | str, int]:
+def _item_lines(node: Node, line_of: Callable[[int], int]) -> dict[int | str, int]:
     if isinstance(node, SequenceNode):
-        return {index: first_line + item.start_mark.line for index, item in enumerate(node.value)}
+        return {index: line_of(item.start_mark.line) for index, item in enumerate(node.value)}
     if isinstance(node, MappingNode):
         return {
-            str(key.value): first_line + key.start_mark.line
+            str(key.value): line_of(key.start_mark.line)
             for key, _ in node.value
             if isinstance(key, ScalarNode)
         }

@@ -11,7 +11,7 @@ dispatches on the ecosystem; the other formats are in :mod:`nestor.agents.reader
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +24,14 @@ from nestor.agents.readers_common import (
     ReadResult,
     canonical_rules,
     plain_model,
-    problem_from_error,
 )
 from nestor.agents.readers_foreign import (
+    CODEALLY_KEYS,
+    DEEPAGENTS_KEYS,
+    EMDASH_KEYS,
+    EMDASH_UNSUPPORTED,
+    GEMINI_KEYS,
+    READ_ONLY_TOOLS,
     parse_json_document,
     read_codeally,
     read_deepagents,
@@ -105,6 +110,7 @@ _OPENCODE_KEYS = (
     "tools",
     "disable",
 )
+_OPENCODE_OTHER_KEYS = ("top_p", "hidden")
 # OpenCode's "edit" permission governs every file change (edit, write, patch).
 _OPENCODE_PERMISSION_GROUPS = {"edit": ("edit", "write")}
 _FILE_REFERENCE = re.compile(r"^\{file:(.+)\}$")
@@ -176,13 +182,21 @@ def read_claude(fields: Fields) -> ReadResult:
         prompt=fields.document.body,
         tools=fields.tools("tools"),
         disallowed_tools=fields.tools("disallowedTools") or (),
-        model=plain_model(fields.string("model")),
+        model=_claude_model(fields.string("model")),
         max_turns=fields.integer("maxTurns"),
         skill_files=fields.files("skills", "skills"),
         background=bool(fields.boolean("background")),
         color=fields.string("color"),
         **mcp_fields(fields, "mcpServers"),
     )
+
+
+def _claude_model(value: str | None) -> str | None:
+    """Claude Code's full model ids (``claude-sonnet-4-5``) are Anthropic's: ``anthropic:<id>``."""
+    value = plain_model(value)
+    if value is not None and ":" not in value and value.startswith("claude-"):
+        return f"anthropic:{value}"
+    return value
 
 
 def read_opencode(fields: Fields) -> ReadResult:
@@ -299,17 +313,24 @@ def _permission_targets(tool: str) -> tuple[str, ...]:
     return _OPENCODE_PERMISSION_GROUPS.get(tool.lower(), (tool,))
 
 
-_MARKDOWN: Callable[[str, Path], FrontMatter] = parse_front_matter
+Parser = Callable[[str, Path], FrontMatter]
 
-READERS: dict[str, tuple[Callable[[str, Path], FrontMatter], Reader]] = {
-    "nestor": (_MARKDOWN, read_nestor),
-    "claude": (_MARKDOWN, read_claude),
-    "opencode": (_MARKDOWN, read_opencode),
-    "gemini": (_MARKDOWN, read_gemini),
-    "emdash": (_MARKDOWN, read_emdash),
-    "codeally": (_MARKDOWN, read_codeally),
+
+def _markdown(*keys: Iterable[str]) -> Parser:
+    """The Markdown parser for a format whose front matter has ``keys``."""
+    known = frozenset(key for group in keys for key in group)
+    return lambda text, path: parse_front_matter(text, path, keys=known)
+
+
+READERS: dict[str, tuple[Parser, Reader]] = {
+    "nestor": (_markdown(NESTOR_KEYS), read_nestor),
+    "claude": (_markdown(_CLAUDE_KEYS, _CLAUDE_UNSUPPORTED), read_claude),
+    "opencode": (_markdown(_OPENCODE_KEYS, _OPENCODE_OTHER_KEYS), read_opencode),
+    "gemini": (_markdown(GEMINI_KEYS), read_gemini),
+    "emdash": (_markdown(EMDASH_KEYS, EMDASH_UNSUPPORTED), read_emdash),
+    "codeally": (_markdown(CODEALLY_KEYS), read_codeally),
     "mini-cc": (parse_json_document, read_minicc),
-    "deepagents": (_MARKDOWN, read_deepagents),
+    "deepagents": (_markdown(DEEPAGENTS_KEYS), read_deepagents),
 }
 """Each ecosystem's parser (text to front matter) and reader (front matter to spec)."""
 
@@ -330,12 +351,41 @@ def read_agent_text(context: ReadContext, text: str) -> ReadResult:
     try:
         document = parse(text, context.path)
     except AgentFileError as exc:
-        return ReadResult(None, (problem_from_error(exc, context.path),))
+        return ReadResult(None, (_problem_from_error(exc, context.path),))
     if not document.present and context.ecosystem != "nestor":
         # Other tools' agent directories often hold a README or notes; those are not agents.
         message = "no YAML front matter, so the file is not read as an agent"
         return ReadResult(None, (AgentFileProblem(context.path, 1, "", message, "warning"),))
-    return read(Fields(context, document))
+    fields = Fields(context, document)
+    for repair in document.repairs:
+        fields.problems.append(
+            AgentFileProblem(context.path, repair.line, repair.key, repair.describe(), "warning")
+        )
+    if document.ignored is not None:
+        return _front_matter_ignored(fields)
+    return read(fields)
+
+
+def _front_matter_ignored(fields: Fields) -> ReadResult:
+    """The agent of a file whose front matter no repair could read: its body, under its file's name.
+
+    Claude Code keeps such a file with empty metadata. Its tool list was lost with the rest, and the
+    file may have limited the agent to a few tools, so it gets only the read-only ones.
+    """
+    return fields.build(
+        name=fields.name(key=None),
+        description="",
+        prompt=fields.document.body,
+        tools=READ_ONLY_TOOLS,
+    )
+
+
+def _problem_from_error(error: AgentFileError, path: Path) -> AgentFileProblem:
+    """Turn an :class:`AgentFileError` into an error problem (without repeating the location)."""
+    message = error.message.removeprefix(f"{path}:{error.line}: ")
+    if error.key:
+        message = message.removeprefix(f"{error.key}: ")
+    return AgentFileProblem(path, error.line, error.key, message, "error")
 
 
 def read_agent_file(context: ReadContext) -> ReadResult:

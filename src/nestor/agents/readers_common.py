@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
 from nestor.agents.frontmatter import FrontMatter
+from nestor.agents.frontmatter_repair import Repair
 from nestor.agents.spec import AgentSource, AgentSpec, PermissionAction, PermissionRuleSpec
 from nestor.agents.tool_names import (
     NESTOR_TOOLS,
@@ -24,7 +25,6 @@ from nestor.agents.tool_names import (
     map_tool_name,
     split_tool_entry,
 )
-from nestor.core.errors import AgentFileError
 from nestor.tools.mcp.names import is_mcp_name
 
 Severity: TypeAlias = Literal["error", "warning"]
@@ -97,6 +97,7 @@ class ReadResult:
         name_line: The line of the name (for problems about the agent as a whole).
         values: How many values its front matter holds (:attr:`FrontMatter.values`), which the
             registry counts against the limits of a project's agent files.
+        repairs: What was repaired in its front matter (:attr:`FrontMatter.repairs`).
 
     """
 
@@ -105,14 +106,7 @@ class ReadResult:
     depends_on: tuple[Path, ...] = ()
     name_line: int = 1
     values: int = 0
-
-
-def problem_from_error(error: AgentFileError, path: Path) -> AgentFileProblem:
-    """Turn an :class:`AgentFileError` into an error problem (without repeating the location)."""
-    message = error.message.removeprefix(f"{path}:{error.line}: ")
-    if error.key:
-        message = message.removeprefix(f"{error.key}: ")
-    return AgentFileProblem(path, error.line, error.key, message, "error")
+    repairs: tuple[Repair, ...] = ()
 
 
 def canonical_rules(rules: Iterable[PermissionRuleSpec]) -> tuple[PermissionRuleSpec, ...]:
@@ -418,6 +412,7 @@ class Fields:
             depends_on=tuple(dict.fromkeys(self.depends_on)),
             name_line=self.document.line("name") if "name" in self.document.data else 1,
             values=self.document.values,
+            repairs=self.document.repairs,
         )
 
 

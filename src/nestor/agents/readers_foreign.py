@@ -17,17 +17,18 @@ from nestor.agents.mcp_fields import mcp_fields
 from nestor.agents.readers_common import Fields, ReadResult, plain_model
 from nestor.core.errors import AgentFileError
 
-_GEMINI_KEYS = (
+GEMINI_KEYS = (
     *("name", "description", "kind", "tools", "model", "temperature", "max_turns", "timeout_mins"),
     "mcpServers",
 )
-_EMDASH_KEYS = ("description", "model", "tools", "rules", "skills", "mcp_servers")
-_EMDASH_UNSUPPORTED = ("verifiers",)
-# emdash gives a custom agent its read-only explore toolkit unless the file lists tools.
-EMDASH_DEFAULT_TOOLS = ("view", "ls", "glob", "grep")
-_CODEALLY_KEYS = ("name", "description", "tools", "temperature", "model")
+EMDASH_KEYS = ("description", "model", "tools", "rules", "skills", "mcp_servers")
+EMDASH_UNSUPPORTED = ("verifiers",)
+READ_ONLY_TOOLS = ("view", "ls", "glob", "grep")
+"""The tools of an agent that only reads: emdash's default, and an agent whose front matter was ignored."""
+_CODEALLY_IGNORED = ("created_at", "updated_at")
+CODEALLY_KEYS = ("name", "description", "tools", "temperature", "model", *_CODEALLY_IGNORED)
 _MINICC_KEYS = ("name", "description", "tools", "prompt")
-_DEEPAGENTS_KEYS = ("name", "description", "model")
+DEEPAGENTS_KEYS = ("name", "description", "model")
 
 _EXAMPLES_HEADING = re.compile(r"^#\s+Examples\s*$")
 _FENCE = re.compile(r"^\s*(```|~~~)")
@@ -35,7 +36,7 @@ _FENCE = re.compile(r"^\s*(```|~~~)")
 
 def read_gemini(fields: Fields) -> ReadResult:
     """Read a Gemini CLI sub-agent (``.gemini/agents/*.md``); ``timeout_mins`` becomes seconds."""
-    fields.check_keys(_GEMINI_KEYS, unknown="warning")
+    fields.check_keys(GEMINI_KEYS, unknown="warning")
     if fields.string("kind") == "remote":
         fields.warn("kind", "remote (A2A) agents are not supported by nestor; the agent is skipped")
         return fields.result(None)
@@ -63,13 +64,13 @@ def _gemini_model(value: str | None) -> str | None:
 
 def read_emdash(fields: Fields) -> ReadResult:
     """Read an emdash agent (``.emdash/agents/*.md``): named after its file, prompt before ``# Examples``."""
-    fields.check_keys(_EMDASH_KEYS, unknown="warning", unsupported=_EMDASH_UNSUPPORTED)
+    fields.check_keys(EMDASH_KEYS, unknown="warning", unsupported=EMDASH_UNSUPPORTED)
     tools = fields.tools("tools")
     return fields.build(
         name=fields.name(key=None),
         description=fields.description(required=False),
         prompt=prompt_before_examples(fields.document.body),
-        tools=EMDASH_DEFAULT_TOOLS if tools is None else tools,
+        tools=READ_ONLY_TOOLS if tools is None else tools,  # emdash's explore toolkit
         model=plain_model(fields.string("model")),
         rule_files=fields.files("rules", "rules"),
         skill_files=fields.files("skills", "skills"),
@@ -91,7 +92,7 @@ def prompt_before_examples(body: str) -> str:
 
 def read_codeally(fields: Fields) -> ReadResult:
     """Read a CodeAlly agent (``~/.code_ally/agents/*.md``)."""
-    fields.check_keys(_CODEALLY_KEYS, unknown="warning", ignored=("created_at", "updated_at"))
+    fields.check_keys(CODEALLY_KEYS, unknown="warning", ignored=_CODEALLY_IGNORED)
     return fields.build(
         name=fields.name(),
         description=fields.description(required=False),
@@ -116,7 +117,7 @@ def read_minicc(fields: Fields) -> ReadResult:
 
 def read_deepagents(fields: Fields) -> ReadResult:
     """Read a deepagents agent (``.deepagents/agents/<name>/AGENTS.md``); the name defaults to the folder."""
-    fields.check_keys(_DEEPAGENTS_KEYS, unknown="warning")
+    fields.check_keys(DEEPAGENTS_KEYS, unknown="warning")
     return fields.build(
         name=fields.name(),
         description=fields.description(required=True),

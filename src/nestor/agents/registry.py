@@ -153,6 +153,16 @@ class AgentRegistry:
         self._refresh()
         return list(self._untrusted_servers)
 
+    def repaired(self) -> list[ReadContext]:
+        """The agent files whose front matter loaded only after a repair (none ignored), by path."""
+        self._refresh()
+        repaired = [
+            cached.context
+            for cached in self._files.values()
+            if cached.result.repairs and all(repair.kind != "ignored" for repair in cached.result.repairs)
+        ]
+        return sorted(repaired, key=lambda context: str(context.path))
+
     def shadowed(self) -> list[AgentSpec]:
         """Valid definitions hidden by another of the same name with higher precedence."""
         self._refresh()

@@ -13,7 +13,7 @@ from typing import Literal, TypeAlias
 
 from nestor.config.sections import McpServerConfig
 from nestor.tools.catalogue import ToolCatalogue
-from nestor.tools.mcp.names import entry_covers, is_mcp_name
+from nestor.tools.mcp.names import entry_covers, is_mcp_name, server_of
 
 Thoroughness: TypeAlias = Literal["quick", "medium", "thorough"]
 AgentMode: TypeAlias = Literal["subagent", "primary", "all"]
@@ -56,9 +56,9 @@ class AgentSpec:
         project_instructions: Give the agent the instruction files the main agent gets (the
             project's ``AGENTS.md``, ``CLAUDE.md``, ``NESTOR.md`` and the user's ``AGENTS.md``).
         permission: Rules applied on top of the parent's (a child never gets more than its parent).
-        mcp_servers: Configured MCP servers the agent gets all the tools of (Claude Code's
-            ``mcpServers: [github]``), besides what ``tools`` allows (``mcp__github__get_issue``,
-            ``mcp__github``).
+        mcp_servers: Configured MCP servers the agent gets the tools of (Claude Code's
+            ``mcpServers: [github]``): all of them, unless ``tools`` names some of the server's
+            tools (``mcp__github__get_issue``), which are then the only ones (see :meth:`wants`).
         own_mcp_servers: MCP servers the file defines (name, config): started for the agent,
             stopped when it ends, never its parent's.
         source: Where it came from: built-in, the user's directories or the project's.
@@ -103,18 +103,31 @@ class AgentSpec:
         """The tools this agent gets out of ``available`` (its parent's), in ``available``'s order.
 
         An MCP tool is wanted when an entry of ``tools`` covers it (``mcp__github``,
-        ``mcp__github__*``, the tool's own name) or its server is one of :attr:`mcp_servers`.
+        ``mcp__github__*``, the tool's own name), or its server is one the agent names or defines
+        (:attr:`mcp_servers`, :attr:`own_mcp_servers`) and ``tools`` names none of that server's tools.
         """
         return tuple(name for name in available if self.wants(name))
 
     def wants(self, name: str) -> bool:
-        """Whether the agent's tool list (or its :attr:`mcp_servers`) takes the tool ``name``."""
+        """Whether the agent's tool list (or one of its MCP servers) takes the tool ``name``.
+
+        A server the agent names gives it all of its tools, as in Claude Code, unless its ``tools``
+        list names some of that server's tools: then it gets only those (least privilege, as for
+        built-in tools), so ``tools: mcp__demo__secret_word`` with ``mcpServers: [demo]`` gets
+        ``mcp__demo__secret_word`` and not ``mcp__demo__add``.
+        """
         if any(name == entry or entry_covers(entry, name) for entry in self.disallowed_tools):
             return False
         if self.tools is None or name in self.tools:
             return True
-        entries = (*self.tools, *(f"mcp__{server}" for server in self.mcp_servers))
-        return is_mcp_name(name) and any(entry_covers(entry, name) for entry in entries)
+        if not is_mcp_name(name):
+            return False
+        if any(entry_covers(entry, name) for entry in self.tools):
+            return True
+        server = (server_of(name) or "").lower()
+        servers = {named.lower() for named in (*self.mcp_servers, *(own for own, _ in self.own_mcp_servers))}
+        listed = {(server_of(entry) or "").lower() for entry in self.tools if is_mcp_name(entry)}
+        return server in servers and server not in listed
 
     def is_read_only(self, catalogue: ToolCatalogue | None = None) -> bool:
         """True when the spec lists its tools and the catalogue says each of them is read-only.

@@ -31,6 +31,7 @@ __all__ = [
     "compose",
     "draft_agent",
     "drafted_name",
+    "fix_agent_files",
     "project_registry",
     "read_new_agent",
     "render_spec_markdown",
@@ -89,18 +90,52 @@ def with_overrides(draft: str, given: Mapping[str, str | None], prompt: str | No
         document = parse_front_matter(draft, Path("draft.md"))
     except AgentFileError:
         return draft  # reading it reports where the draft is broken
+    if document.ignored is not None:
+        return draft
     return compose(set_fields(document.data, given), prompt if prompt is not None else document.body)
 
 
 def drafted_name(text: str) -> str | None:
     """The name a new agent's text gives itself; ``new-agent`` when unusable, None when it has none."""
     try:
-        written: Any = parse_front_matter(text, Path("draft.md")).data.get("name")
+        document = parse_front_matter(text, Path("draft.md"))
     except AgentFileError:
-        written = "new-agent"  # the reader reports the broken front matter
+        return "new-agent"  # the reader reports the broken front matter
+    if document.ignored is not None:
+        return "new-agent"
+    written: Any = document.data.get("name")
     if not written:
         return None
     return str(written) if NAME_PATTERN.match(str(written)) else "new-agent"
+
+
+def fix_agent_files(registry: AgentRegistry) -> list[tuple[Path, str]]:
+    """Rewrite each agent file whose front matter loaded only after a repair, its values as block scalars.
+
+    Returns:
+        Each such file and what became of it (rewritten, or why it was left as it is).
+
+    """
+    from nestor.agents.frontmatter_fix import fixed_text
+    from nestor.agents.readers import MAX_AGENT_FILE_BYTES
+    from nestor.core.files import read_bounded_text
+
+    outcomes: list[tuple[Path, str]] = []
+    for context in registry.repaired():
+        try:
+            read = read_bounded_text(
+                context.path, limit_bytes=MAX_AGENT_FILE_BYTES, inside=context.inside, errors="strict"
+            )
+            fixed = None if read.cut else fixed_text(read.text, context.path, context.ecosystem)
+            if fixed is None:
+                outcomes.append((context.path, "left as it is: its repaired values do not read the same"))
+                continue
+            Path(os.path.realpath(context.path)).write_text(fixed, encoding="utf-8", newline="")
+        except (OSError, UnicodeDecodeError, AgentFileError) as exc:
+            outcomes.append((context.path, f"left as it is: {exc}"))
+            continue
+        outcomes.append((context.path, "rewritten: each repaired value is now a block scalar"))
+    return outcomes
 
 
 def read_new_agent(registry: AgentRegistry, text: str, name: str) -> ReadResult:

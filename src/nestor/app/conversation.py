@@ -14,7 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from nestor.core.prompts import UserPrompt, prompt_text
 from nestor.core.usage import Usage
+from nestor.runtime.kernel.prompt_files import check_prompt_files
 from nestor.runtime.tree.tree_usage import TreeUsage
 
 if TYPE_CHECKING:
@@ -123,11 +125,19 @@ class Conversation:
         """The session as stored now: title, project, status, usage of the whole tree."""
         return self._sessions.get(self.session_id)
 
-    def submit(self, prompt: str) -> asyncio.Task[RunResult] | None:
-        """Send ``prompt``: a new run (its task), or queued for the run going on (None)."""
+    def submit(self, prompt: UserPrompt) -> asyncio.Task[RunResult] | None:
+        """Send ``prompt``: a new run (its task), or queued for the run going on (None).
+
+        A prompt may carry images (pydantic-ai ``BinaryContent`` or ``ImageUrl`` beside its text).
+
+        Raises:
+            NestorError: The prompt has images and the main agent's model takes none.
+
+        """
+        check_prompt_files(self._agent.setup.model, self.model, prompt)
         if self._needs_title:
             self._needs_title = False
-            self._sessions.set_title(self.session_id, title_from_prompt(prompt))
+            self._sessions.set_title(self.session_id, title_from_prompt(prompt_text(prompt, name_files=True)))
         return self._coordinator.submit(self.session_id, prompt)
 
     async def wait(self) -> RunResult | None:
@@ -192,12 +202,16 @@ class Conversation:
         """True while the permission question ``request_id`` waits for an answer."""
         return self._questions is not None and self._questions.waiting(request_id)
 
-    async def run_to_completion(self, prompt: str) -> Outcome:
+    async def run_to_completion(self, prompt: UserPrompt) -> Outcome:
         """Run ``prompt``, then every background agent and the main agent's answers to their notices.
 
         The conversation ends only after every background agent ended and its notice reached the
         main agent, whose answer to them is the outcome's text. A run that did not complete
         cancels the background agents still going.
+
+        Raises:
+            NestorError: The prompt has images and the main agent's model takes none (see :meth:`submit`).
+
         """
         tree_usage = TreeUsage(self._sessions)
         children_before = tree_usage.children(self.session_id)
@@ -241,7 +255,7 @@ class Conversation:
         self._agent.cancel()  # idle: this stops its background sub-agents, whose notices would be lost
         self._coordinator.remove(self.session_id)
 
-    async def _run(self, prompt: str | None) -> RunResult:
+    async def _run(self, prompt: UserPrompt | None) -> RunResult:
         task = self.submit(prompt) if prompt is not None else self._coordinator.submit(self.session_id, None)
         if task is None:
             result = await self._coordinator.wait(self.session_id)

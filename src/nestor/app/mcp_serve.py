@@ -20,6 +20,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
+from nestor import __version__
 from nestor.app.root import App
 from nestor.config.settings import Settings
 from nestor.core.errors import NestorError
@@ -51,7 +52,7 @@ async def serve(settings: Settings, *, notify: Callable[[str], None] = _stderr) 
         tree = app.tree
         assert tree is not None
         # WARNING: the SDK's INFO logging would print every model request on stderr.
-        server = MCPServer("nestor", instructions=_INSTRUCTIONS, log_level="WARNING")
+        server = MCPServer("nestor", instructions=_INSTRUCTIONS, version=__version__, log_level="WARNING")
         for spec in app.agent_registry().delegable():
             server.add_tool(
                 agent_tool(tree, main, spec.name), name=spec.name, description=spec.description or spec.name

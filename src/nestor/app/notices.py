@@ -28,27 +28,29 @@ def ignored_settings_notices(
         agents[MOST_NAMED:] = [f"{len(agents) - MOST_NAMED} more agents' models or MCP servers"]
     untrusted += agents
     if untrusted:
+        settings_were = "settings that would" if len(untrusted) > 1 else "setting that would"
         lines.append(
-            f"this folder is not trusted, so its settings that would widen what nestor may do or where data "
-            f"goes were ignored ({', '.join(untrusted)}); run `nestor trust` or pass --trust if you trust it"
+            f"this folder is not trusted, so its {settings_were} widen what nestor may do or where data goes "
+            f"{_was(untrusted)} ignored ({', '.join(untrusted)}); run `nestor trust` or pass --trust if you "
+            "trust it"
         )
     redefined = [item.key for item in settings.ignored if item.reason == "user provider"]
     if redefined:
         lines.append(
             f"{PROJECT_CONFIG_NAME} may not redefine a built-in provider or one of your config, so "
-            f"{', '.join(redefined)} was ignored"
+            f"{', '.join(redefined)} {_was(redefined)} ignored"
         )
     key_senders = [item.key for item in settings.ignored if item.reason == "user key"]
     if key_senders:
         lines.append(
             f"{PROJECT_CONFIG_NAME} may not send the API key of a provider you configure to a server of its "
-            f"own, so {', '.join(key_senders)} was ignored"
+            f"own, so {', '.join(key_senders)} {_was(key_senders)} ignored"
         )
     taken = [item.key for item in settings.ignored if item.reason in ("user server", "user only")]
     if taken:
         lines.append(
             f"a project may not redefine an MCP server of your config nor set [mcp], so {', '.join(taken)} "
-            "was ignored"
+            f"{_was(taken)} ignored"
         )
     unread = [item.key for item in settings.ignored if item.reason == "variable"]
     if unread:
@@ -58,3 +60,7 @@ def ignored_settings_notices(
             "(a provider's key never)"
         )
     return lines
+
+
+def _was(items: Sequence[str]) -> str:
+    return "was" if len(items) == 1 else "were"

@@ -92,6 +92,7 @@ class App:
     _approvals: ServerApprovals | None = None
     _factories: list[AgentFactory] = field(default_factory=list[AgentFactory])
     _held: list[str] = field(default_factory=list[str])
+    _created: set[str] = field(default_factory=set[str])  # new sessions: not kept if left unused
     _heartbeat: asyncio.Task[None] | None = None
     _pruning: asyncio.Task[list[str]] | None = None
     _ignored_notice_given: bool = False
@@ -143,7 +144,7 @@ class App:
         if self._pruning is not None:
             self._pruning.cancel()
         for session_id in self._held:
-            self.sessions.release(session_id)
+            self._let_go(session_id)
         self._held.clear()
         self.database.close()
 
@@ -199,10 +200,21 @@ class App:
         self.sessions.acquire(session_id)
         for previous in self._held:  # the REPL's /clear: the session left behind is free again
             if previous != session_id:
-                self.sessions.release(previous)
+                self._let_go(previous)
         self._held[:] = [session_id]
         if self._heartbeat is None:
             self._heartbeat = asyncio.get_running_loop().create_task(self._beat(), name="session-heartbeat")
+
+    def _let_go(self, session_id: str) -> None:
+        """Release a held session; one this process created and no prompt used is not kept.
+
+        A UI opens a session before its first prompt: one left before any (a quit, a ``/clear``)
+        would fill every session list with empty entries. One rewound to its start asked a model:
+        it is kept.
+        """
+        self.sessions.release(session_id)
+        if session_id in self._created:
+            self.sessions.delete_if_unused(session_id)
 
     async def _beat(self) -> None:
         from nestor.store.lease import HEARTBEAT_EVERY_S
@@ -263,6 +275,7 @@ class App:
             session = self.sessions.create(
                 str(settings.project_root), agent_name="coder", model=built.name, title=title
             )
+            self._created.add(session.id)
             self.hold(session.id)
             hooks.extend(self._title_hooks(environment))
         project_root = Path(settings.project_root)

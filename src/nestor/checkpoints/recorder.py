@@ -71,7 +71,8 @@ class CheckpointRecorder:
         messages: The message store (the main session's prompts).
         session_id: The tree's main session.
         max_file_bytes: Files larger than this are not stored.
-        notify: Tells the user, once, why checkpoints stopped.
+        notify: Tells the user why checkpoints stopped (once), or that a snapshot could not be
+            taken on top of the one before, so what changed since cannot be undone.
 
     """
 
@@ -185,12 +186,8 @@ class CheckpointRecorder:
             parent = self._tree
             try:
                 tree = await shadow.store(index, scan, parent)
-            except CheckpointError:
-                # An index naming objects a prune removed: start it again from the files, as a
-                # first snapshot (what it would list are all the files, not changes).
-                index.unlink(missing_ok=True)
-                scan = await shadow.scan(index, self.max_file_bytes)
-                tree, parent = await shadow.store(index, scan, None), None
+            except CheckpointError as error:
+                tree, scan, parent = await self._rebuilt(index, parent, error)
         new_large = {path: size for path, size in scan.large.items() if self._large.get(path) != size}
         # A file that was too large to snapshot has no "before" to go back to: never put back.
         shrunk = [path for path in scan.changed if path in self._large]
@@ -214,6 +211,33 @@ class CheckpointRecorder:
             )
         self._tree = tree
         return Snapshot(tree, checkpoint_id, scan)
+
+    async def _rebuilt(
+        self, index: Path, parent: str | None, error: CheckpointError
+    ) -> tuple[str, Scan, str | None]:
+        """A snapshot from the files alone, when the index could not take the change (``error``).
+
+        An index naming objects a prune removed, say: it is started again, and what changed since
+        ``parent`` is read from the two trees. When even that fails, the snapshot has no parent and
+        the user is told that the changes since the one before cannot be undone.
+        """
+        shadow = self.shadow
+        await asyncio.to_thread(index.unlink, missing_ok=True)
+        scan = await shadow.scan(index, self.max_file_bytes)
+        tree = await shadow.store(index, scan, None)
+        if parent is None:
+            return tree, scan, None
+        try:
+            changed = await shadow.changes(parent, tree)
+        except CheckpointError as second:
+            causes = f"{error.message}; {second.message}"
+            self._notify(
+                f"a snapshot could not be taken on top of the one before ({causes}): "
+                "what changed since cannot be undone; later changes can"
+            )
+            return tree, scan, None
+        kept = {path: flag for path, flag in changed.items() if path not in scan.large}
+        return tree, Scan(kept, scan.large, scan.nested), parent
 
     def _stop(self, reason: str) -> None:
         if self.stopped is None:

@@ -4,21 +4,22 @@ nestor's own process writes the project here, from contents read out of the shad
 git never writes into the project. :func:`problems` says why a set of targets cannot be written
 (nothing is touched); :func:`apply` stages every new content in a private folder at the project's
 root, moves each current file aside, puts the new one in place, and on any failure moves every
-file back, so the project is left as it was.
+file back, so the project is left as it was. Every step goes through a :class:`ProjectTree`, so
+no file is read or written through a folder that is a link now, even one a command links while
+the undo runs.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import shutil
+import secrets
 import stat
-import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
+from nestor.checkpoints.project_tree import ProjectTree
 from nestor.core.errors import CheckpointError
 
 STAGING_PREFIX = ".nestor-undo-"
@@ -45,31 +46,31 @@ class Target:
     executable: bool = False
 
 
-def problems(root: Path, targets: Mapping[str, Target], max_file_bytes: int) -> list[str]:
+def problems(tree: ProjectTree, root: Path, targets: Mapping[str, Target], max_file_bytes: int) -> list[str]:
     """Why ``targets`` cannot all be written in ``root`` (one line each); empty when they can."""
     found: list[str] = []
     absent = {path for path, target in targets.items() if target.kind == "absent"}
-    for path, target in sorted(targets.items()):
+    for path in sorted(targets):
         parts = PurePosixPath(path).parts
-        if not parts or PurePosixPath(path).is_absolute() or ".." in parts:
+        if not parts or PurePosixPath(path).is_absolute() or ".." in parts or "." in parts:
             found.append(f"{path}: not a path inside the project")
             continue
-        blocking = _non_folder_parent(root, path)
+        blocking = _non_folder_parent(tree, path)
         if blocking is not None:
             if blocking not in absent:
-                kind = "a link" if stat.S_ISLNK(_mode(root / blocking) or 0) else "a file"
+                kind = "a link" if stat.S_ISLNK(_mode(tree, blocking) or 0) else "a file"
                 found.append(f"{path}: {blocking} is {kind} now")
             continue  # else it goes with its deleted parent, and nothing is there yet
-        found += _problems_at(root, path, target, absent, max_file_bytes)
+        found += _problems_at(tree, root, path, absent, max_file_bytes)
     return found
 
 
-def _non_folder_parent(root: Path, path: str) -> str | None:
+def _non_folder_parent(tree: ProjectTree, path: str) -> str | None:
     """The first folder of ``path`` that is a file or a link now (writing through it would escape)."""
     parts = PurePosixPath(path).parts
     for depth in range(1, len(parts)):
         parent = "/".join(parts[:depth])
-        mode = _mode(root / parent)
+        mode = _mode(tree, parent)
         if mode is None:
             return None
         if not stat.S_ISDIR(mode):
@@ -77,12 +78,15 @@ def _non_folder_parent(root: Path, path: str) -> str | None:
     return None
 
 
-def _problems_at(root: Path, path: str, target: Target, absent: set[str], max_file_bytes: int) -> list[str]:
-    full = root / path
-    mode = _mode(full)
-    if mode is None:
+def _problems_at(
+    tree: ProjectTree, root: Path, path: str, absent: set[str], max_file_bytes: int
+) -> list[str]:
+    status = tree.lstat(path)
+    if status is None:
         return []
+    mode = status.st_mode
     if stat.S_ISDIR(mode):
+        full = root / path
         inside = [
             Path(folder, name).relative_to(root).as_posix()
             for folder, dirs, names in os.walk(full)
@@ -97,111 +101,102 @@ def _problems_at(root: Path, path: str, target: Target, absent: set[str], max_fi
         return [f"{path}: not a regular file now"]
     if mode & 0o222 == 0:
         return [f"{path}: it is read-only (make it writable to restore it)"]
-    if full.stat().st_size > max_file_bytes:
+    if status.st_size > max_file_bytes:
         return [f"{path}: it is over the size limit, so no snapshot holds it: nestor will not overwrite it"]
     return []
 
 
-def apply(
-    root: Path, targets: Mapping[str, Target], *, replace: Callable[[str, str], None] = os.replace
-) -> None:
+def apply(tree: ProjectTree, targets: Mapping[str, Target]) -> None:
     """Write every target, or none: on any failure the project is put back as it was.
-
-    ``replace`` moves a file into place (a test passes one that fails).
 
     Raises:
         CheckpointError: A file could not be written; nothing was changed.
 
     """
-    staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=root))
+    staging = STAGING_PREFIX + secrets.token_hex(6)
+    tree.mkdir(staging, 0o700)
     undo: list[Callable[[], None]] = []
     current = ""
     try:
-        staged = _stage(staging, targets.values())
-        backups = staging / "backup"
-        backups.mkdir()
+        staged = _stage(tree, staging, targets.values())
+        backups = f"{staging}/backup"
+        tree.mkdir(backups)
         deletions = sorted((t.path for t in targets.values() if t.kind == "absent"), key=_depth, reverse=True)
         for path in deletions:
             current = path
             # Below a file or a link that is deleted itself (checked by problems()): nothing to do.
-            if _non_folder_parent(root, path) is None and os.path.lexists(root / path):
-                _move_aside(root / path, backups, undo, replace)
+            if _non_folder_parent(tree, path) is None and tree.lstat(path) is not None:
+                _move_aside(tree, path, backups, undo)
         for path in deletions:
-            _remove_empty_parents(root, path, undo)
+            _remove_empty_parents(tree, path, undo)
         for path in sorted((t.path for t in targets.values() if t.kind != "absent"), key=_depth):
             current = path
-            full = root / path
-            _make_parents(root, full.parent, undo)
-            if os.path.lexists(full):
-                if full.is_dir() and not full.is_symlink():
-                    _remove_empty_tree(full, undo)
+            _make_parents(tree, path, undo)
+            status = tree.lstat(path)
+            if status is not None:
+                if stat.S_ISDIR(status.st_mode):
+                    _remove_empty_tree(tree, path, undo)
                 else:
-                    _move_aside(full, backups, undo, replace)
-            replace(str(staged[path]), str(full))
-            undo.append(lambda full=full: full.unlink())
+                    _move_aside(tree, path, backups, undo)
+            tree.rename(staged[path], path)
+            undo.append(lambda path=path: tree.unlink(path))
     except OSError as error:
         failures = _roll_back(undo)
-        shutil.rmtree(staging, ignore_errors=True)
+        tree.remove_tree(staging)
         left = f"; {len(failures)} files could not be put back: {', '.join(failures[:5])}" if failures else ""
         raise CheckpointError(
             f"could not restore {current or 'the files'}: {error.strerror or error}; "
             + ("nothing was changed" if not failures else "the project may be partly restored" + left),
-            hint="fix the cause (permissions, free space) and undo again",
+            hint="fix the cause (permissions, free space, a command changing the folder) and undo again",
         ) from error
-    shutil.rmtree(staging, ignore_errors=True)
+    tree.remove_tree(staging)
 
 
-def _stage(staging: Path, targets: Iterable[Target]) -> dict[str, Path]:
+def _stage(tree: ProjectTree, staging: str, targets: Iterable[Target]) -> dict[str, str]:
     """Every new file and link written into ``staging`` first, with its mode."""
-    staged: dict[str, Path] = {}
+    staged: dict[str, str] = {}
     for number, target in enumerate(targets):
         if target.kind == "absent":
             continue
-        place = staging / str(number)
+        place = f"{staging}/{number}"
         if target.kind == "link":
-            os.symlink(os.fsdecode(target.data), place)
+            tree.symlink(os.fsdecode(target.data), place)
         else:
-            place.write_bytes(target.data)
-            place.chmod(0o755 if target.executable else 0o644)
+            tree.write_new(place, target.data, 0o755 if target.executable else 0o644)
         staged[target.path] = place
     return staged
 
 
-def _move_aside(
-    path: Path, backups: Path, undo: list[Callable[[], None]], replace: Callable[[str, str], None]
-) -> None:
-    backup = backups / str(len(undo))
-    replace(str(path), str(backup))
-    undo.append(lambda: replace(str(backup), str(path)))
+def _move_aside(tree: ProjectTree, path: str, backups: str, undo: list[Callable[[], None]]) -> None:
+    backup = f"{backups}/{len(undo)}"
+    tree.rename(path, backup)
+    undo.append(lambda: tree.rename(backup, path))
 
 
-def _remove_empty_parents(root: Path, path: str, undo: list[Callable[[], None]]) -> None:
+def _remove_empty_parents(tree: ProjectTree, path: str, undo: list[Callable[[], None]]) -> None:
     """Remove the folders a deletion left empty, up to the project's root."""
-    folder = (root / path).parent
-    while folder != root and folder.is_dir() and not folder.is_symlink() and not any(folder.iterdir()):
-        folder.rmdir()
-        undo.append(lambda folder=folder: folder.mkdir())
-        folder = folder.parent
+    folder = _parent(path)
+    while folder and stat.S_ISDIR(_mode(tree, folder) or 0) and not tree.listdir(folder):
+        tree.rmdir(folder)
+        undo.append(lambda folder=folder: tree.mkdir(folder))
+        folder = _parent(folder)
 
 
-def _remove_empty_tree(folder: Path, undo: list[Callable[[], None]]) -> None:
+def _remove_empty_tree(tree: ProjectTree, folder: str, undo: list[Callable[[], None]]) -> None:
     """Remove a folder whose files were all moved aside (its empty sub-folders too)."""
-    for current, dirs, _names in os.walk(folder, topdown=False):
-        for name in dirs:
-            (Path(current) / name).rmdir()
-            undo.append(lambda path=Path(current) / name: path.mkdir())
-    folder.rmdir()
-    undo.append(lambda: folder.mkdir())
+    for name in tree.listdir(folder):
+        _remove_empty_tree(tree, f"{folder}/{name}", undo)  # a file left there fails its rmdir
+    tree.rmdir(folder)
+    undo.append(lambda: tree.mkdir(folder))
 
 
-def _make_parents(root: Path, folder: Path, undo: list[Callable[[], None]]) -> None:
-    missing: list[Path] = []
-    while folder != root and not os.path.lexists(folder):
-        missing.append(folder)
-        folder = folder.parent
-    for path in reversed(missing):
-        path.mkdir()
-        undo.append(lambda path=path: path.rmdir())
+def _make_parents(tree: ProjectTree, path: str, undo: list[Callable[[], None]]) -> None:
+    parts = PurePosixPath(path).parts
+    for depth in range(1, len(parts)):
+        folder = "/".join(parts[:depth])
+        if tree.lstat(folder) is None:
+            tree.mkdir(folder)
+            undo.append(lambda folder=folder: tree.rmdir(folder))
 
 
 def _roll_back(undo: list[Callable[[], None]]) -> list[str]:
@@ -214,10 +209,13 @@ def _roll_back(undo: list[Callable[[], None]]) -> list[str]:
     return failures
 
 
-def _mode(path: Path) -> int | None:
-    with contextlib.suppress(OSError):
-        return path.lstat().st_mode
-    return None
+def _mode(tree: ProjectTree, path: str) -> int | None:
+    status = tree.lstat(path)
+    return status.st_mode if status is not None else None
+
+
+def _parent(path: str) -> str:
+    return path.rpartition("/")[0]
 
 
 def _depth(path: str) -> int:

@@ -17,13 +17,11 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-import os
-import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Literal
 
+from nestor.checkpoints.project_tree import FileState, ProjectTree
 from nestor.checkpoints.recorder import CheckpointRecorder
 from nestor.checkpoints.restore import Target, apply, problems
 from nestor.core.errors import CheckpointError
@@ -134,24 +132,24 @@ async def apply_undo(recorder: CheckpointRecorder, plan: UndoPlan) -> None:
             raise CheckpointError(
                 f"cannot snapshot the project before the undo, so nothing was written: {recorder.stopped}"
             )
-        root = recorder.project_root
-        now = {
-            path: target
-            for path, target in plan.targets.items()
-            if _digest(root / path) == plan.seen.get(path)
-        }
-        if set(now) != {file.path for file in plan.files}:
-            raise CheckpointError(
-                "the files changed since the undo was shown, so nothing was written",
-                hint="look at the undo again and confirm it",
-            )
-        found = problems(recorder.project_root, now, recorder.max_file_bytes)
-        if found:
-            raise CheckpointError(
-                f"cannot undo {plan.title} in full, so nothing was changed: {'; '.join(found[:5])}",
-                hint="fix what is named and undo again",
-            )
-        apply(recorder.project_root, now)
+        with _project_tree(recorder) as tree:
+            now = {
+                path: target
+                for path, target in plan.targets.items()
+                if _digest(tree, path) == plan.seen.get(path)
+            }
+            if set(now) != {file.path for file in plan.files}:
+                raise CheckpointError(
+                    "the files changed since the undo was shown, so nothing was written",
+                    hint="look at the undo again and confirm it",
+                )
+            found = problems(tree, recorder.project_root, now, recorder.max_file_bytes)
+            if found:
+                raise CheckpointError(
+                    f"cannot undo {plan.title} in full, so nothing was changed: {'; '.join(found[:5])}",
+                    hint="fix what is named and undo again",
+                )
+            apply(tree, now)
         await recorder.snapshot_held("undo")
     recorder.checkpoints.mark_reverted(plan.reverts)
 
@@ -176,10 +174,21 @@ async def _plan(
     wanted = {path: trees[tree].get(path) for path, tree in before.items()}
     contents = await recorder.shadow.blobs(entry.blob for entry in wanted.values() if entry is not None)
     targets = {path: _target(path, entry, contents) for path, entry in wanted.items()}
-    differing = _differing(recorder.project_root, targets)
-    files = tuple(_planned(recorder.project_root, target) for _path, target in sorted(differing.items()))
-    seen = {path: _digest(recorder.project_root / path) for path in differing}
+    with _project_tree(recorder) as tree:
+        differing = _differing(tree, targets)
+        files = tuple(_planned(tree, target) for _path, target in sorted(differing.items()))
+        seen = {path: _digest(tree, path) for path in differing}
     return UndoPlan(title, files, tuple(sorted(set(left))), None, differing, tuple(reverts), seen)
+
+
+def _project_tree(recorder: CheckpointRecorder) -> ProjectTree:
+    try:
+        return ProjectTree(recorder.project_root)
+    except OSError as error:
+        raise CheckpointError(
+            f"cannot open the project {recorder.project_root}: {error.strerror or error}",
+            hint="check that the folder is still there, and not a link now",
+        ) from error
 
 
 def _from(row: Checkpoint, from_seq: int) -> bool:
@@ -194,38 +203,26 @@ def _target(path: str, entry: Entry | None, contents: Mapping[str, bytes]) -> Ta
     return Target(path, "file", contents[entry.blob], executable=entry.mode == "100755")
 
 
-def _differing(root: Path, targets: Mapping[str, Target]) -> dict[str, Target]:
+def _differing(tree: ProjectTree, targets: Mapping[str, Target]) -> dict[str, Target]:
     """The targets the project does not match now."""
-    return {path: target for path, target in targets.items() if _current(root / path) != _wanted(target)}
+    return {path: target for path, target in targets.items() if tree.state(path) != _wanted(target)}
 
 
-def _current(path: Path) -> tuple[str, bytes, bool] | None:
-    try:
-        mode = path.lstat().st_mode
-        if stat.S_ISLNK(mode):
-            return ("link", os.fsencode(os.readlink(path)), False)
-        if stat.S_ISREG(mode):
-            return ("file", path.read_bytes(), bool(mode & 0o100))
-        return ("other", b"", False)
-    except OSError:
-        return None
-
-
-def _digest(path: Path) -> str | None:
+def _digest(tree: ProjectTree, path: str) -> str | None:
     """What a file holds now, as a digest (None: no file)."""
-    current = _current(path)
+    current = tree.state(path)
     if current is None:
         return None
     kind, data, executable = current
     return hashlib.sha256(f"{kind}:{executable}:".encode() + data).hexdigest()
 
 
-def _wanted(target: Target) -> tuple[str, bytes, bool] | None:
+def _wanted(target: Target) -> FileState | None:
     return None if target.kind == "absent" else (target.kind, target.data, target.executable)
 
 
-def _planned(root: Path, target: Target) -> PlannedFile:
-    now = _current(root / target.path)
+def _planned(tree: ProjectTree, target: Target) -> PlannedFile:
+    now = tree.state(target.path)
     action: FileAction = "delete" if target.kind == "absent" else "create" if now is None else "restore"
     before = now[1] if now is not None else b""
     return PlannedFile(target.path, action, _diff(target.path, before, target.data))

@@ -12,13 +12,24 @@ import json
 import os
 import sys
 from dataclasses import replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from nestor.cli.agents_output import (
+    display,
+    format_problem,
+    path_or_none,
+    print_table,
+    problem_to_dict,
+    spec_row,
+    spec_summary,
+    spec_to_dict,
+    value_text,
+)
+
 if TYPE_CHECKING:
-    from nestor.app.agent_files import AgentFileProblem, AgentRegistry, AgentSpec
+    from nestor.app.agent_files import AgentRegistry, AgentSpec
     from nestor.cli.options import CommonOptions
 
 app = typer.Typer(help="List, show, check, create and delete agent definitions.", no_args_is_help=True)
@@ -55,7 +66,7 @@ def list_agents(ctx: typer.Context, as_json: JsonOption = False) -> None:
         document = {
             "agents": [spec_summary(spec) for spec in specs],
             "shadowed": [
-                spec_summary(spec) | {"shadowed_by": _path_or_none(winners[spec.name].path)}
+                spec_summary(spec) | {"shadowed_by": path_or_none(winners[spec.name].path)}
                 for spec in shadowed
             ],
             "problems": [problem_to_dict(problem) for problem in problems],
@@ -63,8 +74,10 @@ def list_agents(ctx: typer.Context, as_json: JsonOption = False) -> None:
         print(json.dumps(document, indent=2))
         return
     columns = ("name", "source", "format", "mode", "model", "tools", "description")
-    rows = [_row(spec, shadowed=False) for spec in specs] + [_row(spec, shadowed=True) for spec in shadowed]
-    _print_table(columns, rows)
+    rows = [spec_row(spec, shadowed=False) for spec in specs] + [
+        spec_row(spec, shadowed=True) for spec in shadowed
+    ]
+    print_table(columns, rows)
     if problems:
         print()
         print("problems:")
@@ -89,9 +102,9 @@ def show_agent(ctx: typer.Context, name: NameArgument, as_json: JsonOption = Fal
     data = spec_to_dict(spec)
     prompt = data.pop("prompt")
     for key, value in data.items():
-        print(f"{key}: {_value_text(key, value)}")
+        print(f"{key}: {value_text(key, value)}")
     for other in hidden:
-        print(f"shadows: {_display(other.path)} ({other.source}, {other.ecosystem} format)")
+        print(f"shadows: {display(other.path)} ({other.source}, {other.ecosystem} format)")
     for problem in problems:
         print(format_problem(problem))
     print()
@@ -100,10 +113,29 @@ def show_agent(ctx: typer.Context, name: NameArgument, as_json: JsonOption = Fal
 
 
 @app.command("validate")
-def validate_agents(ctx: typer.Context, as_json: JsonOption = False) -> None:
+def validate_agents(
+    ctx: typer.Context,
+    as_json: JsonOption = False,
+    fix: Annotated[
+        bool,
+        typer.Option(
+            "--fix",
+            help="Rewrite the agent files whose YAML nestor had to repair (an unquoted ': ' in a value, "
+            "continuation lines not indented), each repaired value as a block scalar.",
+        ),
+    ] = False,
+) -> None:
     """Read every agent file and report its problems; exit 1 when any is an error."""
+    from nestor.app.agent_files import fix_agent_files
+    from nestor.app.agent_models import agent_model_problems
+    from nestor.cli.formatting import counted
+
     registry = _registry(ctx)
-    problems = registry.problems()
+    fixed = fix_agent_files(registry) if fix else []
+    models = agent_model_problems(
+        registry.specs() + registry.shadowed(), _options(ctx).load_settings(), os.environ
+    )
+    problems = sorted([*registry.problems(), *models], key=lambda problem: (str(problem.path), problem.line))
     files_ok = sum(1 for spec in registry.specs() + registry.shadowed() if spec.source != "builtin")
     errors = sum(1 for problem in problems if problem.severity == "error")
     warnings = len(problems) - errors
@@ -115,14 +147,18 @@ def validate_agents(ctx: typer.Context, as_json: JsonOption = False) -> None:
             "warnings": warnings,
             "problems": [problem_to_dict(problem) for problem in problems],
         }
+        if fix:
+            document["fixed"] = [{"path": str(path), "outcome": outcome} for path, outcome in fixed]
         print(json.dumps(document, indent=2))
     else:
+        for path, outcome in fixed:
+            print(f"{display(path)}: {outcome}")
         for problem in problems:
             print(format_problem(problem))
         if errors:
-            print(f"{_counted(errors, 'error')}, {_counted(warnings, 'warning')} in the agent files")
+            print(f"{counted(errors, 'error')}, {counted(warnings, 'warning')} in the agent files")
         else:
-            print(f"{_counted(files_ok, 'agent file')} OK ({_counted(warnings, 'warning')})")
+            print(f"{counted(files_ok, 'agent file')} OK ({counted(warnings, 'warning')})")
     if errors:
         raise typer.Exit(1)
 
@@ -178,6 +214,7 @@ def create_agent(
         drafted = draft_agent(drafter.load_settings(), from_description, name, notify=_to_stderr)
         text = with_overrides(drafted, given, prompt)
     spec = _read_new_agent(registry, text, name)
+    _check_model(ctx, spec, text)
     _check_target(registry, spec.name, force=force)
     _write_agent(registry, spec, confirm=from_description is not None and not yes)
 
@@ -206,119 +243,13 @@ def delete_agent(
             raise NestorError(
                 f"refusing to delete {path} without confirmation", hint="add --yes to delete it"
             )
-        if not typer.confirm(f"Delete {_display(path)} ({spec.source} agent {spec.name!r})?"):
+        if not typer.confirm(f"Delete {display(path)} ({spec.source} agent {spec.name!r})?"):
             raise typer.Exit(1)
     path.unlink()
-    print(f"deleted {_display(path)}")
+    print(f"deleted {display(path)}")
     now = next((other for other in registry.specs() if other.name == spec.name), None)
     if now is not None:
-        print(f"{spec.name!r} is now defined by {_display(now.path)} ({now.source}, {now.ecosystem} format)")
-
-
-def spec_summary(spec: AgentSpec) -> dict[str, Any]:
-    """The JSON form of a spec in a listing (its prompt left out)."""
-    return {
-        "name": spec.name,
-        "description": spec.description,
-        "source": spec.source,
-        "ecosystem": spec.ecosystem,
-        "path": _path_or_none(spec.path),
-        "mode": spec.mode,
-        "model": spec.model,
-        "tools": None if spec.tools is None else list(spec.tools),
-        "disallowed_tools": list(spec.disallowed_tools),
-    }
-
-
-def spec_to_dict(spec: AgentSpec) -> dict[str, Any]:
-    """The JSON form of every field of a spec (``tools`` None means every tool of its parent)."""
-    return spec_summary(spec) | {
-        "temperature": spec.temperature,
-        "max_turns": spec.max_turns,
-        "timeout": spec.timeout,
-        "max_context_tokens": spec.max_context_tokens,
-        "thoroughness": spec.thoroughness,
-        "rules": [str(path) for path in spec.rule_files],
-        "skills": [str(path) for path in spec.skill_files],
-        "color": spec.color,
-        "persist": spec.persist,
-        "background": spec.background,
-        "inherit_context": spec.inherit_context,
-        "project_instructions": spec.project_instructions,
-        "permission": [{"action": rule.action, "rule": rule.rule} for rule in spec.permission],
-        "prompt": spec.prompt,
-    }
-
-
-def problem_to_dict(problem: AgentFileProblem) -> dict[str, Any]:
-    """The JSON form of a problem with an agent file."""
-    return {
-        "path": str(problem.path),
-        "line": problem.line,
-        "key": problem.key,
-        "message": problem.message,
-        "severity": problem.severity,
-    }
-
-
-def format_problem(problem: AgentFileProblem) -> str:
-    """``path:line: key: message (severity)``, the path relative to the current directory when inside it."""
-    where = f"{_display(problem.path)}:{problem.line}"
-    text = f"{where}: {problem.key}: {problem.message}" if problem.key else f"{where}: {problem.message}"
-    return f"{text} ({problem.severity})"
-
-
-def _row(spec: AgentSpec, *, shadowed: bool) -> tuple[str, ...]:
-    tools = "all" if spec.tools is None else ", ".join(spec.tools) or "(none)"
-    if spec.disallowed_tools:
-        tools += " but not " + ", ".join(spec.disallowed_tools)
-    description = spec.description.strip().split("\n", 1)[0]
-    return (
-        spec.name + (" (shadowed)" if shadowed else ""),
-        spec.source,
-        spec.ecosystem,
-        spec.mode,
-        spec.model or "inherit",
-        tools,
-        description,
-    )
-
-
-def _print_table(columns: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
-    if not sys.stdout.isatty():
-        # Piped: whole values, tab-separated, for grep and cut; a table would be cut to 80 columns.
-        for row in (columns, *rows):
-            print("\t".join(row))
-        return
-    from rich.console import Console
-    from rich.table import Table
-
-    console = Console()
-    # One line per agent: the last column (the description) is cut to what the terminal has left.
-    widths = [max(len(row[index]) for row in (columns, *rows)) for index in range(len(columns) - 1)]
-    room = console.width - sum(widths) - 2 * (len(columns) - 1)
-    if room >= 20:
-        rows = [(*row[:-1], row[-1] if len(row[-1]) <= room else row[-1][: room - 3] + "...") for row in rows]
-    table = Table(box=None, pad_edge=False)
-    for column in columns:
-        table.add_column(column)
-    for row in rows:
-        table.add_row(*row)
-    console.print(table)
-
-
-def _value_text(key: str, value: Any) -> str:
-    if key == "tools" and value is None:
-        return "all (its parent's)"
-    if key == "model" and value is None:
-        return "inherit (its parent's)"
-    if key == "permission":
-        return ", ".join(f"{rule['action']} {rule['rule']}" for rule in value) or "-"
-    if isinstance(value, list):
-        return ", ".join(str(item) for item in value) or "-"  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
-    if value is None:
-        return "-"
-    return str(value).lower() if isinstance(value, bool) else str(value)
+        print(f"{spec.name!r} is now defined by {display(now.path)} ({now.source}, {now.ecosystem} format)")
 
 
 def _check_target(registry: AgentRegistry, name: str, *, force: bool) -> None:
@@ -327,7 +258,7 @@ def _check_target(registry: AgentRegistry, name: str, *, force: bool) -> None:
     target = registry.project_agents_dir() / f"{name}.md"
     if target.exists() and not force:
         raise NestorError(
-            f"{_display(target)} already exists", hint="add --force to overwrite it, or choose another name"
+            f"{display(target)} already exists", hint="add --force to overwrite it, or choose another name"
         )
 
 
@@ -369,7 +300,7 @@ def _read_new_agent(registry: AgentRegistry, text: str, name: str | None) -> Age
     result = read_new_agent(registry, text, name)
     for problem in result.problems:
         print(format_problem(problem), file=sys.stderr)
-    if result.spec is None:
+    if result.spec is None or any(repair.kind == "ignored" for repair in result.repairs):
         print(text, file=sys.stderr)
         raise NestorError(
             "the new agent has errors (shown above), so nothing was written",
@@ -378,41 +309,40 @@ def _read_new_agent(registry: AgentRegistry, text: str, name: str | None) -> Age
     return result.spec
 
 
+def _check_model(ctx: typer.Context, spec: AgentSpec, text: str) -> None:
+    """Print what is wrong with the new agent's model; refuse a model that cannot run at all."""
+    from nestor.app.agent_models import new_agent_model_problem
+    from nestor.core.errors import NestorError
+
+    problem = new_agent_model_problem(spec, text, _options(ctx).load_settings(), os.environ)
+    if problem is None:
+        return
+    print(format_problem(problem), file=sys.stderr)
+    if problem.severity == "error":
+        raise NestorError(
+            f"the new agent's model {spec.model!r} cannot run, so nothing was written",
+            hint="pass --model with a role (large, small), inherit, or provider:model of a known provider",
+        )
+
+
 def _write_agent(registry: AgentRegistry, spec: AgentSpec, *, confirm: bool) -> None:
     from nestor.app.agent_files import render_spec_markdown
 
     text = render_spec_markdown(spec)
     target = registry.project_agents_dir() / f"{spec.name}.md"
     print(text)
-    if confirm and not typer.confirm(f"Write {_display(target)}?", default=True):
+    if confirm and not typer.confirm(f"Write {display(target)}?", default=True):
         print("not written", file=sys.stderr)
         raise typer.Exit(1)
     previous = next((other for other in registry.specs() if other.name == spec.name), None)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(text, encoding="utf-8")
-    print(f"created {_display(target)}")
+    print(f"created {display(target)}")
     if previous is not None and previous.path != target:
         print(
-            f"it takes precedence over the {previous.source} agent {spec.name!r} ({_display(previous.path)})"
+            f"it takes precedence over the {previous.source} agent {spec.name!r} ({display(previous.path)})"
         )
 
 
 def _to_stderr(message: str) -> None:
     print(message, file=sys.stderr)
-
-
-def _display(path: Path | None) -> str:
-    if path is None:
-        return "(built into nestor)"
-    try:
-        return str(path.relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)
-
-
-def _path_or_none(path: Path | None) -> str | None:
-    return None if path is None else str(path)
-
-
-def _counted(count: int, noun: str) -> str:
-    return f"{count} {noun}" + ("" if count == 1 else "s")

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_STOPPED = 3
+EXIT_REFUSED = 4
+"""The model refused (its provider reported a refusal or its content filter): not a budget to raise."""
 EXIT_CANCELLED = 130
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 """Each stops a run as Ctrl-C does: Ctrl-C itself, ``kill``, and a terminal that closed."""
@@ -167,6 +169,8 @@ def _exit_code(stop_reason: str, is_error: bool) -> int:
         return EXIT_ERROR
     if stop_reason == "cancelled":
         return EXIT_CANCELLED
+    if stop_reason == "refusal":
+        return EXIT_REFUSED
     if stop_reason != "completed":
         return EXIT_STOPPED
     return EXIT_OK

@@ -160,8 +160,9 @@ def run(
     nestor.toml allows them or --yolo is given; --yolo does not override deny or ask rules. The
     budgets bound the whole run, sub-agents (background ones too) included; a stopped agent gets
     one last turn without tools to report. Exit codes: 0 done, 1 error, 2 usage error, 3 stopped
-    by a budget or the time limit, 130 cancelled by Ctrl-C (129 by a closed terminal, 143 by kill:
-    128 + the signal's number; the turn is stored and running commands are killed).
+    by a budget or the time limit, 4 the model refused (stop_reason "refusal"), 130 cancelled by
+    Ctrl-C (129 by a closed terminal, 143 by kill: 128 + the signal's number; the turn is stored
+    and running commands are killed).
     """
     from nestor.cli.headless import run_headless
 
@@ -272,10 +273,11 @@ def acp(
 ) -> None:
     """Serve nestor to an editor over the Agent Client Protocol (ACP) on stdin and stdout.
 
-    The editor starts this command and drives sessions in the folders it opens: prompts, tool
-    calls with their diffs, permission questions (answered in the editor; --yolo starts sessions
-    in the yolo mode, where deny and ask rules still hold), and the agent tree (sub-agents show
-    inside their task calls). See the README's "Editors" section for each editor's settings.
+    The editor starts this command and drives sessions in the folders it opens: prompts (text,
+    images, the files the editor attaches), tool calls with their diffs, permission questions
+    (answered in the editor; --yolo starts sessions in the yolo mode, where deny and ask rules
+    still hold), and the agent tree (sub-agents show inside their task calls). See the README's
+    "Editors" section for each editor's settings.
     """
     from nestor.cli.acp.server import run_acp
 

@@ -332,7 +332,9 @@ def run_repl(options: CommonOptions, *, resume: str | None, continue_latest: boo
     except NestorError as exc:
         return report_error(exc, debug=options.debug)
     return asyncio.run(
-        repl_main(settings, resume=resume, continue_latest=continue_latest, debug=options.debug)
+        repl_main(
+            settings, resume=resume, continue_latest=continue_latest, debug=options.debug, options=options
+        )
     )
 
 
@@ -344,6 +346,7 @@ async def repl_main(
     debug: bool = False,
     terminal: Terminal | None = None,
     env: Mapping[str, str] | None = None,
+    options: CommonOptions | None = None,
 ) -> int:
     """Open the app, start (or resume) the main agent and run the REPL until the user exits.
 
@@ -354,6 +357,7 @@ async def repl_main(
         debug: Show tracebacks of startup errors.
         terminal: Where to read and write; the real terminal (with ``patch_stdout``) when None.
         env: Environment for provider credentials; ``os.environ`` when None.
+        options: The command line's flags, for ``/agents`` and ``/model`` (the project's own when None).
 
     Returns:
         0 when the user exits, 1 when the model or the session cannot be opened, 128 + the
@@ -378,6 +382,8 @@ async def repl_main(
             prompter=prompter,
             project_root=str(settings.project_root),
             ask=lambda text: question.ask(text, keys="y yes · n or Esc no"),
+            options=options or CommonOptions(directory=settings.project_root),
+            sessions=app,
         )
         try:
             await controller.open(app.find_session(resume=resume, continue_latest=continue_latest))

@@ -16,6 +16,8 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from nestor.cli.render import EventRenderer, counted, usage_summary
+from nestor.cli.slash_commands import COMMAND_HELP as SHARED_HELP
+from nestor.cli.slash_commands import SessionCommands, SessionSource, agents_command, models_text
 from nestor.cli.undo_commands import COMMAND_HELP as UNDO_HELP
 from nestor.cli.undo_commands import Ask, UndoCommands
 from nestor.core.errors import NestorError
@@ -24,6 +26,7 @@ from nestor.core.permission import PERMISSION_CHOICES
 
 if TYPE_CHECKING:
     from nestor.app import Conversation, RunResult, Session
+    from nestor.cli.options import CommonOptions
     from nestor.core.permission import PermissionAnswer, PermissionRequest
 
 __all__ = ["OpenConversation", "PermissionPrompter", "ReadAnswer", "ReplController", "parse_answer"]
@@ -117,6 +120,7 @@ _COMMAND_HELP = {
     "/clear": "start a new session (the current one stays stored)",
     "/compact": "summarise the older conversation to free context (/compact FOCUS to steer the summary)",
     **UNDO_HELP,
+    **SHARED_HELP,
     "/exit": "leave nestor (also /quit, Ctrl-D)",
     "/quit": "leave nestor",
 }
@@ -143,6 +147,8 @@ class ReplController:
         project_root: Shown in the banner.
         ask: Asks the user to confirm an undo (y or n); None writes nothing (the REPL's question,
             the TUI's dialog).
+        options: The command line's flags, for ``/agents`` and ``/model``.
+        sessions: The app's sessions, for ``/sessions`` and ``/resume``.
 
     """
 
@@ -154,6 +160,8 @@ class ReplController:
         prompter: PermissionPrompter | None,
         project_root: str,
         ask: Ask | None = None,
+        options: CommonOptions | None = None,
+        sessions: SessionSource | None = None,
     ) -> None:
         self.renderer = renderer
         self._open_conversation = open_conversation
@@ -170,6 +178,15 @@ class ReplController:
             switch=self._switch_to,
         )
         """``/undo``, ``/rewind``, ``/fork``, and the TUI's undo of one sub-agent."""
+        self._options = options
+        self.sessions = SessionCommands(
+            renderer,
+            sessions,
+            conversation=lambda: self.conversation,
+            busy=lambda: self.busy,
+            resume=self._resume,
+        )
+        """``/sessions`` and ``/resume``."""
         if prompter is not None:
             prompter.answer = self._answer
 
@@ -290,6 +307,7 @@ class ReplController:
 
     async def _command(self, text: str) -> bool:
         name = text.split(maxsplit=1)[0].lower()
+        argument = text.split(maxsplit=1)[1] if len(text.split(maxsplit=1)) > 1 else ""
         if name in ("/exit", "/quit"):
             return False
         if name == "/help":
@@ -304,15 +322,38 @@ class ReplController:
         elif name == "/clear":
             await self._clear()
         elif name == "/compact":
-            focus = text.split(maxsplit=1)[1] if len(text.split(maxsplit=1)) > 1 else None
-            self._start_compaction(focus)
+            self._start_compaction(argument or None)
         elif name in UNDO_HELP:
-            argument = text.split(maxsplit=1)[1] if len(text.split(maxsplit=1)) > 1 else ""
             self.start_undo(self.undo.run(name, argument))
+        elif name in ("/agents", "/model"):
+            self._run_command(name, argument)
+        elif name == "/sessions":
+            self.sessions.show()
+        elif name == "/resume":
+            await self.sessions.resume(argument)
         else:
             known = " ".join(_COMMAND_HELP)
             self.renderer.info(f"unknown command {name}; the commands are: {known}", style="yellow")
         return True
+
+    def _run_command(self, name: str, argument: str) -> None:
+        """``/agents`` or ``/model``: what the ``nestor agents`` or ``nestor models`` command prints."""
+        if self._options is None:
+            self.renderer.info(f"{name} is not available here", style="yellow")
+            return
+        if name == "/agents":
+            text = agents_command(self._options, argument)
+        else:
+            text = models_text(self._options, self.conversation.model)
+        for line in text.splitlines():
+            self.renderer.info(line)
+
+    async def _resume(self, session: Session) -> None:
+        """Go on in ``session``: its main agent starts and the current conversation is closed."""
+        previous = self._conversation
+        await self.open(session)
+        if previous is not None:
+            previous.close()
 
     def _show_session(self) -> None:
         session = self.conversation.session()

@@ -326,6 +326,7 @@ def render_transcript(session: Session, records: list[MessageRecord]) -> str:
 
     from nestor.app.records import compaction_mark
     from nestor.cli.render import counted
+    from nestor.core.prompts import prompt_text
     from nestor.core.usage import format_cost, format_tokens
 
     usage = session.usage
@@ -356,7 +357,7 @@ def render_transcript(session: Session, records: list[MessageRecord]) -> str:
         elif isinstance(message, ModelRequest):
             for part in message.parts:
                 if isinstance(part, UserPromptPart):
-                    lines += ["## user", "", str(part.content), ""]
+                    lines += ["## user", "", prompt_text(part.content, name_files=True), ""]
                 elif isinstance(part, ToolReturnPart):
                     content = str(part.content)
                     if len(content) > 2000:

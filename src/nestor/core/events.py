@@ -14,9 +14,12 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from nestor.core.permission import PERMISSION_CHOICES, PermissionAnswer, PermissionRequest
 from nestor.core.usage import Usage, UsageField
 
-StopReason = Literal["completed", "max_iterations", "token_budget", "timeout", "cancelled", "error", "loop"]
+StopReason = Literal[
+    "completed", "max_iterations", "token_budget", "timeout", "cancelled", "error", "loop", "refusal"
+]
 """Why an agent's run ended: it answered (``completed``), a budget or the loop guard stopped it, the
-user cancelled it, or an error ended it."""
+user cancelled it, an error ended it, or the model refused (``refusal``: the provider reported a
+refusal or its content filter)."""
 
 
 class _Event(BaseModel):
@@ -80,7 +83,8 @@ class PermissionAsked(_Event):
     """A tool call needs the user's permission (``decision`` None), or got its answer.
 
     ``rule`` is the rule that decided, when one did (``bash(rm *)``): a question an ask rule raised
-    is one the user wrote down they want asked.
+    is one the user wrote down they want asked. ``must_ask`` marks a question only a person may
+    answer, whatever a UI's mode (a write into a git dir): no mode answers it by itself.
     """
 
     type: Literal["permission_asked"] = "permission_asked"
@@ -90,6 +94,7 @@ class PermissionAsked(_Event):
     decision: Literal["allow", "deny"] | None = None
     reason: str = ""
     rule: str | None = None
+    must_ask: bool = False
 
 
 class PermissionRequested(_Event):

@@ -7,14 +7,18 @@ collected (inside substitutions, pipelines, lists, subshells, groups, loops and 
 ``bash -c``), and each is normalised: leading ``VAR=value`` assignments dropped, the command name
 reduced to its basename, and wrappers such as ``env``, ``timeout`` or ``sudo`` unwrapped.
 
-What cannot be judged statically is reported as unresolved, and rules never allow such a line: a
-parse error, a command name that is an expansion, a shell reading its script from stdin or a file,
-an expansion or arithmetic that evaluates a variable's value (:mod:`.bash_expansions`), a builtin
-that runs or defines code (:mod:`.bash_builtins`), git, awk, sed or another program told to run
-a command (:mod:`.bash_git`, :mod:`.bash_text_tools`, :mod:`.bash_command_options`), a variable
-that changes what commands run (:mod:`.variables`). The files the line's redirections open are collected too
-(:mod:`.bash_redirects`), for the read and write rules. The words of a command come from
-:mod:`.bash_words`, and :mod:`.bash_wrappers` unwraps them.
+A backquoted command is parsed again as bash reads it (an escaped backquote inside one nests a
+command). What cannot be judged statically is reported as unresolved, and rules never allow such a
+line: a parse error, text the grammar leaves unparsed where bash expands it
+(:mod:`.bash_unparsed`), a command name that is an expansion, a shell reading its script from
+stdin or a file, an expansion or arithmetic that evaluates a variable's value
+(:mod:`.bash_expansions`), a builtin that runs or defines code (:mod:`.bash_builtins`), git, awk,
+sed or another program told to run a command (:mod:`.bash_git`, :mod:`.bash_text_tools`,
+:mod:`.bash_command_options`), a variable that changes what commands run (:mod:`.variables`).
+The files the line's redirections open are collected too (:mod:`.bash_redirects`), for the read
+and write rules, made unknown where the line changes directory or links or moves files
+(:mod:`.bash_path_changes`). The words of a command come from :mod:`.bash_words`, and
+:mod:`.bash_wrappers` unwraps them.
 """
 
 from __future__ import annotations
@@ -29,9 +33,11 @@ from nestor.permissions.bash_builtins import builtin_reason
 from nestor.permissions.bash_command_options import command_option_reason
 from nestor.permissions.bash_expansions import evaluation_reasons
 from nestor.permissions.bash_git import git_reason
-from nestor.permissions.bash_redirects import FileAccess, is_relative, redirect_accesses
+from nestor.permissions.bash_path_changes import MovedPaths, moved_paths, unmoved, widest
+from nestor.permissions.bash_redirects import FileAccess, redirect_accesses
 from nestor.permissions.bash_text_tools import AWKS, awk_reason, sed_reason
-from nestor.permissions.bash_words import Word, node_text, with_placeholder, word_of
+from nestor.permissions.bash_unparsed import unparsed_reasons
+from nestor.permissions.bash_words import Word, backquoted_source, node_text, with_placeholder, word_of
 from nestor.permissions.bash_wrappers import PRIVILEGED_WRAPPERS, unwrap
 
 if TYPE_CHECKING:
@@ -60,7 +66,6 @@ _FOREIGN_SHELLS = frozenset(
         "murex",
     }
 )
-_DIRECTORY_CHANGERS = frozenset({"cd", "pushd", "popd"})
 _MAX_SHELL_NESTING = 8
 # A command "named" like a reserved word means the grammar misread the line (tree-sitter-bash
 # reads "! { rm x; }" as a command "{"): the line is not judged, and the rest of the words are.
@@ -148,7 +153,7 @@ class _Collector:
     commands: list[SimpleCommand] = field(default_factory=list[SimpleCommand])
     unresolved: list[str] = field(default_factory=list[str])
     files: list[FileAccess] = field(default_factory=list[FileAccess])
-    changes_directory: bool = False
+    moved: MovedPaths = ""
     depth: int = 0
 
 
@@ -163,10 +168,9 @@ def _parse_cached(source: str) -> CommandLine:
     _collect_source(source, collector)
     if not collector.commands and not collector.unresolved:
         collector.unresolved.append("no command to run")
-    files = collector.files
-    if collector.changes_directory:
-        # After a "cd", a relative path names a file in a directory only known when the line runs.
-        files = [FileAccess(None, f.action) if f.path and is_relative(f.path) else f for f in files]
+    # After "cd" a relative path names a file in a directory only known when the line runs; after
+    # "ln -s" any path may lead elsewhere.
+    files = unmoved(collector.files, collector.moved)
     return CommandLine(tuple(collector.commands), tuple(dict.fromkeys(collector.unresolved)), tuple(files))
 
 
@@ -184,7 +188,18 @@ def _collect_source(source: str, collector: _Collector) -> None:
     if tree.root_node.has_error:
         collector.unresolved.append("the command does not parse")
     collector.unresolved.extend(evaluation_reasons(tree.root_node))
+    collector.unresolved.extend(unparsed_reasons(tree.root_node))
     _walk(tree.root_node, collector)
+
+
+def _nested_source(source: str, collector: _Collector) -> None:
+    """Collect a command line found inside another: a shell's ``-c`` string, a backquoted command."""
+    if collector.depth >= _MAX_SHELL_NESTING:
+        collector.unresolved.append("command lines are nested too deep")
+        return
+    collector.depth += 1
+    _collect_source(source, collector)
+    collector.depth -= 1
 
 
 def _walk(node: Node, collector: _Collector) -> None:
@@ -202,6 +217,10 @@ def _walk(node: Node, collector: _Collector) -> None:
     elif kind == "function_definition":
         collector.unresolved.append("it defines a function")
         _walk_children(node, collector)
+    elif kind.endswith("redirect"):
+        _redirection(node, collector)  # one no command holds: "$(<f)" reads f
+    elif (source := backquoted_source(node)) is not None:
+        _nested_source(source, collector)
     else:
         _walk_children(node, collector)
 
@@ -229,8 +248,7 @@ def _redirected(node: Node, collector: _Collector) -> None:
     body = node.child_by_field_name("body")
     redirects = [child for child in node.named_children if child != body]
     for redirect in redirects:
-        _walk_children(redirect, collector)
-        _add_files(redirect, collector)
+        _redirection(redirect, collector)
     if body is None:
         return
     if body.type == "command":
@@ -240,11 +258,21 @@ def _redirected(node: Node, collector: _Collector) -> None:
     _walk(body, collector)
 
 
-def _add_files(redirect: Node, collector: _Collector) -> None:
+def _redirection(redirect: Node, collector: _Collector) -> None:
+    """The substitutions inside a redirection, and the files it opens (those of the ones it holds too)."""
+    _redirection_parts(redirect, collector)
     accesses, problem = redirect_accesses(redirect)
     collector.files.extend(accesses)
     if problem:
         collector.unresolved.append(problem)
+
+
+def _redirection_parts(redirect: Node, collector: _Collector) -> None:
+    for child in redirect.named_children:
+        if child.type.endswith("redirect"):
+            _redirection_parts(child, collector)  # "cat <<E > f": its file is read with the outer one
+        else:
+            _walk(child, collector)
 
 
 def _redirect_text(node: Node) -> str:
@@ -271,13 +299,13 @@ def _command(node: Node, redirects: list[str], collector: _Collector) -> None:
     for child in node.named_children:
         joined = previous is not None and _continues(node, previous, child)
         previous = child
-        # Assignments and arguments may hold substitutions, which run commands of their own.
-        _walk_children(child, collector)
-        if child.type == "variable_assignment" and not words:
-            continue
         if child.type.endswith("redirect"):
+            _redirection(child, collector)
             redirects.append(_redirect_text(child))
-            _add_files(child, collector)
+            continue
+        # Assignments and arguments may hold substitutions, which run commands of their own.
+        _walk(child, collector)
+        if child.type == "variable_assignment" and not words:
             continue
         if child.type == "comment":
             continue
@@ -301,25 +329,27 @@ def _continues(command: Node, previous: Node, child: Node) -> bool:
 
 def _add_command(words: list[Word], redirects: list[str], collector: _Collector) -> None:
     stages = list(unwrap(words))
-    final, problem = stages[-1]
+    final, problem = stages[-1].words, stages[-1].problem
     if problem:
         collector.unresolved.append(problem)
+    for stage in stages:
+        collector.moved = widest(collector.moved, stage.moved)
     suffix = [r for r in redirects if r]
 
     def render(stage: list[Word]) -> str:
         return " ".join([w.text for w in stage] + suffix)
 
-    texts = [render(stage) for stage, _ in stages]
+    texts = [render(stage.words) for stage in stages]
     allow_text = texts[-1]
-    for index, (stage, _) in enumerate(stages[:-1]):
-        if _name(stage) in PRIVILEGED_WRAPPERS:
+    for index, stage in enumerate(stages[:-1]):
+        if _name(stage.words) in PRIVILEGED_WRAPPERS:
             allow_text = texts[index]
             break
     if not final:
         collector.commands.append(SimpleCommand(texts[-1], tuple(texts[:-1]), allow_text))
         return
     name = _name(final)
-    collector.changes_directory = collector.changes_directory or name in _DIRECTORY_CHANGERS
+    collector.moved = widest(collector.moved, moved_paths(final))
     if not final[0].static or not final[0].single:
         collector.unresolved.append(f"the command name {final[0].text} is not known before it runs")
         name = ""
@@ -378,13 +408,8 @@ def _shell(words: list[Word], collector: _Collector) -> bool:
                 return False
             if words[0].text not in _BASH_SHELLS:
                 collector.unresolved.append(f"{words[0].text}'s syntax is not bash's, which nestor reads")
-            if collector.depth >= _MAX_SHELL_NESTING:
-                collector.unresolved.append("shells are nested too deep")
-                return True
             string = args[index + 1] if text == "--" and index + 1 < len(args) else word
-            collector.depth += 1
-            _collect_source(string.text, collector)
-            collector.depth -= 1
+            _nested_source(string.text, collector)
             return True
     # No operand: the shell runs what it reads, and what it reads is not known here.
     collector.unresolved.append(f"{words[0].text} reads the commands it runs from its input")
@@ -396,10 +421,12 @@ def _has_c_flag(text: str) -> bool:
 
 
 def _find_exec(words: list[Word], collector: _Collector) -> None:
-    """``find ... -exec rm {} ;`` runs ``rm``: judge it like any command."""
+    """``find ... -exec rm {} ;`` runs ``rm``: judge it like any command (``-execdir`` elsewhere)."""
     index = 1
     while index < len(words):
         if words[index].text in ("-exec", "-execdir", "-ok", "-okdir"):
+            if words[index].text.endswith("dir"):
+                collector.moved = widest(collector.moved, "relative")  # it runs in each file's folder
             end = index + 1
             while end < len(words) and words[end].text not in (";", "+"):
                 end += 1

@@ -5,7 +5,8 @@ Many of git's config keys name a program it runs (``core.fsmonitor``, ``core.pag
 ``include.path`` which reads more of them, ...), and new ones come with new versions: a key given
 with ``-c`` or ``--config-env`` is accepted only when it is known to name no program (the list
 below); any other makes the line unjudgeable. So do ``--exec-path=DIR`` (where git finds its
-commands) and the options of subcommands that take a command (``rebase --exec``, ``bisect run``,
+commands), ``--git-dir`` and ``--work-tree`` (a repository of the line's choosing, whose config
+runs) and the options of subcommands that take a command (``rebase --exec``, ``bisect run``,
 ``submodule foreach``, ``--upload-pack``, ``--template``, ...). The same keys set through the
 environment (``GIT_CONFIG_*``) are caught by :mod:`.variables`.
 """
@@ -125,6 +126,7 @@ _GLOBAL_VALUES = frozenset(
         "--shallow-file",
     }
 )
+_REPOSITORY_OPTIONS = frozenset({"--git-dir", "--work-tree"})
 # Subcommand options that take a command (long ones may be abbreviated, as git allows).
 _COMMAND_OPTIONS: dict[str, tuple[str, ...]] = {
     "rebase": ("-x", "--exec"),
@@ -145,31 +147,47 @@ _SUBCOMMAND_WORDS = {"submodule": "foreach", "bisect": "run"}
 
 def git_reason(words: list[Word]) -> str:
     """Why the ``git`` command ``words`` runs a command no rule sees, or ""."""
+    index, reason = _subcommand_index(words)
+    if reason or index >= len(words):
+        return reason
+    if not words[index].static:
+        return f"git is given the command {words[index].text}, which is not known before it runs"
+    return _subcommand_reason(words[index].text, words[index + 1 :])
+
+
+def git_subcommand(words: list[Word]) -> str:
+    """The subcommand the ``git`` command ``words`` runs (``git -C x status``: ``status``), or ""."""
+    index, reason = _subcommand_index(words)
+    return words[index].text if not reason and index < len(words) and words[index].static else ""
+
+
+def _subcommand_index(words: list[Word]) -> tuple[int, str]:
+    """Where git's own options end in ``words``, and why they run a command no rule sees ("" if not)."""
     index = 1
     while index < len(words) and words[index].text.startswith("-"):
         word = words[index]
         if not word.static:
-            return f"git is given {word.text}, which is not known before it runs"
+            return index, f"git is given {word.text}, which is not known before it runs"
         option, equals, value = word.text.partition("=")
         if option not in _GLOBAL_FLAGS | _GLOBAL_VALUES:
-            return f"git {option} is not an option nestor knows"
+            return index, f"git {option} is not an option nestor knows"
         if option == "--exec-path" and equals:
-            return "git --exec-path decides where git finds the commands it runs"
+            return index, "git --exec-path decides where git finds the commands it runs"
+        if option in _REPOSITORY_OPTIONS:
+            # As GIT_DIR and GIT_WORK_TREE do (:mod:`.variables`): a repository whose config and
+            # attributes may name programs (filters, textconv, diff.external).
+            return index, f"git {option} chooses the repository git reads"
         if option in _GLOBAL_VALUES and not equals:
             index += 1
             if index >= len(words):
-                return ""
+                return index, ""
             if not words[index].static:
-                return f"git {option} is given {words[index].text}, which is not known before it runs"
+                return index, f"git {option} is given {words[index].text}, which is not known before it runs"
             value = words[index].text
         if option in ("-c", "--config-env") and (reason := config_reason(value)):
-            return reason
+            return index, reason
         index += 1
-    if index >= len(words):
-        return ""
-    if not words[index].static:
-        return f"git is given the command {words[index].text}, which is not known before it runs"
-    return _subcommand_reason(words[index].text, words[index + 1 :])
+    return index, ""
 
 
 def config_reason(setting: str) -> str:

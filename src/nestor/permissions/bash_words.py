@@ -10,6 +10,7 @@ what it is (a command name, a wrapper's option).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -58,12 +59,101 @@ def word_of(node: Node) -> Word:
     return Word(node_text(node), False, kind in ("process_substitution", "ansi_c_string"))
 
 
+def tilde_prefixes(node: Node) -> list[tuple[int, str]]:
+    """The tilde prefixes bash expands in the static word ``node``: (where in its value, the prefix).
+
+    A word starting with an unquoted ``~`` starts with one, up to its first unquoted ``/``: ``~``
+    (the home directory), ``~user``, ``~+`` (the current directory), ``~-`` (the previous one),
+    ``~N``, ``~+N``, ``~-N`` (the directory stack). A prefix with a quoted or escaped character in
+    it is left as written (``~"+"/x``, an escaped ``~``). In a word shaped as an assignment (``a=~/x``,
+    ``a=b:~+/y``), an unquoted ``~`` after its first ``=`` or a ``:`` starts one too (up to a ``/``
+    or ``:``): bash expands those in a redirection's file and a command's arguments as well. A word
+    that is not static has none here (it is not known before the line runs anyway).
+    """
+    characters = _characters(node)
+    if characters is None:
+        return []
+    starts = [0]
+    literal = "".join("\0" if quoted else char for char, quoted in characters)
+    if shape := _ASSIGNMENT_SHAPE.match(literal):
+        equals = shape.end() - 1
+        starts += [equals + 1] + [
+            index + 1 for index in range(equals + 1, len(literal)) if literal[index] == ":"
+        ]
+    found: list[tuple[int, str]] = []
+    for start in starts:
+        if literal[start : start + 1] != "~":
+            continue
+        ends = "/" if start == 0 else "/:"
+        end = next((index for index in range(start, len(literal)) if literal[index] in ends), len(literal))
+        if "\0" not in literal[start:end]:
+            found.append((start, literal[start:end]))
+    return found
+
+
+_ASSIGNMENT_SHAPE = re.compile(r"[A-Za-z_]\w*(?:\[[^\]]*\])?\+?=")
+
+
+def _characters(node: Node) -> list[tuple[str, bool]] | None:
+    """The characters of the static word ``node``, each with whether it is quoted; None if not static."""
+    kind = node.type
+    if kind in ("word", "number"):
+        raw = node_text(node)
+        characters: list[tuple[str, bool]] = []
+        index = 0
+        while index < len(raw):
+            if raw[index] == "\\" and index + 1 < len(raw):
+                if raw[index + 1] != "\n":
+                    characters.append((raw[index + 1], True))
+                index += 2
+                continue
+            characters.append((raw[index], False))
+            index += 1
+        return characters
+    if kind in ("raw_string", "string"):
+        word = word_of(node)
+        return [(char, True) for char in word.text] if word.static else None
+    if kind == "concatenation":
+        parts = [_characters(part) for part in node.named_children]
+        return (
+            [character for part in parts if part is not None for character in part]
+            if all(part is not None for part in parts)
+            else None
+        )
+    return None
+
+
 def with_placeholder(words: list[Word], token: str) -> list[Word]:
     """``words`` with each word holding ``token`` made unknown: xargs -I and find -exec replace it.
 
     ``xargs -I{} sh -c '{}'`` runs what it reads as a shell line: the word is known only then.
     """
     return [Word(word.text, False, single=False) if token and token in word.text else word for word in words]
+
+
+def backquoted_source(node: Node) -> str | None:
+    """The command line a backquoted substitution runs, when it is not the text between its backquotes.
+
+    Between backquotes bash removes the backslash before a backquote, ``$`` and a backslash (and
+    before ``"`` inside double quotes), then parses what is left: a backquote escaped there starts
+    a nested substitution, which the grammar reads as an escaped character. None when no backslash
+    is removed.
+    """
+    if node.type != "command_substitution" or not node.children or node.children[0].type != "`":
+        return None
+    content = node_text(node)[1:-1]
+    escapable = "`$\\" + ('"' if _in_double_quotes(node) else "")
+    unescaped = _unescape(content, escapable)
+    return unescaped if unescaped != content else None
+
+
+def _in_double_quotes(node: Node) -> bool:
+    parent = node.parent
+    while parent is not None and parent.type not in ("command_substitution", "process_substitution"):
+        if parent.type in ("string", "translated_string"):
+            return True
+        parent = parent.parent
+    return False
 
 
 def _has_unquoted_glob(raw: str) -> bool:

@@ -6,7 +6,9 @@ long options, ``--``), its operands skipped (``timeout``'s duration, ``flock``'s
 what is left is the command it runs, unwrapped in turn. Some wrappers run a shell: ``watch 'a; b'``
 and ``flock f -c 'a; b'`` hand a string to ``sh -c``, and ``setarch x86_64`` alone runs a shell
 that reads its commands from its input. A wrapper whose command cannot be told (an option nestor
-does not know, a value that is an expansion, ``su -c``) is reported with the reason.
+does not know, a value that is an expansion, ``su -c``) is reported with the reason. A wrapper
+that runs its command in another directory or under another root (``env -C``, ``chroot``) says
+so, for the paths of the line's redirections (:mod:`.bash_path_changes`).
 """
 
 from __future__ import annotations
@@ -15,8 +17,10 @@ import posixpath
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from nestor.permissions.bash_options import OptionSyntax, read_option
+from nestor.permissions.bash_path_changes import MovedPaths, widest
 from nestor.permissions.bash_words import Word, with_placeholder
 from nestor.permissions.env_split import split_env_string
 from nestor.permissions.variables import assignment_problem, is_assignment
@@ -46,6 +50,9 @@ class _Wrapper:
         shell_without_command: Given no command, it runs a shell reading its input.
         shell_option: An option whose value is a command line run by ``sh -c``.
         unfollowed: Options that make it run a string nestor does not follow (``su -c``).
+        elsewhere: Options that run the command in another directory (``env -C``, ``sudo -i``).
+        other_root: Options that run it under another root or mounts (``sudo -R``, ``nsenter -m``).
+        moves: What it does to the command's paths whatever its options (``chroot``: all).
 
     """
 
@@ -58,6 +65,30 @@ class _Wrapper:
     shell_without_command: bool = False
     shell_option: str = ""
     unfollowed: frozenset[str] = frozenset()
+    elsewhere: frozenset[str] = frozenset()
+    other_root: frozenset[str] = frozenset()
+    moves: MovedPaths = ""
+
+    def moved_paths(self, options: set[str]) -> MovedPaths:
+        """Which paths the command it runs, given ``options``, sees elsewhere than the line does."""
+        if self.other_root & options:
+            return "all"
+        return widest(self.moves, "relative" if self.elsewhere & options else "")
+
+
+class Stage(NamedTuple):
+    """One step of unwrapping.
+
+    Attributes:
+        words: The command at this step.
+        problem: Why unwrapping it went wrong ("" when it did not).
+        moved: What this step's wrapper does to the paths of the command it runs.
+
+    """
+
+    words: list[Word]
+    problem: str = ""
+    moved: MovedPaths = ""
 
 
 def _su_like(extra_short: str) -> _Wrapper:
@@ -67,6 +98,7 @@ def _su_like(extra_short: str) -> _Wrapper:
         OptionSyntax(f"+c:fg:G:lmpPs:{extra_short}hVw:", longs + "whitelist-environment= help version"),
         shell_without_command=True,
         unfollowed=frozenset({"-c", "--command", "--session-command"}),
+        elsewhere=frozenset({"-l", "--login"}),
     )
 
 
@@ -95,7 +127,8 @@ _WRAPPERS: dict[str, _Wrapper] = {
             "+a:iu:vC:S:0",
             "argv0= ignore-environment unset= chdir= split-string= block-signal=? default-signal=? "
             "ignore-signal=? list-signal-handling debug null help version",
-        )
+        ),
+        elsewhere=frozenset({"-C", "--chdir"}),
     ),
     "nice": _Wrapper(OptionSyntax("+n:", "adjustment= help version")),
     "nohup": _Wrapper(OptionSyntax("+", "help version")),
@@ -120,9 +153,14 @@ _WRAPPERS: dict[str, _Wrapper] = {
         ),
         assignments=True,
         shell_without_command=True,
+        elsewhere=frozenset({"-D", "--chdir", "-i", "--login"}),
+        other_root=frozenset({"-R", "--chroot"}),
     ),
     "doas": _Wrapper(OptionSyntax("+a:C:Lnsu:"), shell_without_command=True),
-    "pkexec": _Wrapper(OptionSyntax("+", "user= disable-internal-agent keep-cwd help version")),
+    # pkexec runs its command in the target user's home (unless --keep-cwd, which older ones lack).
+    "pkexec": _Wrapper(
+        OptionSyntax("+", "user= disable-internal-agent keep-cwd help version"), moves="relative"
+    ),
     "su": _su_like(""),
     "runuser": _su_like("u:"),
     "time": _Wrapper(
@@ -189,6 +227,8 @@ _WRAPPERS: dict[str, _Wrapper] = {
             "boottime= help version",
         ),
         shell_without_command=True,
+        elsewhere=frozenset({"-w", "--wd"}),
+        other_root=frozenset({"-R", "--root", "-m", "--mount"}),
     ),
     "nsenter": _Wrapper(
         OptionSyntax(
@@ -198,9 +238,14 @@ _WRAPPERS: dict[str, _Wrapper] = {
             + " setuid= setgid= preserve-credentials root=? wd=? wdns= no-fork follow-context help version",
         ),
         shell_without_command=True,
+        elsewhere=frozenset({"-w", "--wd", "-W", "--wdns"}),
+        other_root=frozenset({"-r", "--root", "-m", "--mount", "-a", "--all"}),
     ),
     "chroot": _Wrapper(
-        OptionSyntax("+", "groups= userspec= skip-chdir help version"), operands=1, shell_without_command=True
+        OptionSyntax("+", "groups= userspec= skip-chdir help version"),
+        operands=1,
+        shell_without_command=True,
+        moves="all",
     ),
     "setpriv": _Wrapper(
         OptionSyntax(
@@ -226,17 +271,18 @@ _WRAPPERS: dict[str, _Wrapper] = {
 }
 
 
-def unwrap(words: list[Word]) -> Iterator[tuple[list[Word], str]]:
+def unwrap(words: list[Word]) -> Iterator[Stage]:
     """Yield the command at each unwrapping step, the last with a reason when it went wrong."""
     current, problem = _drop_assignments(words)
     current = _with_basename(current)
     while not problem and current and current[0].static and current[0].text in _WRAPPERS:
-        inner, problem = _wrapped_command(current[0].text, current[1:])
+        options: set[str] = set()
+        inner, problem = _wrapped_command(current[0].text, current[1:], options)
         if problem or not inner:
             break
-        yield current, ""
+        yield Stage(current, "", _WRAPPERS[current[0].text].moved_paths(options))
         current = _with_basename(inner)
-    yield current, problem
+    yield Stage(current, problem)
 
 
 def _drop_assignments(words: list[Word]) -> tuple[list[Word], str]:
@@ -257,8 +303,10 @@ def _with_basename(words: list[Word]) -> list[Word]:
 _NICE_ADJUSTMENT = re.compile(r"-[-+]?\d")
 
 
-def _wrapped_command(wrapper: str, args: list[Word]) -> tuple[list[Word], str]:
+def _wrapped_command(wrapper: str, args: list[Word], seen: set[str]) -> tuple[list[Word], str]:
     """The command ``wrapper`` runs with ``args`` (empty when none), or a reason it cannot be told.
+
+    The options it was given are added to ``seen``.
 
     Every wrapper here stops reading options at its first operand (getopt's ``+``), as it must to
     pass the command's own options on untouched: options, then operands, then the command.
@@ -268,7 +316,6 @@ def _wrapped_command(wrapper: str, args: list[Word]) -> tuple[list[Word], str]:
     if wrapper == "unbuffer":
         return words[1:] if words[:1] == [Word("-p", True)] else words, ""
     index = 1 if spec.first_operand and words and words[0].static and not words[0].text.startswith("-") else 0
-    seen: set[str] = set()
     splits = 0
     placeholder = ""  # xargs -I{}: where each input line goes
     while index < len(words):
@@ -279,8 +326,8 @@ def _wrapped_command(wrapper: str, args: list[Word]) -> tuple[list[Word], str]:
         if text == "--":
             index += 1
             break
-        if spec.assignments and "=" in text and not text.startswith("/"):
-            # sudo takes NAME=value words among its options (any word with "=" but a path).
+        if spec.assignments and "=" in text and not text.startswith(("/", "-")):
+            # sudo takes NAME=value words among its options (any word with "=" but a path or an option).
             if problem := assignment_problem(text):
                 return [], problem
             index += 1

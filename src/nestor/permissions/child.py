@@ -100,7 +100,10 @@ class ChildPolicy(PermissionPolicy):
             rule = find_rule(self.rules, action, request, self.project_root)
             if rule is not None:
                 return Decision(action, f"{self.label} rule {action} {rule}", rule)
-            if action == "ask" and (unjudged := unjudged_decision(self.rules, request)) is not None:
+            if (
+                action == "ask"
+                and (unjudged := unjudged_decision(self.rules, request, self.project_root)) is not None
+            ):
                 return unjudged
         return None
 

@@ -6,17 +6,25 @@ leads out of the project, and a trailing ``/`` means everything in that director
 resolved first (``os.path.realpath``), so a symlink in the project is judged by where it points:
 ``edit(*.txt)`` does not cover ``notes.txt -> ~/.bashrc``. ``*`` crosses ``/`` (``src/*`` covers
 the tree), and ``dir/**`` covers ``dir`` itself too.
+
+A path a command opens is resolved by :func:`shell_independent_realpath`: one through a process's
+own folder in ``/proc`` (``/proc/self/cwd``, ``/dev/fd/3/x``, a link to either) names what that
+process has, which nestor's own process cannot know.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import stat
 from fnmatch import fnmatchcase
 from functools import lru_cache
 
 _ANY = frozenset({"", "*", "**"})
 _GLOB_CHARACTERS = frozenset("*?[")
+# A process's own folder (its cwd, root, descriptors, ...), and the names that lead there.
+_PROCESS_FOLDER = re.compile(r"/proc/(?:self|thread-self|\d+)|/dev/(?:fd|stdin|stdout|stderr)")
+_MAX_LINKS = 40  # as the kernel: a path through more links does not open
 
 
 def is_bare(pattern: str | None) -> bool:
@@ -47,6 +55,48 @@ def path_matches(
     if os.path.isabs(written):
         return _glob_matches(real, _resolve_fixed_prefix(written))
     return relative is not None and _glob_matches(relative, written)
+
+
+def shell_independent_realpath(path: str) -> str | None:
+    """``os.path.realpath`` of the absolute ``path``, or None when what it names depends on the process.
+
+    Resolving goes through links as the kernel does; a path that reaches a process's own folder in
+    ``/proc`` (``/proc/self``, ``/proc/thread-self``, ``/proc/PID``, or ``/dev/fd``, ``/dev/stdin``
+    ... which lead there) names that process's cwd, root or descriptors: in nestor's process, not
+    in the shell that opens it (``cd src && cat < /proc/self/cwd/../.env``, ``3< .`` then
+    ``/dev/fd/3/x``). Such a path, and one through too many links, is not known.
+    """
+    resolved = "/"
+    pending = [part for part in reversed(path.split("/")) if part]
+    links = 0
+    while pending:
+        part = pending.pop()
+        if part == ".":
+            continue
+        if part == "..":
+            resolved = os.path.dirname(resolved)
+            continue
+        candidate = os.path.join(resolved, part)
+        if _PROCESS_FOLDER.fullmatch(candidate):
+            return None
+        try:
+            is_link = stat.S_ISLNK(os.lstat(candidate).st_mode)
+        except OSError:
+            is_link = False  # a missing name is taken as written, as realpath does
+        if not is_link:
+            resolved = candidate
+            continue
+        links += 1
+        try:
+            target = os.readlink(candidate)
+        except OSError:
+            return None
+        if links > _MAX_LINKS:
+            return None
+        if target.startswith("/"):
+            resolved = "/"
+        pending += [part for part in reversed(target.split("/")) if part]
+    return resolved
 
 
 def is_inside(real: str, project_root: str) -> bool:

@@ -31,12 +31,15 @@ class Decision:
         kind: allow, ask or deny.
         reason: One line, e.g. ``rule deny bash(rm *)`` or ``changing files needs approval``.
         rule: The rule that decided, when one did.
+        must_ask: Only a person may answer this question: no mode of a UI answers it by itself
+            (a write into a git dir, which ``--yolo``, grants and allow rules leave asked too).
 
     """
 
     kind: DecisionKind
     reason: str
     rule: Rule | None = None
+    must_ask: bool = False
 
 
 @dataclass
@@ -87,12 +90,16 @@ class PermissionPolicy:
                 action == "allow" and into_git and GIT_DIR_NAME not in (rule.pattern or "")
             ):
                 return Decision(action, f"rule {action} {rule}", rule)
-            if action == "ask" and (unjudged := unjudged_decision(self.rules, request)) is not None:
+            if (
+                action == "ask"
+                and (unjudged := unjudged_decision(self.rules, request, self.project_root)) is not None
+            ):
                 return unjudged
         if into_git:
             return Decision(
                 "ask",
                 f"{request.target} is inside a repository's .git: what is written there runs at the next git",
+                must_ask=True,
             )
         if (request.tool_name, request.grant_key) in self._grants or (request.tool_name, "*") in self._grants:
             return Decision("allow", "allowed for this session")
@@ -116,22 +123,34 @@ class PermissionPolicy:
         self._grants.add((request.tool_name, request.grant_key))
 
 
-def unjudged_decision(rules: Sequence[Rule], request: PermissionRequest) -> Decision | None:
+_PLAIN_COMMANDS = (
+    "write each command it runs plainly (no eval, source, evaluating expansions or unknown wrappers)"
+)
+_PLAIN_FILES = (
+    "; name each file it redirects to plainly (no glob, variable or change of directory), and move, link "
+    "or remove files in a call of their own"
+)
+
+
+def unjudged_decision(
+    rules: Sequence[Rule], request: PermissionRequest, project_root: str
+) -> Decision | None:
     """Refuse (or ask about) a command line that cannot be judged when a deny or ask rule might cover it.
 
-    ``X=rm; $X -rf y`` or ``eval 'rm -rf y'`` hide the command a deny rule names: no allow rule,
-    session grant or ``--yolo`` may let such a line through while a rule says what must not run.
+    ``X=rm; $X -rf y`` or ``eval 'rm -rf y'`` hide the command a deny rule names, and
+    ``ln -s .env x; echo >> x`` the file a write rule names: no allow rule, session grant or
+    ``--yolo`` may let such a line through while a rule says what must not run or be opened.
     Under a deny rule with a pattern the line is refused (the model is told to write each command
     plainly); under an ask rule it is asked.
     """
-    rule = unjudged_rule(rules, request)
+    rule = unjudged_rule(rules, request, project_root)
     if rule is None:
         return None
     if rule.action == "deny":
-        reason = (
-            f"the command cannot be judged before it runs, and rule deny {rule} may cover it: "
-            "write each command it runs plainly (no eval, source, evaluating expansions or unknown wrappers)"
-        )
+        advice = _PLAIN_COMMANDS
+        if not rule.governs(request.tool_name):
+            advice += _PLAIN_FILES  # a file rule: the files the line opens must be known too
+        reason = f"the command cannot be judged before it runs, and rule deny {rule} may cover it: {advice}"
         return Decision("deny", reason, rule)
     reason = f"the command cannot be judged before it runs, and rule {rule.action} {rule} may cover it"
     return Decision("ask", reason, rule)

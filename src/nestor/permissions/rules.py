@@ -7,7 +7,9 @@ What a pattern is matched against depends on the tool:
   ask rule ``rm *`` also covers a bare ``rm`` (``xargs rm`` runs it with arguments it reads). The
   files the line's redirections open are judged as the ``write`` and ``view`` tools' requests: a
   deny or ask rule on such a file applies to the line, and a line with a pattern allow rule is
-  covered only when its redirections are allowed too (a bare ``bash`` allow covers them all).
+  covered only when its redirections are allowed too (a bare ``bash`` allow covers them all). A
+  file not known before the line runs, and whatever a line that cannot be judged hides, may be any
+  file: a deny or ask rule on files with a pattern applies to it (:func:`unjudged_rule`).
 - file tools: the resolved path (see :mod:`nestor.permissions.paths`); relative patterns are
   relative to the project root, and a bare allow rule covers the project only. A deny or ask rule
   also covers the hard links of the files it covers (see :mod:`nestor.permissions.hard_links`).
@@ -38,7 +40,7 @@ from nestor.core.permission import PermissionRequest
 from nestor.permissions.bash_commands import CommandLine, parse_command_line
 from nestor.permissions.bash_redirects import FileAccess
 from nestor.permissions.hard_links import linked_rule
-from nestor.permissions.paths import is_bare, is_inside, path_matches
+from nestor.permissions.paths import is_bare, is_inside, path_matches, shell_independent_realpath
 from nestor.permissions.urls import UrlPatternError, parse_url_pattern, url_matches
 from nestor.tools.catalogue import ToolCatalogue
 from nestor.tools.mcp.names import entry_covers, is_mcp_name
@@ -205,12 +207,13 @@ def find_rule(
     return first
 
 
-def unjudged_rule(rules: Sequence[Rule], request: PermissionRequest) -> Rule | None:
+def unjudged_rule(rules: Sequence[Rule], request: PermissionRequest, project_root: str) -> Rule | None:
     """A deny or ask rule with a pattern that might cover what ``request``'s line hides, or None.
 
     When the commands of a ``bash`` line are not all known, a ``bash`` deny rule cannot tell whether
-    it covers them; when a redirection's file is not known (``> "$f"``), a file rule cannot. The
-    line must then be asked, whatever allows it.
+    it covers them, and a file rule cannot tell whether what they hide opens its files
+    (``eval 'echo x >> .env'``); when a redirection's file is not known (``> "$f"``), a file rule
+    cannot. The line must then be asked, whatever allows it.
     """
     if request.tool_name not in _COMMAND_TOOLS:
         return None
@@ -223,11 +226,13 @@ def unjudged_rule(rules: Sequence[Rule], request: PermissionRequest) -> Rule | N
         return None
     line = parse_command_line(request.target)
     if line.unresolved:
-        found = next((rule for rule in guards if rule.governs(request.tool_name)), None)
+        found = next(
+            (rule for rule in guards if rule.governs(request.tool_name) or _governs_files(rule)), None
+        )
         if found is not None:
             return found
     for access in line.files:
-        if access.path is None:
+        if _file_request(access, project_root) is None:
             found = next((rule for rule in guards if rule.governs(_FILE_TOOLS[access.action])), None)
             if found is not None:
                 return found
@@ -235,6 +240,10 @@ def unjudged_rule(rules: Sequence[Rule], request: PermissionRequest) -> Rule | N
 
 
 _FILE_TOOLS = {"read": "view", "write": "write"}
+
+
+def _governs_files(rule: Rule) -> bool:
+    return any(rule.governs(tool) for tool in _FILE_TOOLS.values())
 
 
 def _judges_files(rules: Sequence[Rule], action: RuleAction) -> bool:
@@ -249,7 +258,8 @@ def _file_rule(
     """The deny or ask rule on a file the line's redirections open, if any."""
     for access in line.files:
         tool = _FILE_TOOLS[access.action]
-        if access.path is None:
+        request = _file_request(access, project_root)
+        if request is None:
             # A file not known before the line runs: only a rule on every file covers it.
             found = next(
                 (
@@ -260,7 +270,7 @@ def _file_rule(
                 None,
             )
         else:
-            found = find_rule(rules, action, _file_request(access, project_root), project_root)
+            found = find_rule(rules, action, request, project_root)
         if found is not None:
             return found
     return None
@@ -268,18 +278,26 @@ def _file_rule(
 
 def _file_allowed(rules: Sequence[Rule], access: FileAccess, project_root: str) -> bool:
     """True when the file rules allow what the redirection ``access`` does, as they would the tool's."""
-    if access.path is None:
-        return False
     request = _file_request(access, project_root)
+    if request is None:
+        return False
     if access.action == "read" and not request.outside_project:
         return True  # reading inside the project is allowed by default
     return find_rule(rules, "allow", request, project_root) is not None
 
 
-def _file_request(access: FileAccess, project_root: str) -> PermissionRequest:
-    """The request the ``write`` or ``view`` tool would make for the file a redirection opens."""
-    path = os.path.expanduser(access.path or "")
-    real = os.path.realpath(os.path.join(project_root, path))
+def _file_request(access: FileAccess, project_root: str) -> PermissionRequest | None:
+    """The request the ``write`` or ``view`` tool would make for the file a redirection opens.
+
+    None when the file is not known before the line runs: its path is not, or it leads through
+    the shell's own state (``/proc/self/cwd``, ``/dev/fd/3``: see :func:`shell_independent_realpath`).
+    """
+    if access.path is None:
+        return None
+    path = os.path.expanduser(access.path)
+    real = shell_independent_realpath(os.path.join(os.path.abspath(project_root), path))
+    if real is None:
+        return None
     tool = _FILE_TOOLS[access.action]
     return PermissionRequest(
         tool,

@@ -1,7 +1,8 @@
 """The models of one process: a role or ``provider:model`` to a built model, each built once.
 
 A local model is loaded in memory only once however many agents use it; the notice that the
-embedded model was chosen (no model configured, no API key set) is given once.
+embedded model was chosen (no model configured, no API key set) is given once, and so is the one
+that a model has no reasoning option for its ``thinking`` setting.
 """
 
 from __future__ import annotations
@@ -47,12 +48,18 @@ class ModelBuilder:
         return model_config
 
     def build(self, model_config: ModelConfig, env: Mapping[str, str]) -> BuiltModel:
-        """Build a model once per process: a local model is loaded in memory only once."""
+        """Build a model once per process: a local model is loaded in memory only once.
+
+        A ``thinking`` setting the model cannot apply is named once, when it is built.
+        """
         key = model_config.model_dump_json()
         built = self._built.get(key)
         if built is None:
             built = build_model(model_config, self._settings, env=env, on_progress=self.notify)
             self._built[key] = built
+            notice = thinking_not_applied(built, model_config)
+            if notice is not None:
+                self.notify(notice)
         return built
 
     def choose(self, choice: str, env: Mapping[str, str]) -> BuiltModel:
@@ -60,3 +67,20 @@ class ModelBuilder:
         if choice in ("large", "small"):
             return self.build(self.config(choice, env), env)
         return self.build(ModelConfig(model=choice), env)
+
+
+def thinking_not_applied(built: BuiltModel, model_config: ModelConfig) -> str | None:
+    """The notice that ``built`` has no reasoning option for the configured ``thinking``, or None.
+
+    pydantic-ai drops ``thinking`` for a model whose profile supports none (``openai:gpt-4o-mini``),
+    with no word to anyone; ``thinking = false`` asks for nothing, so it is never named.
+    """
+    if not model_config.thinking:
+        return None
+    profile = built.model.profile
+    if profile.get("supports_thinking", False) or profile.get("thinking_always_enabled", False):
+        return None
+    return (
+        f"{built.name} has no reasoning option, so thinking = {model_config.thinking!r} is not applied "
+        "to it; remove thinking from its [models] entry, or choose a reasoning model"
+    )

@@ -163,15 +163,17 @@ class MessageStore:
         """The position and text of each request that started a run with a prompt, in order.
 
         Read by SQLite from the stored JSON (the mark is :func:`prompt_metadata`); the text is
-        the request's last part (prompts queued before it come first).
+        the request's last part (prompts queued before it come first), the text items of a
+        prompt that carries images too.
         """
         rows = self._db.fetch_all(
-            "SELECT seq, json_extract(data, '$[0].parts[#-1].content') FROM messages"
+            "SELECT seq, json_extract(data, '$[0].parts[#-1].content'),"
+            " json_type(data, '$[0].parts[#-1].content') FROM messages"
             " WHERE session_id = ? AND kind = 'request' AND instr(data, '\"prompt\"') > 0"
             " AND json_extract(data, '$[0].metadata.nestor.prompt') = 1 ORDER BY seq",
             (session_id,),
         )
-        return [(row[0], row[1] if isinstance(row[1], str) else str(row[1] or "")) for row in rows]
+        return [(row[0], _prompt_text(row[1], row[2])) for row in rows]
 
     def export_rows(self, session_id: str) -> builtins.list[StoredRow]:
         """Return a session's rows as stored: seq, kind, the message's JSON, the usage's JSON, time.
@@ -224,3 +226,11 @@ class MessageStore:
                 f"{(str(exc).splitlines() or [type(exc).__name__])[0]}",
                 hint=f"it may come from another nestor version; if the file is damaged, {MOVE_ASIDE_HINT}",
             ) from exc
+
+
+def _prompt_text(content: Any, json_type: str | None) -> str:
+    """A stored prompt's text: the content itself, or the text items of a list (images left out)."""
+    if json_type != "array":
+        return content if isinstance(content, str) else str(content or "")
+    items: list[Any] = json.loads(content)
+    return "\n".join(item for item in items if isinstance(item, str))

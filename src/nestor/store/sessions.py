@@ -411,6 +411,16 @@ class SessionStore:
         if self._db.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount == 0:
             raise _not_found(session_id)
 
+    def delete_if_unused(self, session_id: str) -> bool:
+        """Delete an unused session (no holder, request, message nor sub-agent); True if it was."""
+        deleted = self._db.execute(
+            "DELETE FROM sessions WHERE id = ?1 AND lease_pid IS NULL AND requests = 0"
+            " AND NOT EXISTS (SELECT 1 FROM messages WHERE session_id = ?1)"
+            " AND NOT EXISTS (SELECT 1 FROM sessions WHERE parent_id = ?1)",
+            (session_id,),
+        )
+        return deleted.rowcount > 0
+
     def _session(self, row: sqlite3.Row) -> Session:
         """The session of a ``SELECT *`` row; ``running`` becomes ``interrupted`` when its holder is gone."""
         session = Session.from_row(row)

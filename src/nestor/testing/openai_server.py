@@ -97,7 +97,10 @@ class ServerReply:
         text: The assistant text (may be empty).
         tool_calls: Tool calls after the text; several are parallel calls.
         usage: Usage to report; ``None`` reports a rough estimate from the request and reply sizes.
-        finish_reason: Overrides the finish reason (``tool_calls`` with calls, otherwise ``stop``).
+        finish_reason: Overrides the finish reason (``tool_calls`` with calls, otherwise ``stop``);
+            ``content_filter`` is how a provider's filter ends a reply.
+        refusal: The model's refusal, sent in OpenAI's ``refusal`` field (streamed in ``chunks``
+            pieces) after the text, as OpenAI does when a model declines.
         chunks: How many stream chunks the text is split into.
         args_chunks: How many stream chunks each call's arguments are split into.
         delay: Seconds to wait before responding.
@@ -113,6 +116,7 @@ class ServerReply:
     tool_calls: tuple[ServerToolCall, ...] = ()
     usage: ServerUsage | None = None
     finish_reason: str | None = None
+    refusal: str = ""
     chunks: int = 1
     args_chunks: int = 1
     delay: float = 0.0
@@ -129,14 +133,18 @@ ServerStepSource: TypeAlias = ServerStep | Callable[[dict[str, Any]], ServerStep
 
 
 def first_user_text(body: dict[str, Any]) -> str:
-    """The first user message of a chat-completions request body (its JSON when not plain text).
+    """The text of the first user message of a chat-completions request body.
 
     What a step function usually routes on: a sub-agent's task, or the main agent's first prompt.
+    A message in parts (a prompt with an image) gives the text of its ``text`` parts, one per line.
     """
     for message in body.get("messages", []):
         if message.get("role") == "user":
             content = message.get("content")
-            return content if isinstance(content, str) else json.dumps(content)
+            if isinstance(content, str):
+                return content
+            parts = [part for part in content or [] if isinstance(part, dict)]
+            return "\n".join(str(part.get("text", "")) for part in parts if part.get("type") == "text")
     return ""
 
 
@@ -151,6 +159,7 @@ def step_to_json(step: ServerStep) -> dict[str, Any]:
         for name in (
             "text",
             "finish_reason",
+            "refusal",
             "chunks",
             "args_chunks",
             "delay",
@@ -216,6 +225,8 @@ class _Completion:
             for call_id, c in zip(self.call_ids, self.step.tool_calls, strict=True)
         ]
         message: dict[str, Any] = {"role": "assistant", "content": self.step.text or None}
+        if self.step.refusal:
+            message["refusal"] = self.step.refusal
         if tool_calls:
             message["tool_calls"] = tool_calls
         choice = {"index": 0, "message": message, "finish_reason": self.finish_reason, "logprobs": None}
@@ -226,6 +237,7 @@ class _Completion:
         deltas: list[dict[str, Any]] = [
             {"content": piece} for piece in split_evenly(self.step.text, self.step.chunks)
         ]
+        deltas += [{"refusal": piece} for piece in split_evenly(self.step.refusal, self.step.chunks)]
         for index, (call_id, tool_call) in enumerate(zip(self.call_ids, self.step.tool_calls, strict=True)):
             fragments = split_evenly(tool_call.arguments_json(), self.step.args_chunks) or [""]
             function = {"name": tool_call.name, "arguments": fragments[0]}

@@ -201,6 +201,21 @@ def git_listed_files(directory: Path) -> list[str] | None:
     return [name for name in listed if name not in ignored]
 
 
+def git_ignored(directory: Path, paths: list[str]) -> set[str]:
+    """Which of ``paths`` (relative to ``directory``) git's ignore rules ignore; none when git cannot say.
+
+    git lists no FIFO, socket or device (``ls-files`` sees only files and links), but its ignore
+    rules still apply to them by name.
+    """
+    if not paths:
+        return set()
+    listed = b"".join(os.fsencode(path) + b"\0" for path in paths)
+    done = run_git(directory, "check-ignore", "-z", "--stdin", "--no-index", stdin=listed)
+    if done is None:
+        return set()
+    return {os.fsdecode(name) for name in done.stdout.split(b"\0") if name}
+
+
 def _git_ls_files(directory: Path, *flags: str) -> list[str] | None:
     done = run_git(directory, "ls-files", "-z", *flags)
     if done is None or not done.ok:

@@ -8,7 +8,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nestor.core.errors import ToolError
-from nestor.core.files import FileTooLargeError, UnsafeFileError, read_bounded_bytes, write_regular_file
+from nestor.core.files import (
+    FileTooLargeError,
+    LinkInPathError,
+    UnsafeFileError,
+    read_bounded_bytes,
+    write_regular_file,
+)
 
 MAX_TEXT_FILE_BYTES = 5 * 1024 * 1024
 BINARY_SNIFF_BYTES = 8192
@@ -47,23 +53,28 @@ class TextFile:
         return (UTF8_BOM if self.has_bom else b"") + text.encode("utf-8")
 
 
-def read_text_file(path: Path, shown_as: str) -> TextFile:
+def read_text_file(path: Path, shown_as: str, *, resolved: bool = True) -> TextFile:
     """Read ``path`` as UTF-8 text, refusing what a model should not see as text.
 
     Args:
         path: An absolute path.
         shown_as: How to name the file in error messages.
+        resolved: ``path`` is the resolved path a permission judged (``ToolContext.resolve``): it
+            is read without following any link. False resolves it first (a path a server named).
 
     Raises:
-        ToolError: The file is missing, a directory, a FIFO or device, over 5 MB, binary or not UTF-8.
+        ToolError: The file is missing, a directory, a FIFO or device, over 5 MB, binary or not UTF-8,
+            or a link appeared in its path after it was judged.
 
     """
     if path.is_dir():
         raise ToolError(f"{shown_as} is a directory, not a file; use the ls tool to list it.")
     try:
-        data = read_bounded_bytes(path, limit_bytes=MAX_TEXT_FILE_BYTES, whole=True).data
+        data = read_bounded_bytes(path, limit_bytes=MAX_TEXT_FILE_BYTES, whole=True, resolved=resolved).data
     except FileNotFoundError:
         raise missing_file_error(path, shown_as) from None
+    except LinkInPathError as exc:
+        raise link_error("read", shown_as, exc) from None
     except UnsafeFileError as exc:
         raise special_file_error(shown_as, exc.kind, "only regular files can be read") from None
     except FileTooLargeError as exc:
@@ -85,6 +96,14 @@ def read_text_file(path: Path, shown_as: str) -> TextFile:
             "or in another encoding, which this tool cannot read."
         ) from None
     return TextFile(text=text, has_bom=has_bom)
+
+
+def link_error(verb: str, shown_as: str, error: LinkInPathError) -> ToolError:
+    """The error for a path a command changed into a link after its permission was checked."""
+    return ToolError(
+        f"Cannot {verb} {shown_as}: {error.strerror}, so nothing was done (a command may be changing "
+        "it); look at it again before retrying."
+    )
 
 
 def special_file_error(shown_as: str, kind: str | None, what_to_do: str) -> ToolError:
@@ -156,15 +175,19 @@ def unified_diff(before: str, after: str, shown_as: str) -> str:
 
 
 def write_bytes(path: Path, data: bytes, shown_as: str) -> None:
-    """Write ``data`` to ``path``, creating missing parent directories.
+    """Write ``data`` to the resolved ``path`` a permission judged, creating missing parent directories.
+
+    No link is followed on the way, so the write lands at that path or nowhere.
 
     Raises:
-        ToolError: A parent is a file, the file is a FIFO or device, or it cannot be written.
+        ToolError: A parent is a file, the file is a FIFO or device, a link appeared in its path,
+            or it cannot be written.
 
     """
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_regular_file(path, data)
+        write_regular_file(path, data, resolved=True, make_parents=True)
+    except LinkInPathError as exc:
+        raise link_error("write", shown_as, exc) from None
     except UnsafeFileError as exc:
         raise ToolError(
             f"Cannot write {shown_as}: it is {exc.kind or 'a special file'}, not a regular file; "

@@ -53,7 +53,11 @@ def _drop_event(_event: Event) -> None:
 
 @dataclass(slots=True)
 class ToolContext:
-    """Everything a tool call may use besides its arguments.
+    """Everything a tool call may use besides its arguments (one context per call).
+
+    A path is resolved once per call (:meth:`resolve`): the permission judges that real path, and
+    the tool then opens that same path without following links (:mod:`nestor.core.files`), so a
+    command that swaps a link in between makes the call fail rather than land elsewhere.
 
     Attributes:
         project_root: The project's root; relative paths resolve against it.
@@ -77,6 +81,7 @@ class ToolContext:
     scratch_dir: Path | None = None
     withholds: Callable[[PermissionRequest], bool] = _withhold_nothing
     _real_root: tuple[Path, Path, str] | None = field(default=None, init=False, repr=False, compare=False)
+    _resolved: dict[str, Path] = field(default_factory=dict[str, Path], init=False, repr=False, compare=False)
 
     def real_root(self) -> Path:
         """The project root with symlinks resolved (worked out once: grep asks for every file found)."""
@@ -91,11 +96,18 @@ class ToolContext:
         return cached[1], cached[2]
 
     def resolve(self, path: str) -> Path:
-        """Resolve ``path`` (absolute, ``~``-relative or project-relative) to an absolute path."""
-        candidate = Path(path).expanduser()
-        if not candidate.is_absolute():
-            candidate = self.project_root / candidate
-        return candidate.resolve()
+        """Resolve ``path`` (absolute, ``~``-relative or project-relative) to a real, absolute path.
+
+        The first answer for a path is kept for the rest of the call: what the permission judged
+        is what the tool opens, whatever links change meanwhile.
+        """
+        known = self._resolved.get(path)
+        if known is None:
+            candidate = Path(path).expanduser()
+            if not candidate.is_absolute():
+                candidate = self.project_root / candidate
+            known = self._resolved[path] = candidate.resolve()
+        return known
 
     def is_inside_project(self, path: Path) -> bool:
         """Return True when the resolved ``path`` lies within the project root."""

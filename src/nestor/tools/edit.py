@@ -10,7 +10,14 @@ from pydantic import BaseModel, Field
 
 from nestor.core.errors import ToolError
 from nestor.tools._text import TextFile, missing_file_error, read_text_file, unified_diff, write_bytes
-from nestor.tools.base import PermissionRequest, Tool, ToolContext, ToolResult, path_permission
+from nestor.tools.base import (
+    PermissionRequest,
+    Tool,
+    ToolContext,
+    ToolResult,
+    WithheldFilter,
+    path_permission,
+)
 from nestor.tools.editor_files import EditorFiles, editor_text, write_text
 
 if TYPE_CHECKING:
@@ -56,7 +63,11 @@ class EditTool(Tool[EditParams]):
         else:
             result = await apply_edit_in_editor(self._files, path, params, shown_as)
         # Where a language server runs, the model sees the problems its change brought in.
-        return result if self._lsp is None else await self._lsp.annotate(result, path, shown_as)
+        return (
+            result
+            if self._lsp is None
+            else await self._lsp.annotate(result, path, shown_as, WithheldFilter("diagnostics", ctx))
+        )
 
 
 def apply_edit(path: Path, params: EditParams, shown_as: str) -> ToolResult:

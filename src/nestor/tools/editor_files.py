@@ -9,12 +9,14 @@ Without an editor, or for what it does not offer, the disk is used as ever.
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
 from nestor.core.errors import ToolError
-from nestor.tools._text import TextFile, special_file_error, write_bytes
+from nestor.core.files import DIRECTORY_FLAGS, LinkInPathError, open_no_links
+from nestor.tools._text import TextFile, link_error, special_file_error, write_bytes
 
 
 class EditorFiles(Protocol):
@@ -74,10 +76,16 @@ async def write_text(
 
 
 def _prepare(path: Path, shown_as: str) -> None:
-    """Refuse what the disk write would refuse (a FIFO, a device), and make the missing directories."""
+    """Refuse what the disk write would refuse (a FIFO, a device), and make the missing directories.
+
+    The directories are made without following a link (``path`` is the resolved one its permission
+    judged); the editor then writes the file by its path.
+    """
     if path.exists() and not path.is_file():
         raise special_file_error(shown_as, None, "write to a regular file instead")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        os.close(open_no_links(path.parent, DIRECTORY_FLAGS, make_parents=True))
+    except LinkInPathError as exc:
+        raise link_error("write", shown_as, exc) from None
     except OSError as exc:
         raise ToolError(f"Cannot write {shown_as}: {exc.strerror or exc}.") from None

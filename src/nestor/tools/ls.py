@@ -1,9 +1,14 @@
-"""The ``ls`` tool: a directory as an indented tree, minus what nobody wants to read."""
+"""The ``ls`` tool: a directory as an indented tree, minus what nobody wants to read.
+
+A FIFO, socket or device is listed too, marked with what it is (the file tools refuse to read one),
+also inside a git work tree, where git lists only files and links.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import os
+import stat
 from collections import defaultdict, deque
 from pathlib import Path
 
@@ -12,7 +17,7 @@ from pydantic import BaseModel, Field
 from nestor.core.errors import ToolError
 from nestor.core.files import file_kind
 from nestor.tools._globbing import GlobPattern, compile_glob
-from nestor.tools._search import git_listed_files
+from nestor.tools._search import git_ignored, git_listed_files
 from nestor.tools._text import missing_file_error
 from nestor.tools.base import Tool, ToolContext, ToolResult
 
@@ -21,8 +26,13 @@ SKIPPED_NAMES = frozenset(
     {".git", "node_modules", "__pycache__", ".venv", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".tox"}
 )
 
-Entries = dict[str, bool]
-"""Relative ``/``-separated path -> whether it is a directory."""
+Entries = dict[str, str]
+"""Relative ``/``-separated path -> what follows its name: ``/`` for a directory, "" for a file, or what
+kind of file it is when it is not a regular one (a FIFO, a socket, a device)."""
+DIRECTORY = "/"
+FILE = ""
+_MOST_SPECIAL = 100
+"""The most FIFOs, sockets and devices looked for beside what git lists (each is asked about)."""
 
 
 class LsParams(BaseModel):
@@ -93,22 +103,40 @@ def _walk_breadth_first(directory: Path, ignore: list[GlobPattern], limit: int) 
     queue: deque[str] = deque([""])
     while queue:
         parent = queue.popleft()
-        try:
-            with os.scandir(directory / parent) as scan:
-                children = sorted(scan, key=lambda entry: entry.name)
-        except OSError:
-            continue
-        for child in children:
-            relative = f"{parent}/{child.name}" if parent else child.name
-            is_dir = child.is_dir(follow_symlinks=False)
-            if _is_excluded(relative, is_dir, ignore):
+        for name, marker in _scan(directory / parent):
+            relative = f"{parent}/{name}" if parent else name
+            if _is_excluded(relative, marker == DIRECTORY, ignore):
                 continue
             if len(entries) == limit:
                 return entries, True
-            entries[relative] = is_dir
-            if is_dir:
+            entries[relative] = marker
+            if marker == DIRECTORY:
                 queue.append(relative)
     return entries, False
+
+
+def _scan(folder: Path) -> list[tuple[str, str]]:
+    """The names in ``folder`` with their markers (links are files: not followed), by name."""
+    found: list[tuple[str, str]] = []
+    try:
+        with os.scandir(folder) as scan:
+            for entry in scan:
+                try:
+                    mode = entry.stat(follow_symlinks=False).st_mode
+                except OSError:
+                    continue
+                found.append((entry.name, _marker(mode)))
+    except OSError:
+        return []
+    return sorted(found)
+
+
+def _marker(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return DIRECTORY
+    if stat.S_ISREG(mode) or stat.S_ISLNK(mode):
+        return FILE
+    return f"  ({file_kind(mode)}, not a regular file: view cannot read it)"
 
 
 def _entries_from_git(
@@ -116,15 +144,15 @@ def _entries_from_git(
 ) -> tuple[Entries, bool]:
     candidates: Entries = {}
     for name in listed:
-        is_dir = name.endswith("/")
+        marker = DIRECTORY if name.endswith("/") else FILE
         name = name.rstrip("/")
         # git keeps listing tracked files that were deleted from the work tree.
         if not os.path.lexists(directory / name):
             continue
-        candidates[name] = is_dir
+        candidates[name] = marker
         parent = name.rpartition("/")[0]
         while parent and parent not in candidates:
-            candidates[parent] = True
+            candidates[parent] = DIRECTORY
             parent = parent.rpartition("/")[0]
     excluded: dict[str, bool] = {}
 
@@ -132,15 +160,33 @@ def _entries_from_git(
         if relative not in excluded:
             parent = relative.rpartition("/")[0]
             excluded[relative] = (bool(parent) and excluded_with_ancestors(parent)) or _is_excluded(
-                relative, candidates[relative], ignore
+                relative, candidates[relative] == DIRECTORY, ignore
             )
         return excluded[relative]
 
-    kept = sorted(
-        (name for name in candidates if not excluded_with_ancestors(name)),
-        key=lambda name: (name.count("/"), name),
-    )
+    def by_depth(name: str) -> tuple[int, str]:
+        return name.count("/"), name
+
+    kept = sorted((name for name in candidates if not excluded_with_ancestors(name)), key=by_depth)
+    shown_folders = ["", *(name for name in kept[:limit] if candidates[name] == DIRECTORY)]
+    special = _special_files(directory, shown_folders, ignore)
+    candidates |= special
+    kept = sorted([*kept, *special], key=by_depth)
     return {name: candidates[name] for name in kept[:limit]}, len(kept) > limit
+
+
+def _special_files(directory: Path, folders: list[str], ignore: list[GlobPattern]) -> Entries:
+    """The FIFOs, sockets and devices in ``folders`` that git would not ignore (git lists none)."""
+    found: Entries = {}
+    for folder in folders:
+        for name, marker in _scan(directory / folder):
+            relative = f"{folder}/{name}" if folder else name
+            if marker not in (DIRECTORY, FILE) and not _is_excluded(relative, False, ignore):
+                found[relative] = marker
+            if len(found) == _MOST_SPECIAL:
+                break
+    ignored = git_ignored(directory, list(found))
+    return {name: marker for name, marker in found.items() if name not in ignored}
 
 
 def render_tree(root_label: str, entries: Entries) -> list[str]:
@@ -152,13 +198,15 @@ def render_tree(root_label: str, entries: Entries) -> list[str]:
     stack = list(reversed(_ordered_children(children[""], entries, 1)))
     while stack:
         relative, depth = stack.pop()
-        is_dir = entries[relative]
-        lines.append(f"{'  ' * depth}{relative.rpartition('/')[2]}{'/' if is_dir else ''}")
-        if is_dir:
+        marker = entries[relative]
+        lines.append(f"{'  ' * depth}{relative.rpartition('/')[2]}{marker}")
+        if marker == DIRECTORY:
             stack.extend(reversed(_ordered_children(children[relative], entries, depth + 1)))
     return lines
 
 
 def _ordered_children(names: list[str], entries: Entries, depth: int) -> list[tuple[str, int]]:
-    ordered = sorted(names, key=lambda name: (not entries[name], name.rpartition("/")[2].lower(), name))
+    ordered = sorted(
+        names, key=lambda name: (entries[name] != DIRECTORY, name.rpartition("/")[2].lower(), name)
+    )
     return [(name, depth) for name in ordered]

@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 
 from nestor.core.errors import ToolError
 from nestor.tools._text import read_text_file, split_lines
-from nestor.tools.base import Tool, ToolContext, ToolResult
+from nestor.tools.base import Tool, ToolContext, ToolResult, WithheldFilter
 from nestor.tools.editor_files import EditorFiles, editor_text
 from nestor.tools.ls import LsParams, LsTool
 
@@ -123,7 +123,10 @@ class DiagnosingViewTool(ViewTool):
             from nestor.tools.lsp.diagnostics import render_diagnostics
 
             problems = await self._lsp.file_diagnostics(path)
-            result.content += "\n\nDiagnostics:\n" + render_diagnostics({path: problems}, ctx)
+            visible = WithheldFilter("diagnostics", ctx)
+            rendered = render_diagnostics({path: problems}, ctx, visible)
+            note = visible.note()
+            result.content += "\n\nDiagnostics:\n" + rendered + (f"\n{note}" if note else "")
         return result
 
 

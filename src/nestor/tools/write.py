@@ -12,7 +12,14 @@ from pydantic import BaseModel, Field
 from nestor.core.errors import ToolError
 from nestor.core.files import read_bounded_bytes
 from nestor.tools._text import MAX_TEXT_FILE_BYTES, unified_diff, write_bytes
-from nestor.tools.base import PermissionRequest, Tool, ToolContext, ToolResult, path_permission
+from nestor.tools.base import (
+    PermissionRequest,
+    Tool,
+    ToolContext,
+    ToolResult,
+    WithheldFilter,
+    path_permission,
+)
 from nestor.tools.editor_files import EditorFiles, write_text
 
 if TYPE_CHECKING:
@@ -48,7 +55,11 @@ class WriteTool(Tool[WriteParams]):
             result = await asyncio.to_thread(write_file, path, params.content, shown_as)
         else:
             result = await write_file_in_editor(self._files, path, params.content, shown_as)
-        return result if self._lsp is None else await self._lsp.annotate(result, path, shown_as)
+        return (
+            result
+            if self._lsp is None
+            else await self._lsp.annotate(result, path, shown_as, WithheldFilter("diagnostics", ctx))
+        )
 
 
 def write_file(path: Path, content: str, shown_as: str) -> ToolResult:

@@ -166,16 +166,16 @@ def fs_capabilities() -> ClientCapabilities:
 
 @asynccontextmanager
 async def nestor_acp(
-    client: RecordingClient, repo: Path, env: dict[str, str], *args: str
+    client: RecordingClient, repo: Path, env: dict[str, str], *args: str, model: str = "openai-chat:gpt-4o"
 ) -> AsyncIterator[acp.ClientSideConnection]:
-    """``nestor acp`` running in ``repo``, connected to ``client`` through the SDK."""
+    """``nestor acp`` running in ``repo`` with ``model``, connected to ``client`` through the SDK."""
     async with acp.spawn_agent_process(
         client,
         sys.executable,
         "-m",
         "nestor",
         "--model",
-        "openai-chat:gpt-4o",
+        model,
         "acp",
         *args,
         env=env,

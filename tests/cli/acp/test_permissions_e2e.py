@@ -86,6 +86,28 @@ async def test_accept_edits_writes_without_asking_but_still_asks_for_commands(tm
     assert not (repo / "made.txt").exists()
 
 
+@pytest.mark.parametrize("mode", ["accept_edits", "yolo"])
+async def test_no_mode_answers_a_write_into_the_git_dir_by_itself(tmp_path: Path, mode: str) -> None:
+    # A hook or core.fsmonitor written into .git runs at the user's next git, outside any sandbox:
+    # the editor's user is asked, whatever the mode.
+    hook = {"path": ".git/hooks/post-checkout", "content": "#!/bin/sh\ntouch pwned\n"}
+    setting = {"path": ".git/config", "content": "[core]\n\tfsmonitor = touch pwned\n"}
+    script = [
+        ServerReply(tool_calls=(ServerToolCall("write", hook), ServerToolCall("write", setting))),
+        ServerReply(tool_calls=(ServerToolCall("write", {"path": "notes.md", "content": "hi\n"}),)),
+        ServerReply(text="done."),
+    ]
+    client, _server, _stop, repo = await run_prompt(tmp_path, script, ["reject", "reject"], mode=mode)
+
+    assert sorted(question["toolCall"]["rawInput"]["target"] for question in client.questions) == [
+        str(repo / ".git" / "config"),
+        str(repo / ".git" / "hooks" / "post-checkout"),
+    ]
+    assert not (repo / ".git" / "hooks" / "post-checkout").exists()
+    assert "fsmonitor" not in (repo / ".git" / "config").read_text()
+    assert (repo / "notes.md").read_text() == "hi\n"  # an ordinary edit is still the mode's to answer
+
+
 async def test_yolo_asks_nothing_but_an_ask_rule_still_asks_and_a_deny_rule_refuses(tmp_path: Path) -> None:
     repo = git_repo(
         tmp_path / "repo",

@@ -10,6 +10,7 @@ import pytest
 from nestor.testing import ScriptedOpenAIServer, ServerReply, ServerToolCall
 from tests.cli.acp.support import RecordingClient, acp_env, nestor_acp
 from tests.cli.support import git_repo
+from tests.server_routes import Route, router
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -27,6 +28,7 @@ async def test_initialize_negotiates_the_version_down_and_says_what_nestor_offer
     assert capabilities is not None and capabilities.load_session is True
     assert capabilities.prompt_capabilities is not None
     assert capabilities.prompt_capabilities.embedded_context is True
+    assert capabilities.prompt_capabilities.image is True and not capabilities.prompt_capabilities.audio
     sessions = capabilities.session_capabilities
     assert sessions is not None
     assert sessions.list is not None and sessions.resume is not None and sessions.fork is not None
@@ -87,3 +89,34 @@ async def test_an_edit_streams_its_tool_call_with_a_diff_after_the_editor_allowe
     assert question["options"][1]["name"] == "Allow for this session: edit(" + path + ")"
     finished = client.of_kind("tool_call_update")[-1]
     assert finished["status"] == "completed" and finished["content"] == [diff]
+
+
+async def test_a_refusal_ends_the_turn_as_refusal_and_the_session_goes_on(tmp_path: Path) -> None:
+    repo = git_repo(tmp_path / "repo", {"README.md": "# demo\n"})
+    client = RecordingClient()
+    refusal = "I'm sorry, I can't help with that."
+    # One conversation: every request starts with its first prompt.
+    replies: list[ServerReply | Route] = [
+        ServerReply(refusal=refusal),
+        ServerReply(finish_reason="content_filter"),
+        ServerReply(text="Fine."),
+    ]
+    routes: dict[str, list[ServerReply | Route]] = {"USER": replies}
+    with ScriptedOpenAIServer(router(routes)) as server:
+        async with nestor_acp(client, repo, acp_env(tmp_path, server)) as conn:
+            await conn.initialize(protocol_version=1)
+            session = await conn.new_session(cwd=str(repo))
+            refused = await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("USER: bad")])
+            shown = client.text()
+            filtered = await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("also bad")])
+            after = await conn.prompt(
+                session_id=session.session_id, prompt=[acp.text_block("something else")]
+            )
+
+    assert (refused.stop_reason, filtered.stop_reason, after.stop_reason) == (
+        "refusal",
+        "refusal",
+        "end_turn",
+    )
+    assert shown == refusal  # the refusal is the answer the editor shows
+    assert client.text().endswith("Fine.")

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic_ai.messages import (
+    BinaryContent,
     ModelRequest,
     ModelResponse,
     TextPart,
@@ -118,6 +119,14 @@ def other_updates() -> dict[str, Any]:
         ModelResponse(parts=[ToolCallPart("view", {"path": "src/app.py"}, tool_call_id="call_1")]),
         ModelRequest(parts=[ToolReturnPart("view", "     1\tdef greet(): ...", tool_call_id="call_1")]),
         ModelResponse(parts=[TextPart(content="It greets.")]),
+        ModelRequest(
+            parts=[
+                UserPromptPart(
+                    content=["and on this screenshot?", BinaryContent(b"\x89PNG", media_type="image/png")]
+                )
+            ]
+        ),
+        ModelResponse(parts=[TextPart(content="The same greeting.")]),
     ]
     options = config_options("ask", {"large": "openai-chat:gpt-4o", "small": None}, ["local:qwen"])
     return {

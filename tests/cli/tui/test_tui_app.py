@@ -276,3 +276,23 @@ async def test_while_several_agents_run_the_transcript_is_redrawn_only_with_the_
     assert len(tui.live_tree.agents) == 3
     assert while_crowded == []
     assert afterwards == ["Meanwhile, the main agent writes."]
+
+
+async def test_tab_from_the_tree_returns_to_the_prompt_after_an_agent_was_shown(tmp_path: Path) -> None:
+    # Tab then Enter on an agent, then Tab: the focus went to the conversation and its tool calls,
+    # what was typed was lost, and it took three more Tabs to reach the prompt.
+    script = [ServerReply(tool_calls=(ServerToolCall("ls", {}),)), ServerReply(text="listed")]
+    async with running_tui(tmp_path, script) as running:
+        tui = running.tui
+        await running.send("list the files")
+        await running.until(lambda: tui.live_tree.agents[tui.live_tree.main_id].state == "done")
+        await running.until(lambda: bool(tui.pane.query(ToolCallView)))
+        await running.pilot.press("tab")
+        assert tui.focused is tui.agent_panel
+        await running.pilot.press("enter")
+        await running.pilot.press("tab")
+        await running.pilot.press("h", "i")
+        assert tui.focused is tui.editor
+        assert tui.editor.text == "hi"
+        await running.pilot.press("shift+tab")  # the transcript's tool calls stay in reach
+        assert isinstance(tui.focused, ToolCallView)

@@ -6,9 +6,10 @@ from pathlib import Path
 
 from textual.widgets import OptionList
 
+from nestor.app import App
 from nestor.cli.tui.dialogs import SessionPicker
-from nestor.cli.tui.transcript import Note, TextBlock
-from nestor.testing import ServerReply, first_user_text
+from nestor.cli.tui.transcript import Note, TextBlock, ToolBlock
+from nestor.testing import ServerReply, ServerToolCall, first_user_text
 from tests.cli.tui.support import Running, running_tui
 from tests.server_routes import Route, router
 
@@ -107,7 +108,10 @@ async def test_sessions_opens_the_picker_and_resume_continues_a_session(tmp_path
 
 
 async def test_the_session_picker_resumes_the_session_chosen_with_enter(tmp_path: Path) -> None:
-    routes: dict[str, list[ServerReply | Route]] = {"remember": [ServerReply(text="first answer")]}
+    # It showed the resumed main agent as 'idle · 0 tools · 0 tok · cost unknown', and no history.
+    routes: dict[str, list[ServerReply | Route]] = {
+        "remember": [ServerReply(tool_calls=(ServerToolCall("ls", {}),)), ServerReply(text="first answer")]
+    }
     async with running_tui(tmp_path, router(routes)) as running:
         tui = running.tui
         first = await answered_then_cleared(running)
@@ -121,5 +125,42 @@ async def test_the_session_picker_resumes_the_session_chosen_with_enter(tmp_path
         assert first in listed
         picker.query_one(OptionList).highlighted = listed.index(first)
         await running.pilot.press("enter")
-        await running.until(lambda: tui.controller.conversation.session_id == first)
-        assert tui.live_tree.main_id == first
+        # The controller switches first, the screen follows it after (the history read from the store).
+        await running.until(lambda: tui.live_tree.main_id == first)
+        assert tui.controller.conversation.session_id == first
+        stored = tui.nestor.sessions.get(first).usage
+        main = tui.live_tree.agents[first]
+        assert (main.tools, main.usage.total_tokens, main.usage.cost_usd) == (
+            1,
+            stored.total_tokens,
+            stored.cost_usd,
+        )
+        assert stored.total_tokens > 0
+        entries = tui.transcripts[first].entries
+        assert [entry.text for entry in entries if isinstance(entry, TextBlock)] == [
+            "remember this",
+            "first answer",
+        ]
+        [call] = [entry for entry in entries if isinstance(entry, ToolBlock)]
+        assert (call.name, call.outcome) == ("ls", "success")
+        await running.until(lambda: len(tui.pane.children) == len(entries))  # on screen too
+
+
+async def test_a_session_left_before_its_first_prompt_is_not_kept(tmp_path: Path) -> None:
+    async with running_tui(tmp_path, [ServerReply(text="hi")]) as running:
+        tui = running.tui
+        settings = tui.nestor.settings
+        unused = tui.controller.conversation.session_id
+        await running.send("/clear")
+        await running.until(lambda: tui.controller.conversation.session_id != unused)
+        assert unused not in {session.id for session in tui.nestor.project_sessions()}
+        await running.send("hello")
+        await running.until(lambda: tui.live_tree.agents[tui.live_tree.main_id].state == "done")
+        used = tui.controller.conversation.session_id
+        await running.send("/clear")
+        await running.until(lambda: tui.controller.conversation.session_id != used)
+    reopened = App.open(settings)
+    try:
+        assert [session.id for session in reopened.project_sessions()] == [used]
+    finally:
+        reopened.close()

@@ -2,27 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import httpx2
-import pytest
-from pydantic_ai.models.openai import OpenAIChatModel
-from pydantic_ai.providers.openai import OpenAIProvider
 
 from nestor.core.events import Retrying
 from nestor.testing import HTTPErrorReply, ScriptedOpenAIServer, ServerReply, ServerToolCall
-from tests.runtime.support import EchoTool, Harness
-
-
-@pytest.fixture
-async def client() -> AsyncIterator[httpx2.AsyncClient]:
-    async with httpx2.AsyncClient() as http:
-        yield http
-
-
-def model_for(server: ScriptedOpenAIServer, client: httpx2.AsyncClient) -> OpenAIChatModel:
-    provider = OpenAIProvider(base_url=server.base_url, api_key="test", http_client=client)
-    return OpenAIChatModel("gpt-4o", provider=provider)
+from tests.runtime.support import EchoTool, Harness, openai_model
 
 
 async def test_rate_limit_server_error_and_dropped_stream_are_retried(
@@ -35,7 +19,7 @@ async def test_rate_limit_server_error_and_dropped_stream_are_retried(
         ServerReply(text="complete answer", chunks=3),
     ]
     with ScriptedOpenAIServer(script) as server:
-        agent = harness.agent(model_for(server, client))
+        agent = harness.agent(openai_model(server, client))
         agent.setup.model_settings = {"max_retries": 0}
         result = await agent.run("hello")
         assert len(server.requests) == 4
@@ -54,7 +38,7 @@ async def test_tool_round_trip_and_usage_over_http(harness: Harness, client: htt
         ServerReply(text="pong"),
     ]
     with ScriptedOpenAIServer(script) as server:
-        agent = harness.agent(model_for(server, client), [EchoTool()])
+        agent = harness.agent(openai_model(server, client), [EchoTool()])
         agent.setup.model_settings = {"max_retries": 0}
         result = await agent.run("ping it")
         tool_message = next(m for m in server.requests[1]["messages"] if m["role"] == "tool")
@@ -69,7 +53,7 @@ async def test_errors_that_cannot_succeed_are_reported_without_retrying(
 ) -> None:
     script = [HTTPErrorReply(401, body={"error": {"message": "Incorrect API key provided", "type": "auth"}})]
     with ScriptedOpenAIServer(script) as server:
-        agent = harness.agent(model_for(server, client))
+        agent = harness.agent(openai_model(server, client))
         agent.setup.model_settings = {"max_retries": 0}
         result = await agent.run("hello")
     assert result.is_error and "Incorrect API key provided" in result.text and "401" in result.text
@@ -85,7 +69,7 @@ async def test_a_stream_that_stalls_is_given_up_after_the_idle_timeout_and_retri
         ServerReply(text="complete answer", chunks=3),
     ]
     with ScriptedOpenAIServer(script) as server:
-        agent = harness.agent(model_for(server, client))
+        agent = harness.agent(openai_model(server, client))
         agent.setup.model_settings = {"max_retries": 0}
         agent.setup.stream_idle_timeout_s = 0.3
         result = await agent.run("hello")
@@ -100,7 +84,7 @@ async def test_a_stream_that_stalls_twice_ends_the_run_with_one_clear_line(
 ) -> None:
     stall = ServerReply(text="never finished", chunks=4, stall_after_chunks=1)
     with ScriptedOpenAIServer([stall, stall, ServerReply(text="not asked")]) as server:
-        agent = harness.agent(model_for(server, client))
+        agent = harness.agent(openai_model(server, client))
         agent.setup.model_settings = {"max_retries": 0}
         agent.setup.stream_idle_timeout_s = 0.3
         result = await agent.run("hello")

@@ -169,3 +169,23 @@ async def test_with_nobody_to_ask_an_unapproved_server_is_named_once_with_the_co
         "`nestor mcp approve mine` shows its definition and approves it"
     ]
     assert not (tmp_path / "server.pid").exists()
+
+
+async def test_a_tools_list_naming_one_of_its_servers_tools_gets_only_that_one(tmp_path: Path) -> None:
+    pid_file = tmp_path / "server.pid"
+    harness = TreeHarness(tmp_path, models={})
+    text = agent_file(pid_file).replace(
+        "persist: false\n", "persist: false\ntools: [write, mcp__mine__echo]\n"
+    )
+    harness.write_agent("asker", text)
+    Approver(harness)
+    model = scripted()
+    policy = PermissionPolicy.from_config(["mcp__mine__echo"], [], [], project_root=str(tmp_path))
+    main = harness.main(model, policy=policy)
+    try:
+        await main.run("USER: go")
+    finally:
+        await harness.factory.close()
+
+    [child_request, *_] = [request for request in model.requests if "CHILD" in str(request.messages)]
+    assert [name for name in child_request.tool_names if name.startswith("mcp__")] == ["mcp__mine__echo"]

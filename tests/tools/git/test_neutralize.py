@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from nestor.core.errors import ToolError
 from nestor.tools.base import ToolContext
 from nestor.tools.bash import BashParams, BashTool
-from nestor.tools.git.neutralize import neutral_value, neutralizing_environment
+from nestor.tools.git.neutralize import MAX_GIT_DIRS, neutral_value, neutralizing_environment
 from nestor.tools.sandbox.policy import SandboxPolicy
 from tests.hostile_repos import ATTACKS, Attack, build, git
 
@@ -86,3 +87,15 @@ def test_which_keys_are_neutralized() -> None:
     assert neutral_value("core.autocrlf") is None
     assert neutral_value("include.path") is None
     assert neutral_value("user.name") is None
+
+
+async def test_a_repository_with_too_many_git_dirs_runs_no_command(tmp_path: Path) -> None:
+    # Past the bound, a git dir's settings would go unlisted: the command is refused, in one line.
+    directory, _ = build(ATTACKS["fsmonitor"], tmp_path)
+    for index in range(MAX_GIT_DIRS):
+        module = directory / ".git" / "modules" / f"m{index}"
+        module.mkdir(parents=True)
+        (module / "HEAD").write_text("ref: refs/heads/main\n")
+
+    with pytest.raises(ToolError, match="more than 256 git dirs"):
+        await neutralizing_environment(directory)

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from nestor.tools.git.runner import run_git, run_git_async
+from nestor.tools.git.location import Repository
+from nestor.tools.git.runner import gitlinks, run_git, run_git_async, submodule_trees
 from nestor.tools.sandbox.detect import Availability, detect_blocking
 from tests.hostile_repos import ATTACKS, Attack, build, committed_repo, git, touch_content
 
@@ -185,3 +186,16 @@ async def test_a_commondir_planted_while_a_command_runs_is_not_read(tmp_path: Pa
     assert all(done is not None for done in results[1:])
     assert not marker.exists()
     (repo / ".git" / "commondir").unlink()
+
+
+async def test_the_submodules_of_the_whole_repository_are_found_from_a_folder_of_it(tmp_path: Path) -> None:
+    # git status recurses into every submodule of the repository, wherever it is run from.
+    directory, _ = build(ATTACKS["nested submodules"], tmp_path)
+    (directory / "pkg").mkdir()
+
+    trees = await submodule_trees(directory / "pkg")
+
+    assert trees == (directory.resolve() / "sub",)
+    assert await gitlinks(Repository(directory / "sub", directory / "sub/.git", directory / "sub/.git")) == (
+        "deep/inner",
+    )

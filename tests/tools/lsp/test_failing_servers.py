@@ -26,10 +26,8 @@ with open(sys.argv[1], "a") as runs:
 sys.stderr.write("boom: this server always crashes\\n")
 sys.exit(3)
 """
-CRASHING_ON_OPEN = """
+READ_MESSAGE = """
 import json, sys
-with open(sys.argv[1], "a") as runs:
-    runs.write("run\\n")
 
 def read():
     length = 0
@@ -43,6 +41,13 @@ def read():
         if name.lower() == "content-length":
             length = int(value)
     return json.loads(sys.stdin.buffer.read(length))
+"""
+"""A scripted server's ``read()``: the next JSON-RPC message from stdin (exits at its end)."""
+CRASHING_ON_OPEN = (
+    READ_MESSAGE
+    + """
+with open(sys.argv[1], "a") as runs:
+    runs.write("run\\n")
 
 while True:
     message = read()
@@ -54,6 +59,7 @@ while True:
         sys.stderr.write("crashing on didOpen\\n")
         sys.exit(3)
 """
+)
 SILENT = """
 import os, sys
 with open(sys.argv[1], "a") as runs:

@@ -1,9 +1,10 @@
 """Stored conversations over ACP: the updates ``session/load`` replays before it answers, and forks.
 
-The whole history goes, in order: the user's prompts, the main agent's text and reasoning, each
-tool call with its card and outcome (full results, which the live preview cuts), and each
-sub-agent's tool calls inside the ``task`` call that started it, tagged with ``_meta.nestor`` as
-they were live. A compaction's summary is not replayed: the messages it summarised are.
+The whole history goes, in order: the user's prompts (their images as image blocks), the main
+agent's text and reasoning, each tool call with its card and outcome (full results, which the live
+preview cuts), and each sub-agent's tool calls inside the ``task`` call that started it, tagged
+with ``_meta.nestor`` as they were live. A compaction's summary is not replayed: the messages it
+summarised are.
 
 Loaded only by ``session/load`` and ``session/fork``: reading messages brings in pydantic-ai.
 """
@@ -17,11 +18,13 @@ from typing import TYPE_CHECKING, Any
 from acp.schema import (
     AgentMessageChunk,
     AgentThoughtChunk,
+    ImageContentBlock,
     TextContentBlock,
     ToolCallProgress,
     UserMessageChunk,
 )
 from pydantic_ai.messages import (
+    BinaryContent,
     ModelMessage,
     ModelRequest,
     ModelResponse,
@@ -37,6 +40,7 @@ from nestor.app.records import MessageStore, SessionStore, compaction_mark, open
 from nestor.cli.acp.tool_calls import ToolContent, describe_call, text_content, tool_call_start
 from nestor.config.settings import Settings
 from nestor.core.errors import NestorError
+from nestor.core.prompts import prompt_text
 
 if TYPE_CHECKING:
     from nestor.cli.acp.session import AcpSession
@@ -83,8 +87,8 @@ def replay(
                     yield tool_call_start(call_id(part.tool_call_id), view, args, meta)
         elif isinstance(message, ModelRequest):
             for part in message.parts:
-                if isinstance(part, UserPromptPart) and main and isinstance(part.content, str):
-                    yield UserMessageChunk(session_update="user_message_chunk", content=_text(part.content))
+                if isinstance(part, UserPromptPart) and main:
+                    yield from _user_prompt(part)
                 elif isinstance(part, ToolReturnPart | RetryPromptPart) and part.tool_call_id in names:
                     name, args = names[part.tool_call_id]
                     acp_id = call_id(part.tool_call_id)
@@ -129,6 +133,22 @@ def _args(part: ToolCallPart) -> dict[str, Any]:
 
 def _text(text: str) -> TextContentBlock:
     return TextContentBlock(type="text", text=text)
+
+
+def _user_prompt(part: UserPromptPart) -> Iterator[UserMessageChunk]:
+    """A prompt as the editor sent it: its text, and each image as an image block."""
+    items = [part.content] if isinstance(part.content, str) else part.content
+    for item in items:
+        if isinstance(item, BinaryContent) and item.is_image:
+            content: TextContentBlock | ImageContentBlock = ImageContentBlock(
+                type="image", data=item.base64, mime_type=item.media_type
+            )
+        else:
+            text = prompt_text([item], name_files=True)
+            if not text:
+                continue
+            content = _text(text)
+        yield UserMessageChunk(session_update="user_message_chunk", content=content)
 
 
 def replay_session(opened: AcpSession) -> list[Any]:

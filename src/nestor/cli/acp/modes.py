@@ -3,8 +3,8 @@
 The modes decide only the questions the permission rules leave to the user, never the rules or the
 sandbox: ``ask`` sends every question to the editor; ``accept_edits`` answers "allow once" to a
 question about changing a file inside the project; ``yolo`` to every question, as ``--yolo`` does.
-A deny rule still refuses, an ask rule still asks, in every mode, and ``bash`` still runs in the
-sandbox.
+A deny rule still refuses, an ask rule still asks, in every mode, and so does a write into a git
+dir (which ``--yolo`` asks about too); ``bash`` still runs in the sandbox.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def is_mode(value: str) -> bool:
     return value in MODES
 
 
-def answers_itself(mode: ModeId, request: PermissionRequest, rule: str | None) -> bool:
+def answers_itself(mode: ModeId, request: PermissionRequest, rule: str | None, *, must_ask: bool) -> bool:
     """True when ``mode`` answers "allow once" to this question without the editor.
 
     Args:
@@ -61,9 +61,11 @@ def answers_itself(mode: ModeId, request: PermissionRequest, rule: str | None) -
         request: What the call asks for.
         rule: The ask rule that raised the question, if one did: then the user wrote down that
             they want to be asked, and every mode asks.
+        must_ask: nestor asks this whatever allows it (a write into a git dir, where a hook or a
+            setting would run at the user's next git): every mode asks.
 
     """
-    if rule is not None:
+    if rule is not None or must_ask:
         return False
     if mode == "yolo":
         return True

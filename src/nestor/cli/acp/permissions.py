@@ -7,7 +7,7 @@ but an allow is a refusal: a cancelled prompt, an error from the client, no answ
 :data:`ANSWER_TIMEOUT_S`. A question withdrawn by nestor (its run was stopped) stops waiting.
 
 Only the session's mode answers without the editor (:func:`~nestor.cli.acp.modes.answers_itself`),
-and only the questions no ask rule raised.
+and only the questions no ask rule raised and nestor does not mark as a person's to answer.
 """
 
 from __future__ import annotations
@@ -109,7 +109,8 @@ class PermissionBridge:
                 # mode answers it, as --yolo and --trust approve no server either.
                 yes_no = "session" not in event.choices
                 rule = asked.rule if asked is not None else None
-                if not yes_no and answers_itself(self._mode(), event.request, rule):
+                must_ask = asked is None or asked.must_ask  # unannounced: the editor's to answer
+                if not yes_no and answers_itself(self._mode(), event.request, rule, must_ask=must_ask):
                     self._conversation.answer(event.request_id, "once")
                     return
                 call_id = self._translator.call_id(event.agent_id, asked.tool_call_id) if asked else ""

@@ -22,7 +22,7 @@ from nestor.cli.acp.editor_files import client_files
 from nestor.cli.acp.modes import ModeId
 from nestor.cli.acp.outbox import Outbox
 from nestor.cli.acp.permissions import PermissionBridge
-from nestor.cli.acp.prompt import commands_update, prompt_text, slash_command
+from nestor.cli.acp.prompt import commands_update, prompt_content, slash_command
 from nestor.cli.acp.updates import UpdateTranslator
 from nestor.cli.formatting import counted, usage_summary
 from nestor.config.settings import Settings
@@ -38,6 +38,7 @@ _STOP_REASONS: dict[str, Any] = {
     "max_iterations": "max_turn_requests",
     "token_budget": "max_tokens",
     "cancelled": "cancelled",
+    "refusal": "refusal",
     # The agent said why in its last message: the turn ended, not the protocol.
     "timeout": "end_turn",
     "loop": "end_turn",
@@ -119,8 +120,8 @@ class AcpSession:
 
     async def prompt(self, blocks: list[Any]) -> PromptResponse:
         """Run one prompt to completion (background agents included) and say why it ended."""
-        text = prompt_text(blocks)
-        command = slash_command(text)
+        prompt = prompt_content(blocks)
+        command = slash_command(prompt) if isinstance(prompt, str) else None
         if command is not None:
             await self._command(*command)
             return PromptResponse(stop_reason="end_turn")
@@ -129,7 +130,7 @@ class AcpSession:
         self._cancelled = False
         self.translator.new_prompt()
         try:
-            outcome = await self.conversation.run_to_completion(text)
+            outcome = await self.conversation.run_to_completion(prompt)
         finally:
             self.outbox.put(self.usage_update(), key="usage")
             await self.outbox.flush()

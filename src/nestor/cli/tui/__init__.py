@@ -82,9 +82,11 @@ async def build_tui(
         open_conversation=open_conversation,
         prompter=None,
         project_root=str(nestor.settings.project_root),
+        options=options,
+        sessions=nestor,
     )
     await controller.open(session)
-    return NestorTui(nestor, controller, lines, options, clock=clock or time.time, redraw_s=redraw_s)
+    return NestorTui(nestor, controller, lines, clock=clock or time.time, redraw_s=redraw_s)
 
 
 async def tui_main(

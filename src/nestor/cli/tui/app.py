@@ -24,11 +24,12 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Label
 
 from nestor.cli.formatting import turn_summary
-from nestor.cli.tui.commands import TUI_COMMANDS, TUI_KEYS, LineSink, agents_command, models_text
+from nestor.cli.tui.commands import TUI_COMMANDS, TUI_KEYS, LineSink
 from nestor.cli.tui.dialogs import PermissionScreen, SessionPicker, ask_yes_or_no
 from nestor.cli.tui.live_tree import LiveTree
 from nestor.cli.tui.panes import AgentTreePanel, ConversationPane, StatusBar, TodoPanel
 from nestor.cli.tui.prompt_editor import PromptEditor
+from nestor.cli.tui.stored import SHOWN_MESSAGES, stored_transcript
 from nestor.cli.tui.transcript import TextBlock, Transcript
 from nestor.core.events import (
     AgentFinished,
@@ -43,7 +44,6 @@ from nestor.core.usage import format_cost
 if TYPE_CHECKING:
     from nestor.app import App as NestorApp
     from nestor.app import Conversation
-    from nestor.cli.options import CommonOptions
     from nestor.cli.repl_controller import ReplController
     from nestor.core.permission import PermissionAnswer
 
@@ -83,7 +83,6 @@ class NestorTui(App[int]):
         nestor: The app: sessions for the picker, events to subscribe to.
         controller: Sends prompts, runs the REPL's commands; already :meth:`~ReplController.open`.
         lines: Where the controller's renderer prints; its lines become notes of the main transcript.
-        options: The command line's flags, for ``/agents`` and ``/model``.
         clock: The time (tests pass a fixed one, so elapsed times and spinners are drawn the same).
         tick_s: How often queued events are applied, a permission question shown and, while at
             most one agent runs, the transcript on screen redrawn.
@@ -105,7 +104,6 @@ class NestorTui(App[int]):
         nestor: NestorApp,
         controller: ReplController,
         lines: LineSink,
-        options: CommonOptions,
         *,
         clock: Callable[[], float] = time.time,
         tick_s: float = 0.08,
@@ -115,7 +113,6 @@ class NestorTui(App[int]):
         self.nestor = nestor
         self.controller = controller
         self._lines = lines
-        self._options = options
         self._clock = clock
         self._tick_s = tick_s
         self._pending: list[Event] = []
@@ -171,9 +168,7 @@ class NestorTui(App[int]):
     # -- the tick ---------------------------------------------------------------------------
 
     async def _tick(self) -> None:
-        if self.controller.conversation is not self._shown:  # after /undo, /rewind, /fork
-            self._reset(self.controller.conversation)
-            await self.show_agent(self.live_tree.main_id)
+        await self._follow_conversation()  # after /undo, /rewind, /fork
         queued, self._pending[:] = list(self._pending), []
         for event in queued:
             self._apply(event)
@@ -292,8 +287,8 @@ class NestorTui(App[int]):
         name = text.split(maxsplit=1)[0].lower()
         argument = text.split(maxsplit=1)[1] if len(text.split(maxsplit=1)) > 1 else ""
         main = self._transcript(self.live_tree.main_id)
-        if name in TUI_COMMANDS or name == "/help":
-            await self._command(name, argument, main)
+        if name in ("/help", "/theme", "/sessions") or (name == "/resume" and not argument):
+            await self._command(name, main)
             return
         if not name.startswith("/") and not self.controller.busy:
             main.add(TextBlock(text, user=True))  # a queued prompt is shown by its PromptQueued event
@@ -301,50 +296,32 @@ class NestorTui(App[int]):
         if not await self.controller.handle_line(text):
             self.exit(0)
             return
-        if self.controller.conversation is not before:  # /clear
-            self._reset(self.controller.conversation)
-            await self.show_agent(self.live_tree.main_id)
+        if self.controller.conversation is not before:  # /clear, /resume
+            await self._follow_conversation()
         if self.shown_agent_id != self.live_tree.main_id:
             await self.show_agent(self.live_tree.main_id)
 
-    async def _command(self, name: str, argument: str, main: Transcript) -> None:
+    async def _command(self, name: str, main: Transcript) -> None:
         if name == "/help":
             commands = {**self.controller.command_help(), **TUI_COMMANDS}
             main.note("\n".join(f"{command:<10} {text}" for command, text in commands.items()), "")
             main.note(TUI_KEYS)
-        elif name == "/agents":
-            main.note(agents_command(self._options, argument), "")
-        elif name == "/model":
-            main.note(models_text(self._options, self.controller.conversation.model), "")
         elif name == "/theme":
             self.action_toggle_theme()
-        elif name == "/resume" and argument:
-            await self._resume(argument)
         else:
-            picker = SessionPicker(self.nestor.project_sessions(), self.controller.conversation.session_id)
-            self.push_screen(picker, self._picked)
+            sessions = self.controller.sessions.listing()
+            self.push_screen(SessionPicker(sessions, self.controller.conversation.session_id), self._picked)
 
     async def _picked(self, session_id: str | None) -> None:
         if session_id is not None and session_id != self.controller.conversation.session_id:
-            await self._resume(session_id)
+            await self.controller.sessions.resume(session_id)
+            await self._follow_conversation()
 
-    async def _resume(self, session_id: str) -> None:
-        main = self._transcript(self.live_tree.main_id)
-        if self.controller.busy:
-            main.note("a run is in progress: stop it with Esc first, then /resume", "yellow")
-            return
-        from nestor.core.errors import NestorError
-
-        previous = self.controller.conversation
-        try:
-            session = self.nestor.sessions.get(session_id)
-            await self.controller.open(session)
-        except NestorError as exc:
-            main.note(f"error: {exc.message}" + (f"\nhint: {exc.hint}" if exc.hint else ""), "red")
-            return
-        previous.close()
-        self._reset(self.controller.conversation)
-        await self.show_agent(self.live_tree.main_id)
+    async def _follow_conversation(self) -> None:
+        """Show the controller's conversation when a command changed it (/clear, /resume)."""
+        if self.controller.conversation is not self._shown:
+            self._reset(self.controller.conversation)
+            await self.show_agent(self.live_tree.main_id)
 
     async def on_agent_tree_panel_selected(self, message: AgentTreePanel.Selected) -> None:
         """Enter on an agent of the tree shows its transcript."""
@@ -384,6 +361,10 @@ class NestorTui(App[int]):
             self._exit_armed = True
             self.notify("press Ctrl-C again to exit", timeout=2)
 
+    def action_focus_prompt(self) -> None:
+        """Put the focus back in the prompt (Tab in the agent tree)."""
+        self.editor.focus()
+
     def action_toggle_theme(self) -> None:
         """Switch between the dark and the light theme."""
         self.theme = "textual-light" if self.theme == "textual-dark" else "textual-dark"
@@ -399,6 +380,12 @@ class NestorTui(App[int]):
         main_id = conversation.session_id
         self.live_tree = LiveTree(main_id, conversation.is_background, self._clock)
         self.transcripts: dict[str, Transcript] = {main_id: Transcript()}
+        stored = conversation.message_count
+        if stored:  # a resumed session: its history and its usage so far
+            earlier = max(stored - SHOWN_MESSAGES, 0)
+            messages = self.nestor.messages.list(main_id, since=earlier)
+            self.transcripts[main_id], tools = stored_transcript(messages, earlier)
+            self.live_tree.resumed(tools, conversation.session().usage)
         self.shown_agent_id = ""
         self._title = conversation.session().title
         self._drawn_version = -1

@@ -151,6 +151,12 @@ class LiveTree:
         self.version = 0
         self.structure = 0
 
+    def resumed(self, tools: int, usage: Usage) -> None:
+        """Start the main agent's counters from its stored session: earlier prompts' tool calls and usage."""
+        root = self.agents[self.main_id]
+        root.tools, root.usage = tools, usage
+        self.version += 1
+
     def get(self, agent_id: str) -> LiveAgent | None:
         """The agent with this id, if its start was seen."""
         return self.agents.get(agent_id)

@@ -43,7 +43,14 @@ _STATE_STYLES = {
 
 
 class ConversationPane(VerticalScroll):
-    """One agent's transcript: Markdown text (streamed), tool calls as collapsible blocks, notes."""
+    """One agent's transcript: Markdown text (streamed), tool calls as collapsible blocks, notes.
+
+    It follows its end as a terminal does: once its content overflows it is anchored (Textual's
+    ``anchor``), so it stays at the end at every layout, also one that settles after the content
+    grew (its scrollbar comes and the lines wrap again), until the user scrolls up; scrolling back
+    to the end, or another agent shown, follows again. Content that fits is not anchored: an
+    anchored pane would draw it at the bottom.
+    """
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -51,28 +58,34 @@ class ConversationPane(VerticalScroll):
         self._widgets: list[Widget] = []
         self._shown_text: list[int] = []
 
+    def _follow(self) -> None:
+        """Anchor the pane when its content overflows it, and let go when it fits again (laid out)."""
+        overflowing = self.max_scroll_y > 0
+        if overflowing != self.is_anchored:
+            self.anchor(overflowing)
+
     async def show(self, transcript: Transcript) -> None:
         """Draw ``transcript`` from its start (another agent was selected)."""
         self.transcript = transcript
         transcript.take_changes()
+        self.anchor(False)
         await self.remove_children()
         self._widgets, self._shown_text = [], []
         await self._append(range(len(transcript.entries)))
         self.scroll_end(animate=False)
+        self.call_after_refresh(self._follow)
 
     async def sync(self) -> None:
         """Draw what changed in the transcript since the last call."""
+        self._follow()  # the layout of the last changes has settled by now
         changed = self.transcript.take_changes()
         if not changed:
             return
-        at_end = self.scroll_y >= self.max_scroll_y - 1
         new = sorted(index for index in changed if index >= len(self._widgets))
-        grown = bool(new)
         for index in sorted(changed - set(new)):
-            grown = await self._update(index) or grown
+            await self._update(index)
         await self._append(new)
-        if at_end and grown:  # follow the end, as a terminal does; a finished call's line grows nothing
-            self.scroll_end(animate=False)
+        self.call_after_refresh(self._follow)
 
     async def _append(self, indices: Sequence[int] | range) -> None:
         widgets: list[Widget] = []
@@ -85,19 +98,16 @@ class ConversationPane(VerticalScroll):
         if widgets:
             await self.mount_all(widgets)
 
-    async def _update(self, index: int) -> bool:
-        """Redraw one entry; True when it may have grown (text streamed, a result expanded)."""
+    async def _update(self, index: int) -> None:
+        """Redraw one entry (text streamed, a call ended)."""
         entry, widget = self.transcript.entries[index], self._widgets[index]
         if isinstance(entry, TextBlock) and isinstance(widget, Markdown):
             added = entry.text[self._shown_text[index] :]
             self._shown_text[index] = len(entry.text)
             if added:
                 await widget.append(added)
-            return bool(added)
-        if isinstance(entry, ToolBlock) and isinstance(widget, ToolCallView):
+        elif isinstance(entry, ToolBlock) and isinstance(widget, ToolCallView):
             widget.show(entry)
-            return widget.expanded
-        return False
 
 
 def _entry_widget(entry: TextBlock | ToolBlock | Note) -> Widget:
@@ -170,7 +180,8 @@ class AgentTreePanel(ScrollView, can_focus=True):
     Drawn line by line (Textual's line API) from strips cached by their text: a redraw renders only
     the lines that changed and never asks for a new layout unless agents were added, so redrawing
     twenty running agents a few times a second costs the agents little. Up and Down move the
-    highlight; Enter posts :class:`AgentTreePanel.Selected`.
+    highlight; Enter posts :class:`AgentTreePanel.Selected`; Tab goes back to the prompt (the
+    app's ``focus_prompt`` action).
     """
 
     BORDER_TITLE = "agents"
@@ -180,6 +191,8 @@ class AgentTreePanel(ScrollView, can_focus=True):
         Binding("home", "move(-1000000)", "first agent", show=False),
         Binding("end", "move(1000000)", "last agent", show=False),
         Binding("enter", "select", "show its transcript", show=False),
+        # Tab moves between the prompt and the tree: not on through the transcript's tool calls.
+        Binding("tab", "app.focus_prompt", "back to the prompt", show=False),
     ]
 
     class Selected(Message):

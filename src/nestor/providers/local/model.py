@@ -77,7 +77,9 @@ class LocalModel(Model):
         settings: ModelSettings | None = None,
         call_first: bool = False,
     ) -> None:
-        super().__init__(settings=settings)
+        # It reads text only: a prompt with an image is refused before it is sent (the kernel's
+        # prompt_files.py), not answered as if the image were not there.
+        super().__init__(settings=settings, profile={"supports_image_input": False})
         self.engine = engine
         self.template = template
         self.call_first = call_first

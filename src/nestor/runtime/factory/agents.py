@@ -326,7 +326,8 @@ class AgentFactory:
             approve=approve,
         )
         self._own_servers[session_id] = servers
-        names = allowed_mcp_tools(await servers.tool_names(), spec, parent.setup.policy, self.catalogue)
+        wanted = [name for name in await servers.tool_names() if spec.wants(name)]
+        names = allowed_mcp_tools(wanted, spec, parent.setup.policy, self.catalogue)
         return servers.tools(names)
 
     def release(self, agent_id: str) -> None:

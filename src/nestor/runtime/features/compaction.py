@@ -34,6 +34,7 @@ from pydantic_ai.settings import ModelSettings
 
 from nestor.core.errors import ModelRequestError
 from nestor.core.events import Compacted, CompactionStarted, ErrorEvent
+from nestor.core.prompts import prompt_text
 from nestor.core.tokens import CHARS_PER_TOKEN
 from nestor.providers.build import DEFAULT_CONTEXT_WINDOW
 from nestor.providers.usage import usage_from_response
@@ -175,8 +176,7 @@ def _render(messages: Sequence[ModelMessage], result_chars: int) -> str:
         if isinstance(message, ModelRequest):
             for part in message.parts:
                 if isinstance(part, UserPromptPart):
-                    content = part.content if isinstance(part.content, str) else "[non-text content]"
-                    blocks.append(f"[user]\n{content}")
+                    blocks.append(f"[user]\n{prompt_text(part.content, name_files=True)}")
                 elif isinstance(part, BaseToolReturnPart):
                     content = _cut(part.model_response_str(), result_chars)
                     blocks.append(f"[result of {part.tool_name} ({part.outcome})]\n{content}")

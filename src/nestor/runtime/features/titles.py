@@ -27,6 +27,7 @@ from pydantic_ai.settings import ModelSettings
 
 from nestor.bus import EventBus
 from nestor.core.events import SessionTitled
+from nestor.core.prompts import prompt_text
 from nestor.providers.usage import usage_from_response
 from nestor.runtime.kernel.hooks import Hook, RunState
 from nestor.runtime.kernel.model_call import response_text
@@ -223,10 +224,7 @@ def first_prompt(messages: Sequence[ModelMessage]) -> str:
             continue
         for part in message.parts:
             if isinstance(part, UserPromptPart):
-                content = part.content
-                if isinstance(content, str):
-                    return content
-                return "\n".join(item for item in content if isinstance(item, str))
+                return prompt_text(part.content)
     return ""
 
 

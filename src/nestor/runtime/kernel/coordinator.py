@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 
+from nestor.core.prompts import UserPrompt
 from nestor.runtime.kernel.loop import SessionAgent
 from nestor.runtime.kernel.setup import RunResult
 
@@ -35,7 +36,7 @@ class Coordinator:
         """Return the live agent with ``agent_id``."""
         return self._agents[agent_id]
 
-    def submit(self, agent_id: str, prompt: str | None) -> asyncio.Task[RunResult] | None:
+    def submit(self, agent_id: str, prompt: UserPrompt | None) -> asyncio.Task[RunResult] | None:
         """Start a run of ``prompt``; when the agent is busy, queue it and return None.
 
         ``None`` runs on what the agent has pending (background notices); ignored while busy.
@@ -69,7 +70,7 @@ class Coordinator:
             return None
         return await running
 
-    async def run(self, agent_id: str, prompt: str | None) -> RunResult:
+    async def run(self, agent_id: str, prompt: UserPrompt | None) -> RunResult:
         """Submit ``prompt`` and wait for the run that takes it to end."""
         task = self.submit(agent_id, prompt)
         if task is None:

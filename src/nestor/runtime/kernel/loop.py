@@ -27,6 +27,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.models import ModelRequestParameters
 
 from nestor.core.events import AgentStarted, Compacted, PromptQueued
+from nestor.core.prompts import UserPrompt, prompt_text
 from nestor.core.usage import Usage
 from nestor.runtime.kernel.context import context_tokens, fixed_tokens
 from nestor.runtime.kernel.driver import AgentHost
@@ -44,7 +45,7 @@ from nestor.runtime.kernel.hooks import (
 )
 from nestor.runtime.kernel.model_call import response_text
 from nestor.runtime.kernel.permission_gate import PermissionGate
-from nestor.runtime.kernel.requests import Requests
+from nestor.runtime.kernel.requests import Requests, refusal_stop
 from nestor.runtime.kernel.setup import AgentSetup, RunResult, finish_run
 from nestor.runtime.kernel.tool_runner import ToolRunner
 from nestor.runtime.kernel.tool_schema import tool_definitions
@@ -69,7 +70,7 @@ class SessionAgent:
         gate = PermissionGate(setup.policy, setup.asker, setup.bus, session_id)
         self._tools = ToolRunner(session_id, setup, self._hooks, gate)
         self._requests = Requests(self)
-        self._queue: list[str] = []
+        self._queue: list[UserPrompt] = []
         self._task: asyncio.Task[RunResult] | None = None
         self._cancel_requested = False
         self._cancel_listeners: list[Callable[[], None]] = []
@@ -86,10 +87,11 @@ class SessionAgent:
         """The names of this agent's tools."""
         return list(self._tools.tools)
 
-    def enqueue(self, prompt: str) -> None:
+    def enqueue(self, prompt: UserPrompt) -> None:
         """Queue a prompt sent while busy; the run takes it at its next turn."""
         self._queue.append(prompt)
-        self.setup.bus.publish(PromptQueued(agent_id=self.session_id, prompt=prompt))
+        queued = PromptQueued(agent_id=self.session_id, prompt=prompt_text(prompt, name_files=True))
+        self.setup.bus.publish(queued)
 
     def deliver(self, text: str) -> None:
         """Put ``text`` (a background agent's notice) into the next model request, without an event.
@@ -163,7 +165,7 @@ class SessionAgent:
         self.history.append(message)
         self.setup.messages.append(self.session_id, message, usage=usage, add_to_totals=usage is not None)
 
-    async def run(self, prompt: str | None) -> RunResult:
+    async def run(self, prompt: UserPrompt | None) -> RunResult:
         """Run until the model is done with ``prompt`` (and anything queued meanwhile).
 
         ``None`` runs on what is queued alone (prompts, background notices).
@@ -186,7 +188,7 @@ class SessionAgent:
 
     # -- the loop ---------------------------------------------------------------------------
 
-    async def _run(self, prompt: str | None) -> RunResult:
+    async def _run(self, prompt: UserPrompt | None) -> RunResult:
         setup = self.setup
         state = RunState(agent_id=self.session_id, agent_type=setup.agent_type)
         self._refresh_tools()
@@ -267,6 +269,8 @@ class SessionAgent:
             reminder = action.text if action else None
             response = await self._requests.request(state, self._request_parameters, reminder)
             state.last_text = response_text(response) or state.last_text
+            if (refused := refusal_stop(response)) is not None:
+                return refused
             calls = [part for part in response.parts if isinstance(part, ToolCallPart)]
             if calls:
                 results = await self.run_tool_calls(state, calls)
@@ -332,10 +336,8 @@ class SessionAgent:
 
 
 def _prompt_text(parts: Sequence[ModelRequestPart]) -> str:
-    """The text of a turn's prompts (and queued notices), in order."""
-    return "\n\n".join(
-        part.content for part in parts if isinstance(part, UserPromptPart) and isinstance(part.content, str)
-    )
+    """The text of a turn's prompts (and queued notices), in order; images and files left out."""
+    return "\n\n".join(prompt_text(part.content) for part in parts if isinstance(part, UserPromptPart))
 
 
 def _loop_deadline(deadline: float | None) -> float | None:

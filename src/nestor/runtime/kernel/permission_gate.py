@@ -72,6 +72,13 @@ class PermissionGate:
                 "rules. The user can run it in the interactive REPL or change the rule in nestor.toml. "
                 "Do not retry this call."
             )
+        if self.asker is None and decision.must_ask:
+            return (
+                f"Permission denied: {request.description} ({decision.reason}). This is asked even under "
+                "--yolo or an allow rule, and this is a non-interactive run, so nobody can approve it; the "
+                "user can make the change by hand, or allow it with a rule naming that path. Do not retry "
+                "this call."
+            )
         if self.asker is None:
             return (
                 f"Permission denied: {request.description} ({decision.reason}). This is a non-interactive "
@@ -96,5 +103,6 @@ class PermissionGate:
                 decision=outcome,
                 reason=decision.reason,
                 rule=str(decision.rule) if decision.rule is not None else None,
+                must_ask=decision.must_ask,
             )
         )

@@ -1,28 +1,43 @@
 """The model side of an agent's turns: send the history, count and store the response.
 
 A request compacts first when it would pass the context threshold, and once more (then retries)
-when the provider rejects it as too long; an empty reply is asked again once. Every response is
-counted in the run (budgets, the tree's budget), stored with its usage, and published.
+when the provider rejects it as too long; an empty reply is asked again once. A refusal (the
+provider's content filter or the model's refusal) is kept and ends the run (:func:`refusal_stop`);
+a request whose prompts' files the provider rejected fails, and the next go without them
+(``prompt_files.py``). Every response is counted in the run (budgets, the tree's budget), stored
+with its usage, and published.
 """
 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from pydantic_ai.messages import ModelRequest, ModelResponse, SystemPromptPart, ToolCallPart, UserPromptPart
+from pydantic_ai.messages import (
+    ModelRequest,
+    ModelResponse,
+    SystemPromptPart,
+    TextPart,
+    ToolCallPart,
+    UserPromptPart,
+)
 from pydantic_ai.models import ModelRequestParameters
 
 from nestor.core.errors import ModelRequestError
-from nestor.core.events import ErrorEvent, RequestFinished, Retrying
+from nestor.core.events import ErrorEvent, RequestFinished, Retrying, TextDelta
 from nestor.core.usage import Usage
 from nestor.providers.usage import usage_from_response
 from nestor.runtime.kernel.history import repair as history_repair
-from nestor.runtime.kernel.hooks import RunState
+from nestor.runtime.kernel.hooks import RunState, Stop
 from nestor.runtime.kernel.model_call import ModelCall, is_context_overflow, response_text
+from nestor.runtime.kernel.prompt_files import FILES_LEFT_OUT_HINT, files_rejected, leave_out_files
 
 if TYPE_CHECKING:
     from nestor.runtime.kernel.loop import SessionAgent
+
+REFUSAL_MESSAGE = "The model refused to answer (its provider reported a refusal or its content filter)."
+"""The stop message of a refused run: the run's text ends with it."""
 
 FINAL_TURN_TIMEOUT_S = 120.0
 """Longest wait for the tool-less report a hook asks for after a budget or time stop."""
@@ -45,6 +60,8 @@ class Requests:
         try:
             response = await self._send(parameters, reminder)
         except ModelRequestError as exc:
+            if files_rejected(exc) and leave_out_files(agent.history):
+                raise ModelRequestError(exc.message, hint=FILES_LEFT_OUT_HINT) from exc.__cause__
             if (
                 compactor is None
                 or not is_context_overflow(exc)
@@ -52,6 +69,8 @@ class Requests:
             ):
                 raise
             response = await self._send(parameters, reminder)
+        if response.finish_reason == "content_filter":
+            return self._record_refusal(state, response)
         if _is_empty(response):
             # Neither text nor a tool call: not kept (an empty assistant turn is what some
             # providers reject), but it was paid for. Asked once more, then the run fails.
@@ -114,6 +133,22 @@ class Requests:
         self._agent.append(response, usage=usage)
         self._publish_usage(state, usage)
 
+    def _record_refusal(self, state: RunState, response: ModelResponse) -> ModelResponse:
+        """Keep a refusal like any response; where it has no text, the provider's refusal message is its text.
+
+        OpenAI sends a refusal in a field of its own, which pydantic-ai keeps in the response's
+        ``provider_details``: shown and stored as the answer, the user and the model's next turn see it.
+        """
+        refusal = (response.provider_details or {}).get("refusal")
+        if not response_text(response).strip() and isinstance(refusal, str) and refusal.strip():
+            response = replace(response, parts=[*response.parts, TextPart(content=refusal)])
+            self._agent.setup.bus.publish(TextDelta(agent_id=self._agent.session_id, text=refusal))
+        if _is_empty(response):
+            self._count_unstored(state, response)  # nothing to keep: an empty turn is what providers reject
+        else:
+            self.record(state, response)
+        return response
+
     def _count_unstored(self, state: RunState, response: ModelResponse) -> None:
         """Count a response that is not kept in the history: budgets, totals and events as usual."""
         usage = self._count(state, response)
@@ -161,6 +196,13 @@ class Requests:
         return await call.request(
             messages, agent_id=agent.session_id, publish=setup.bus.publish, stream_text=True
         )
+
+
+def refusal_stop(response: ModelResponse) -> Stop | None:
+    """The stop of a run whose model refused (OpenAI's ``content_filter`` or refusal, Anthropic's)."""
+    if response.finish_reason != "content_filter":
+        return None
+    return Stop("refusal", REFUSAL_MESSAGE)
 
 
 def _is_empty(response: ModelResponse) -> bool:

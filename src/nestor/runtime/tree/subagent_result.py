@@ -16,7 +16,9 @@ from nestor.core.usage import format_cost, format_tokens
 from nestor.runtime.kernel.hooks import Hook, RunState, StopReason
 from nestor.tools.base import ToolResult
 
-TaskStopReason = Literal["completed", "max_turns", "token_budget", "timeout", "cancelled", "loop", "error"]
+TaskStopReason = Literal[
+    "completed", "max_turns", "token_budget", "timeout", "cancelled", "loop", "error", "refusal"
+]
 
 _PATH_ARGS = ("path", "file_path")
 _MAX_FILES = 50

@@ -6,8 +6,18 @@ A repository delivered with its ``.git`` can make an allowed, harmless-looking `
 the user allowed ``git status``, not the repository's script. So before a shell command runs in a
 folder that is not trusted, every such setting of the repository (its own config, its worktree
 config and includes, its submodules') is overridden through ``GIT_CONFIG_COUNT``, which git reads
-above every config file, with a value that runs nothing. The user's own (global, system) settings
-are left alone, and a trusted folder's config applies as it is.
+above every config file (and passes on to the git it starts in a submodule), with a value that runs
+nothing. The user's own (global, system) settings are left alone, and a trusted folder's config
+applies as it is.
+
+The configs are those of every git dir git may open from the repository: its own, those kept in
+``modules/`` (of its git dir and of its common dir), and, recursively, those of the submodules its
+index records (gitlinks) that are populated: a ``.git`` folder in the submodule's own folder (the
+old layout) or a ``.git`` file naming a git dir anywhere, looked for under the folder holding
+``.git`` and under the ``core.worktree`` its config names. Each git dir's keys are listed by
+``git config`` itself pointed at that dir (``GIT_DIR``), so its ``commondir``, worktree config and
+includes count as they will when the command runs. Past :data:`MAX_GIT_DIRS` git dirs the command
+is not run: what is not listed cannot be overridden.
 """
 
 from __future__ import annotations
@@ -16,10 +26,14 @@ import asyncio
 import os
 from pathlib import Path
 
-from nestor.tools.git.location import find_repository, submodule_git_dirs
+from nestor.core.errors import ToolError
+from nestor.tools.git.location import GIT_DIR_NAME, Repository, find_repository, submodule_git_dirs
+from nestor.tools.git.runner import gitlinks
 from nestor.tools.programs import find_program
 
 _LIST_TIMEOUT_S = 10.0
+MAX_GIT_DIRS = 256
+"""The most git dirs (the repository's and its submodules', nested ones included) a command runs with."""
 _NEUTRAL_BY_NAME = {
     "fsmonitor": "false",
     "hookspath": os.devnull,
@@ -56,16 +70,19 @@ def neutral_value(key: str) -> str | None:
 
 
 async def neutralizing_environment(directory: Path) -> dict[str, str]:
-    """``GIT_CONFIG_*`` variables neutralizing the repository's command settings; {} if none or no repo."""
+    """``GIT_CONFIG_*`` variables neutralizing the repository's command settings; {} if none or no repo.
+
+    Raises:
+        ToolError: The repository and its submodules hold more than :data:`MAX_GIT_DIRS` git dirs.
+
+    """
     repository = find_repository(directory)
     if repository is None:
         return {}
     git = find_program("git", outside=repository.work_tree)
     if git is None:
         return {}
-    keys = await _repository_keys(git, directory)
-    for git_dir in submodule_git_dirs(repository.common_dir):
-        keys |= await _file_keys(git, git_dir / "config")
+    keys = await _reachable_keys(git, repository, directory)
     # The hooks a repository arrives with (.git/hooks) run without any setting naming them.
     keys |= {"core.hooksPath", "core.fsmonitor"}
     overrides = sorted((key, value) for key in keys if (value := neutral_value(key)) is not None)
@@ -78,24 +95,73 @@ async def neutralizing_environment(directory: Path) -> dict[str, str]:
     return env
 
 
-async def _repository_keys(git: str, directory: Path) -> set[str]:
-    listed = await _git_config(git, directory, "--list", "--show-scope", "--name-only", "-z")
-    # With -z, each entry is its scope and its name, each ended by a NUL.
-    return {
-        key.lower()
-        for scope, key in zip(listed[::2], listed[1::2], strict=False)
-        if scope in _REPOSITORY_SCOPES
-    }
+async def _reachable_keys(git: str, root: Repository, directory: Path) -> set[str]:
+    """The config keys of every git dir git may open from ``root`` (see the module's docstring)."""
+    worktrees: dict[Path, str | None] = {}  # each git dir listed, and the core.worktree it names
+    walked: set[Path] = set()
+    keys: set[str] = set()
+
+    def count(seen: set[Path] | dict[Path, str | None]) -> None:
+        if len(seen) >= MAX_GIT_DIRS:
+            raise ToolError(
+                f"The command was not run: the repository and its submodules hold more than {MAX_GIT_DIRS}"
+                " git dirs, too many to turn off their settings; trust the folder to run commands there."
+            )
+
+    async def list_keys(git_dir: Path, cwd: Path, *, discovered: bool = False) -> str | None:
+        if git_dir not in worktrees:
+            count(worktrees)
+            # The project's own git is found from the directory, as the command's git finds it.
+            entries = await _repository_entries(git, cwd, None if discovered else git_dir)
+            keys.update(key for key, _ in entries)
+            worktrees[git_dir] = next((value for key, value in entries if key == "core.worktree"), None)
+        return worktrees[git_dir]
+
+    pending = [root]
+    while pending:
+        repository = pending.pop()
+        if repository.work_tree in walked:
+            continue
+        count(walked)
+        walked.add(repository.work_tree)
+        is_root = repository is root
+        worktree = await list_keys(
+            repository.git_dir, directory if is_root else repository.git_dir, discovered=is_root
+        )
+        for modules_of in dict.fromkeys((repository.git_dir, repository.common_dir)):
+            for git_dir in submodule_git_dirs(modules_of):
+                await list_keys(git_dir.resolve(), git_dir)
+        # A submodule is looked for where git looks: under the work tree core.worktree names, if any.
+        bases = dict.fromkeys((repository.work_tree, *((repository.git_dir / worktree,) if worktree else ())))
+        for name in await gitlinks(repository):
+            pending += [submodule for base in bases if (submodule := _populated(base / name)) is not None]
+    return keys
 
 
-async def _file_keys(git: str, config: Path) -> set[str]:
-    listed = await _git_config(
-        git, config.parent, "--file", str(config), "--includes", "--list", "--name-only", "-z"
-    )
-    return set(listed)
+def _populated(tree: Path) -> Repository | None:
+    """The repository whose ``.git`` (folder or file) is in ``tree`` itself, None if there is none."""
+    if not os.path.lexists(tree / GIT_DIR_NAME):
+        return None
+    repository = find_repository(tree)
+    return repository if repository is not None and repository.work_tree == tree.resolve() else None
 
 
-async def _git_config(git: str, cwd: Path, *args: str) -> list[str]:
+async def _repository_entries(git: str, cwd: Path, git_dir: Path | None) -> list[tuple[str, str]]:
+    """A repository's own config entries (key, value): local and worktree scopes, includes followed."""
+    listed = await _git_config(git, cwd, git_dir, "--list", "--show-scope", "-z")
+    # With -z, each entry is its scope ended by a NUL, then its name, a newline and its value
+    # (no newline for a key without a value), ended by a NUL. git writes the section and the name
+    # in lower case and keeps the subsection's case, which an override must match
+    # (filter.Evil.clean is not filter.evil.clean).
+    entries: list[tuple[str, str]] = []
+    for scope, entry in zip(listed[::2], listed[1::2], strict=False):
+        if scope in _REPOSITORY_SCOPES:
+            key, _, value = entry.partition("\n")
+            entries.append((key, value))
+    return entries
+
+
+async def _git_config(git: str, cwd: Path, git_dir: Path | None, *args: str) -> list[str]:
     """``git config ARGS`` (which reads files and runs nothing), with none of the user's config or secrets."""
     env = {
         "PATH": os.environ.get("PATH", ""),
@@ -103,6 +169,8 @@ async def _git_config(git: str, cwd: Path, *args: str) -> list[str]:
         "GIT_CONFIG_GLOBAL": os.devnull,
         "GIT_TERMINAL_PROMPT": "0",
     }
+    if git_dir is not None:
+        env["GIT_DIR"] = str(git_dir)
     try:
         process = await asyncio.create_subprocess_exec(
             git, "config", *args,

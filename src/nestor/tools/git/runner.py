@@ -76,12 +76,17 @@ class GitOutput:
 
 
 def run_git(
-    directory: Path, *args: str, timeout: float = GIT_TIMEOUT_S, sandbox: Availability | None = None
+    directory: Path,
+    *args: str,
+    timeout: float = GIT_TIMEOUT_S,
+    sandbox: Availability | None = None,
+    stdin: bytes | None = None,
 ) -> GitOutput | None:
     """Run ``git ARGS`` for the repository holding ``directory``, from there; None if none or no git.
 
-    ``sandbox`` is the backend to run it under (None: what this machine has). Blocking: call it
-    from a thread (the tools' listings run in ``asyncio.to_thread``).
+    ``sandbox`` is the backend to run it under (None: what this machine has); ``stdin`` is what git
+    reads (``--stdin`` lists), else nothing. Blocking: call it from a thread (the tools' listings run
+    in ``asyncio.to_thread``).
     """
     prepared = _prepare(directory)
     if prepared is None:
@@ -93,7 +98,7 @@ def run_git(
         launch = _sandboxed(availability, repository.work_tree, shown, [git, "-C", str(directory), *args])
         if launch is None:
             return None
-        return _run_blocking(launch, directory, _environment(git_env, launch.env), timeout, None)
+        return _run_blocking(launch, directory, _environment(git_env, launch.env), timeout, stdin)
 
 
 async def run_git_async(
@@ -256,33 +261,43 @@ def _kill_group(group: int) -> None:
         os.killpg(group, signal.SIGKILL)
 
 
-_submodules_seen: dict[tuple[Path, int, int], tuple[Path, ...]] = {}
+_gitlinks_seen: dict[tuple[Path, int, int], tuple[str, ...]] = {}
+_MAX_INDEXES_SEEN = 64
 
 
-async def submodule_trees(directory: Path) -> tuple[Path, ...]:
-    """The work trees of the submodules (gitlinks) the index of the repository holding ``directory`` records.
+async def gitlinks(repository: Repository) -> tuple[str, ...]:
+    """The paths (from its work tree's top) of the submodules (gitlinks) a repository's index records.
 
-    What a ``git status`` there recurses into. Kept per index (path, size, mtime): the index changes
-    only when the user's own git writes it (commands cannot, their ``.git`` being read-only).
+    What a ``git status`` there recurses into, where populated. Kept per index (path, size, mtime):
+    the index changes only when the user's own git writes it (commands cannot, their ``.git``
+    being read-only). An index that cannot be read records none, and is read again next time.
     """
-    repository = find_repository(directory)
-    if repository is None:
-        return ()
     try:
         index = repository.index_file.stat()
     except OSError:
         return ()
     key = (repository.index_file, index.st_size, index.st_mtime_ns)
-    if key not in _submodules_seen:
+    if key not in _gitlinks_seen:
         done = await run_git_async(repository.work_tree, "ls-files", "--stage", "-z")
-        trees: list[Path] = []
-        for entry in done.stdout.split(b"\0") if done is not None and done.ok else []:
+        if done is None or not done.ok:
+            return ()
+        names: list[str] = []
+        for entry in done.stdout.split(b"\0"):
             meta, _, name = entry.partition(b"\t")
             if meta.startswith(b"160000 "):
-                trees.append(repository.work_tree / os.fsdecode(name))
-        _submodules_seen.clear()  # one repository at a time: a process works in one project
-        _submodules_seen[key] = tuple(trees)
-    return _submodules_seen[key]
+                names.append(os.fsdecode(name))
+        if len(_gitlinks_seen) >= _MAX_INDEXES_SEEN:
+            _gitlinks_seen.clear()
+        _gitlinks_seen[key] = tuple(names)
+    return _gitlinks_seen[key]
+
+
+async def submodule_trees(directory: Path) -> tuple[Path, ...]:
+    """The work trees of the submodules (gitlinks) the index of the repository holding ``directory`` has."""
+    repository = find_repository(directory)
+    if repository is None:
+        return ()
+    return tuple(repository.work_tree / name for name in await gitlinks(repository))
 
 
 def _prepare(directory: Path) -> tuple[str, Repository] | None:

@@ -77,12 +77,15 @@ class Scan:
         changed: Each changed path (relative to the project) -> ``A`` (new), ``M`` or ``D``.
         large: Files over the size limit (new or changed): path -> size; never stored.
         nested: Nested repositories (``vendor/x/``): never stored.
+        behind_links: Files of ``changed`` gone because a folder of their path is a link now (``rm -r
+            d; ln -s elsewhere d``): ``D``, whatever is found through the link.
 
     """
 
     changed: dict[str, str] = field(default_factory=dict[str, str])
     large: dict[str, int] = field(default_factory=dict[str, int])
     nested: tuple[str, ...] = ()
+    behind_links: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,23 +194,37 @@ class ShadowRepository:
                 flags[name] = _FLAGS[tag]
         changed: dict[str, str] = {}
         large: dict[str, int] = {}
+        behind: list[str] = []
+        links: dict[str, bool] = {}
         for name, flag in flags.items():
-            if flag != "D" and (self.work_tree / name).is_dir() and not (self.work_tree / name).is_symlink():
+            if _behind_link(self.work_tree, name, links):
+                flag = "D"  # what a link leads to is not the project's: the file is gone from it
+                behind.append(self._relative(name))
+            elif (
+                flag != "D" and (self.work_tree / name).is_dir() and not (self.work_tree / name).is_symlink()
+            ):
                 flag = "D"  # a file that became a folder: git calls it modified
             size = _size(self.work_tree / name) if flag != "D" else 0
             if size > max_file_bytes:
                 large[self._relative(name)] = size
             else:
                 changed[self._relative(name)] = flag
-        return Scan(changed, large, tuple(nested))
+        return Scan(changed, large, tuple(nested), tuple(behind))
 
     async def store(self, index: Path, scan: Scan, previous_tree: str | None) -> str:
         """Record ``scan``'s changes in ``index`` and return the tree of the snapshot.
 
-        Large files are taken out of the index (a snapshot holds no stale copy of them).
+        Large files are taken out of the index (a snapshot holds no stale copy of them), and so are
+        the files behind a folder that is a link now (git's ``update-index`` refuses to look
+        "beyond a symbolic link"), before the link itself is added.
         """
-        update = [self._git_path(path) for path, flag in scan.changed.items() if flag == "D"]
-        update += [self._git_path(path) for path, flag in scan.changed.items() if flag != "D"]
+        behind = set(scan.behind_links)
+        if behind:
+            removed = _nul(self._git_path(path) for path in sorted(behind))
+            await self._git(index, "update-index", "--force-remove", "-z", "--stdin", stdin=removed)
+        changed = {path: flag for path, flag in scan.changed.items() if path not in behind}
+        update = [self._git_path(path) for path, flag in changed.items() if flag == "D"]
+        update += [self._git_path(path) for path, flag in changed.items() if flag != "D"]
         if update and not scan.large:
             output = await self._git(index, _SNAPSHOT_ALIAS, stdin=_nul(update))
             return output.stdout.decode().strip().splitlines()[-1]
@@ -225,9 +242,22 @@ class ShadowRepository:
                 "--stdin",
                 stdin=_nul(map(self._git_path, scan.large)),
             )
-        if not update and not scan.large and previous_tree is not None:
+        if not update and not scan.large and not behind and previous_tree is not None:
             return previous_tree
         return (await self._git(index, "write-tree")).stdout.decode().strip()
+
+    async def changes(self, before: str, after: str) -> dict[str, str]:
+        """What changed in the project between two snapshots' trees: path -> ``A``, ``M`` or ``D``."""
+        output = await self._git(
+            self.index_file(_NO_INDEX), "diff-tree", "-r", "-z", "--no-renames", "--name-status",
+            before, after, *self._pathspec(),
+        )  # fmt: skip
+        fields = output.stdout.split(b"\0")
+        found: dict[str, str] = {}
+        for status, name in zip(fields[::2], fields[1::2], strict=False):
+            if status and name:
+                found[self._relative(os.fsdecode(name))] = {"A": "A", "D": "D"}.get(status.decode()[:1], "M")
+        return found
 
     async def entries(self, tree: str) -> dict[str, Entry]:
         """The project's files in a snapshot: path (relative to the project) -> mode and blob."""
@@ -334,6 +364,26 @@ def _write_atomically(path: Path, text: str) -> None:
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     temporary.write_text(text)
     os.replace(temporary, path)
+
+
+def _behind_link(work_tree: Path, name: str, links: dict[str, bool]) -> bool:
+    """Whether a folder of ``name``'s path is a symbolic link now (``links`` remembers each folder seen)."""
+    folder = ""
+    for part in name.split("/")[:-1]:
+        folder = f"{folder}/{part}" if folder else part
+        if folder not in links:
+            try:
+                links[folder] = stat.S_ISLNK((work_tree / folder).lstat().st_mode)
+            except OSError:
+                links[folder] = False
+        if links[folder]:
+            return True
+    return False
+
+
+def _is_folder(path: Path) -> bool:
+    """Whether ``path`` is a folder itself (not a link to one)."""
+    return path.is_dir() and not path.is_symlink()
 
 
 def _size(path: Path) -> int:

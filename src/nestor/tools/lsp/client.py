@@ -22,7 +22,7 @@ from pygls.lsp.client import LanguageClient
 from pygls.protocol import LanguageServerProtocol
 
 from nestor.core.errors import ToolError
-from nestor.tools.lsp.results import Diagnostic, plain
+from nestor.tools.lsp.results import Diagnostic, plain, uri_to_path
 from nestor.tools.lsp.servers import ServerSpec
 
 _logger = logging.getLogger(__name__)
@@ -204,7 +204,10 @@ class LspClient(LanguageClient):
         capabilities = types.ClientCapabilities(
             text_document=types.TextDocumentClientCapabilities(
                 synchronization=types.TextDocumentSyncClientCapabilities(did_save=True),
-                publish_diagnostics=types.PublishDiagnosticsClientCapabilities(version_support=True),
+                # Related information names the files a problem quotes: each is judged by the read rules.
+                publish_diagnostics=types.PublishDiagnosticsClientCapabilities(
+                    version_support=True, related_information=True
+                ),
                 hover=types.HoverClientCapabilities(
                     content_format=[types.MarkupKind.PlainText, types.MarkupKind.Markdown]
                 ),
@@ -249,6 +252,11 @@ class LspClient(LanguageClient):
                 message=item.message,
                 source=item.source or "",
                 code=str(item.code) if item.code is not None else "",
+                related=tuple(
+                    path
+                    for info in item.related_information or ()
+                    if (path := uri_to_path(info.location.uri)) is not None
+                ),
             )
             for item in params.diagnostics
         ]

@@ -7,7 +7,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from nestor.tools.base import ToolContext, ToolResult, WithheldFilter
-from nestor.tools.lsp.results import Diagnostic
+from nestor.tools.lsp.results import Diagnostic, shown_problems
 from nestor.tools.lsp.tool_base import MAX_PLACES, LspTool
 
 
@@ -35,13 +35,18 @@ class DiagnosticsTool(LspTool[DiagnosticsParams]):
             found = self._lsp.known_diagnostics()
         visible = WithheldFilter(self.name, ctx)
         found = {path: problems for path, problems in found.items() if visible(path)}
-        content = render_diagnostics(found, ctx)
+        content = render_diagnostics(found, ctx, visible)
         note = visible.note()
         return ToolResult(content=f"{content}\n{note}" if note else content, metadata={"files": len(found)})
 
 
-def render_diagnostics(found: dict[Path, list[Diagnostic]], ctx: ToolContext) -> str:
-    """Errors first, then warnings, then the rest, as ``path:line:col: severity: message``, capped."""
+def render_diagnostics(found: dict[Path, list[Diagnostic]], ctx: ToolContext, visible: WithheldFilter) -> str:
+    """Errors first, then warnings, then the rest, as ``path:line:col: severity: message``, capped.
+
+    A problem that names a file ``visible`` withholds (a type declared there, say) is left out,
+    and the files' count in ``visible``'s note says so.
+    """
+    found = {path: shown_problems(items, visible) for path, items in found.items()}
     problems = sorted(
         ((problem, ctx.display_path(path)) for path, items in found.items() for problem in items),
         key=lambda entry: (entry[0].severity, entry[1], entry[0].line),

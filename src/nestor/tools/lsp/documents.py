@@ -119,8 +119,12 @@ def new_problems(current: list[Diagnostic], before: list[Diagnostic]) -> list[Di
 
 
 def read_document(path: Path) -> str | None:
-    """The text of ``path`` as a server is given it; None for what it cannot be (missing, binary, huge)."""
+    """The text of ``path`` as a server is given it; None for what it cannot be (missing, binary, huge).
+
+    ``path`` is the resolved one a tool's permission judged: it is read without following a link.
+    """
     try:
-        return read_bounded_bytes(path, limit_bytes=MAX_DOCUMENT_BYTES, whole=True).data.decode("utf-8")
+        data = read_bounded_bytes(path, limit_bytes=MAX_DOCUMENT_BYTES, whole=True, resolved=True).data
+        return data.decode("utf-8")
     except (OSError, UnicodeDecodeError, ValueError):
         return None

@@ -20,7 +20,7 @@ from nestor.config.sections import LspServerConfig
 from nestor.core.errors import ToolError
 from nestor.tools.base import ToolResult
 from nestor.tools.lsp.documents import Documents, Published, new_problems
-from nestor.tools.lsp.results import Diagnostic, uri_to_path
+from nestor.tools.lsp.results import Diagnostic, shown_problems, uri_to_path
 from nestor.tools.lsp.servers import ServerSpec, ServerState, language_id, resolve_servers
 
 if TYPE_CHECKING:
@@ -125,10 +125,11 @@ class LspManager:
         if spec is not None:
             self._start(self._server(spec))
 
-    async def after_change(self, path: Path, shown_as: str) -> str:
+    async def after_change(self, path: Path, shown_as: str, visible: Callable[[Path], bool]) -> str:
         """Sync a file nestor changed and return its new errors and warnings as lines ("" for none).
 
-        Waits at most the server's ``diagnostics_timeout_s`` in all, starting it included.
+        Waits at most the server's ``diagnostics_timeout_s`` in all, starting it included. A problem
+        naming a file ``visible`` withholds is left out.
         """
         spec = self.spec_for(path)
         if spec is None:
@@ -144,6 +145,7 @@ class LspManager:
         if published is None:
             return ""
         new = new_problems(published.diagnostics, before.diagnostics if before else [])
+        new = shown_problems(new, visible)
         if not new:
             return ""
         shown = [problem.render(shown_as) for problem in new[: spec.max_diagnostics]]
@@ -152,9 +154,15 @@ class LspManager:
         noun = "problem" if len(new) == 1 else "problems"
         return "\n".join([f"{spec.name} reports {len(new)} new {noun} in {shown_as}:", *shown, *more])
 
-    async def annotate(self, result: ToolResult, path: Path, shown_as: str) -> ToolResult:
-        """``result`` of a change to ``path`` with the new problems the server found appended."""
-        report = await self.after_change(path, shown_as)
+    async def annotate(
+        self, result: ToolResult, path: Path, shown_as: str, visible: Callable[[Path], bool]
+    ) -> ToolResult:
+        """``result`` of a change to ``path`` with the new problems the server found appended.
+
+        ``visible`` tells the files the read rules let the model see: a problem naming another is
+        left out.
+        """
+        report = await self.after_change(path, shown_as, visible)
         if report:
             result.content = f"{result.content}\n\n{report}"
             result.metadata["diagnostics"] = report

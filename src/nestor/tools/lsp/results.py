@@ -6,7 +6,8 @@ markup or marked strings), so answers are read field by field rather than struct
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import os
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,11 @@ SYMBOL_KINDS = {
 
 @dataclass(frozen=True, slots=True)
 class Diagnostic:
-    """One problem a server reports in a document (line and character 0-based)."""
+    """One problem a server reports in a document (line and character 0-based).
+
+    ``related`` are the files its related information points at (where a type it quotes is
+    declared, say): a problem naming a file the read rules withhold is left out with that file.
+    """
 
     line: int
     character: int
@@ -31,6 +36,7 @@ class Diagnostic:
     message: str
     source: str = ""
     code: str = ""
+    related: tuple[Path, ...] = ()
 
     @property
     def key(self) -> tuple[int, str, str]:
@@ -42,6 +48,11 @@ class Diagnostic:
         source = f" ({self.source})" if self.source else ""
         severity = SEVERITIES.get(self.severity, "error")
         return f"{shown_as}:{self.line + 1}:{self.character + 1}: {severity}: {self.message}{source}"
+
+
+def shown_problems(problems: list[Diagnostic], shown: Callable[[Path], bool]) -> list[Diagnostic]:
+    """The problems that name no file ``shown`` withholds (in their related information)."""
+    return [problem for problem in problems if all(shown(path) for path in problem.related)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,9 +77,12 @@ def plain(value: Any) -> Any:
 
 
 def uri_to_path(uri: str) -> Path | None:
-    """The local path of a ``file:`` URI; None for any other scheme."""
+    """The real path of a ``file:`` URI, None for another scheme.
+
+    Links are resolved: the read rules judge the file where it is, and it is read there.
+    """
     parts = urlsplit(uri)
-    return Path(unquote(parts.path)) if parts.scheme == "file" else None
+    return Path(os.path.realpath(unquote(parts.path))) if parts.scheme == "file" else None
 
 
 def _line_of(item: dict[str, Any], key: str = "range") -> int:
