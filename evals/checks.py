@@ -88,6 +88,12 @@ def check_outcome(
         for glob in check.changed
         if not any(glob_matches(glob, path) for path in changed)
     ]
+    if check.allowed and (
+        outside := [
+            path for path in relevant_changes if not any(glob_matches(g, path) for g in check.allowed)
+        ]
+    ):
+        failures.append(f"changed {_list(outside)}, outside what the request allows")
 
     if check.files_all or check.files_none:
         files = _current_files(workspace)

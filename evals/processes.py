@@ -131,3 +131,24 @@ class _Reader:
 
     def text(self) -> str:
         return "".join(self._lines)
+
+
+TOOLCHAIN_HOMES = (("RUSTUP_HOME", ".rustup"), ("CARGO_HOME", ".cargo"))
+"""Where rustup and cargo keep the toolchain: in the user's home unless these variables say."""
+
+
+def toolchain_homes(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The toolchain homes of this user, for a process given a private ``HOME``.
+
+    rustup finds the installed toolchain in ``~/.rustup``; under another ``HOME`` it finds none
+    and ``cargo`` fails before compiling anything. So a harness that runs with a home of its own
+    gets these variables pointing at the real ones (those that exist).
+    """
+    source = os.environ if environ is None else environ
+    home = Path(source.get("HOME") or Path.home())
+    found: dict[str, str] = {}
+    for name, default in TOOLCHAIN_HOMES:
+        path = Path(source.get(name) or home / default)
+        if path.is_dir():
+            found[name] = str(path)
+    return found

@@ -7,6 +7,7 @@ tasks.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -169,11 +170,47 @@ def run_task(task: Task, harness: Harness, *, repos_dir: Path = REPOS_DIR, keep:
 def _run_harness(task: Task, harness: Harness, workspace: Path) -> HarnessResult:
     started = time.monotonic()
     try:
-        return harness.run(task, workspace)
+        if not task.followups or getattr(harness, "keeps_sessions", False):
+            return harness.run(task, workspace)
+        return _run_in_turns(task, harness, workspace)
     except Exception as error:
         return HarnessResult(
             answer="", seconds=time.monotonic() - started, error=f"the harness raised {_one_line(error)}"
         )
+
+
+def _run_in_turns(task: Task, harness: Harness, workspace: Path) -> HarnessResult:
+    """A task with follow-ups through a harness that keeps no session between runs.
+
+    Each follow-up is a run of its own whose prompt carries the earlier questions and answers:
+    what the harness's own session would have shown its model. Seconds and tokens add up; the
+    last answer counts, and the first error ends the task.
+    """
+    earlier: list[str] = []
+    results: list[HarnessResult] = []
+    for prompt in task.prompts:
+        asked = "\n\n".join([*earlier, f"Now: {prompt}"]) if earlier else prompt
+        result = harness.run(dataclasses.replace(task, prompt=asked, followups=()), workspace)
+        results.append(result)
+        if result.error is not None:
+            break
+        earlier.append(f"Earlier I asked: {prompt}\nYou answered: {result.answer}")
+    return _summed(results)
+
+
+def _summed(results: list[HarnessResult]) -> HarnessResult:
+    def total(values: list[int | None]) -> int | None:
+        return None if any(value is None for value in values) else sum(v for v in values if v is not None)
+
+    last = results[-1]
+    return HarnessResult(
+        answer=last.answer,
+        seconds=sum(result.seconds for result in results),
+        input_tokens=total([result.input_tokens for result in results]),
+        output_tokens=total([result.output_tokens for result in results]),
+        error=last.error,
+        log=last.log,
+    )
 
 
 def _row(

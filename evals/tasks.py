@@ -8,11 +8,26 @@ A task file ``evals/tasks/NAME.toml`` holds ``[[task]]`` tables::
     kind = "lookup"                          # one of KINDS
     prompt = "Which hash function does ...?"
     timeout_s = 600                          # optional
+    blind = true                             # optional: written before any harness ran on it
+    followups = ["And which ...?"]           # optional: asked after the prompt, in the same
+                                             # session (nestor: `run --continue`); the last answer counts
 
     [[task.setup]]                           # optional: changes made to the copy before the run
     file = "src/itsdangerous/signer.py"      # (a bug to fix, a failing test to make pass)
     old = "return a == b"
     new = "return a != b"
+
+    [[task.history]]                         # optional: commits made after the baseline, in order
+    message = "Fix the digest"               # (for questions about the git history)
+    [[task.history.edits]]                   # same shape as setup
+    file = "..."
+    old = "..."
+    new = "..."
+
+    [[task.uncommitted]]                     # optional: edits left in the work tree, not committed
+    file = "..."                             # (for questions about the current diff)
+    old = "..."
+    new = "..."
 
     [task.check]                             # every given check must hold
     answer_all = ['(?i)\\bsha-?1\\b']        # regexes that must all match the final answer
@@ -22,9 +37,12 @@ A task file ``evals/tasks/NAME.toml`` holds ``[[task]]`` tables::
     changed = ["src/itsdangerous/signer.py"] # globs: a file matching each must have changed
     files_all = { "src/**/*.py" = ['\\bnew_name\\b'] }    # each regex found in some matching file
     files_none = { "**/*.py" = ['\\bold_name\\b'] }       # no matching file contains the regex
+    allowed = ["src/itsdangerous/signer.py"]  # globs: no file outside them may change (an edit
+                                             # task must say which files its request allows)
 
     [task.reference]                         # a known-good outcome, to test the checks themselves
     answer = "The default digest is SHA-1 (hashlib.sha1), see signer.py:42."
+    wrong = "It is SHA-256."                     # optional: a plausible wrong answer the check rejects
     [[task.reference.edits]]                 # same shape as setup
     file = "..."
     old = "..."
@@ -50,8 +68,36 @@ KINDS = (
     "feature",  # add a small feature with its test
     "multi",  # a question in several parts
     "delegate",  # a question to hand to the explore agent
+    "callers",  # which functions call X, where X is used
+    "list",  # list every place that ...
+    "predict",  # what a call returns
+    "error",  # explain an error or a traceback, and the line that raises it
+    "followup",  # a question, then a follow-up in the same session
+    "covers",  # which test covers X
+    "history",  # the git history or the current diff
+    "docs",  # documentation and comment edits (a docstring, a comment), nothing else
+    "refactor",  # small refactors: extract a function, add a parameter with its callers
+    "config",  # configuration and README edits
+    "refuse",  # requests that must be refused or answered "I could not", touching nothing
 )
-QUESTION_KINDS = frozenset({"locate", "lookup", "explain", "tour", "multi", "delegate"})
+QUESTION_KINDS = frozenset(
+    {
+        "locate",
+        "lookup",
+        "explain",
+        "tour",
+        "multi",
+        "delegate",
+        "callers",
+        "list",
+        "predict",
+        "error",
+        "followup",
+        "covers",
+        "history",
+        "refuse",
+    }
+)
 
 EVALS_DIR = Path(__file__).resolve().parent
 TASKS_DIR = EVALS_DIR / "tasks"
@@ -82,6 +128,15 @@ class Check:
     changed: tuple[str, ...] = ()
     files_all: dict[str, tuple[str, ...]] = field(default_factory=dict[str, tuple[str, ...]])
     files_none: dict[str, tuple[str, ...]] = field(default_factory=dict[str, tuple[str, ...]])
+    allowed: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Commit:
+    """A commit made on top of the baseline: its message and its edits (see the module docstring)."""
+
+    message: str
+    edits: tuple[Edit, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +145,7 @@ class Reference:
 
     answer: str = ""
     edits: tuple[Edit, ...] = ()
+    wrong: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +161,15 @@ class Task:
     reference: Reference = field(default_factory=Reference)
     timeout_s: float = 600.0
     source: Path | None = None
+    blind: bool = False
+    followups: tuple[str, ...] = ()
+    history: tuple[Commit, ...] = ()
+    uncommitted: tuple[Edit, ...] = ()
+
+    @property
+    def prompts(self) -> tuple[str, ...]:
+        """The prompt, then each follow-up, in the order they are asked."""
+        return (self.prompt, *self.followups)
 
     @property
     def is_question(self) -> bool:
@@ -138,8 +203,30 @@ def load_tasks(tasks_dir: Path = TASKS_DIR, repos_dir: Path = REPOS_DIR) -> list
     return tasks
 
 
-_TASK_KEYS = {"id", "repo", "kind", "prompt", "check", "setup", "reference", "timeout_s"}
-_CHECK_KEYS = {"answer_all", "answer_none", "test_command", "unchanged", "changed", "files_all", "files_none"}
+_TASK_KEYS = {
+    "id",
+    "repo",
+    "kind",
+    "prompt",
+    "check",
+    "setup",
+    "reference",
+    "timeout_s",
+    "blind",
+    "followups",
+    "history",
+    "uncommitted",
+}
+_CHECK_KEYS = {
+    "answer_all",
+    "answer_none",
+    "test_command",
+    "unchanged",
+    "changed",
+    "files_all",
+    "files_none",
+    "allowed",
+}
 
 
 def _task(path: Path, raw: dict[str, Any]) -> Task:
@@ -155,6 +242,8 @@ def _task(path: Path, raw: dict[str, Any]) -> Task:
             raise fail(f"missing key {key!r}")
     if raw["kind"] not in KINDS:
         raise fail(f"kind {raw['kind']!r} is not one of {', '.join(KINDS)}")
+    if raw["kind"] not in QUESTION_KINDS and "allowed" not in raw["check"]:
+        raise fail("an edit task needs check.allowed: the files its request allows to change")
     check_raw: dict[str, Any] = raw["check"]
     if unknown := set(check_raw) - _CHECK_KEYS:
         raise fail(f"unknown check keys {sorted(unknown)}")
@@ -166,6 +255,7 @@ def _task(path: Path, raw: dict[str, Any]) -> Task:
         changed=tuple(check_raw.get("changed", ())),
         files_all={glob: tuple(patterns) for glob, patterns in check_raw.get("files_all", {}).items()},
         files_none={glob: tuple(patterns) for glob, patterns in check_raw.get("files_none", {}).items()},
+        allowed=tuple(check_raw.get("allowed", ())),
     )
     reference_raw: dict[str, Any] = raw.get("reference", {})
     return Task(
@@ -178,9 +268,17 @@ def _task(path: Path, raw: dict[str, Any]) -> Task:
         reference=Reference(
             answer=str(reference_raw.get("answer", "")),
             edits=tuple(_edits(fail, reference_raw.get("edits", []))),
+            wrong=str(reference_raw.get("wrong", "")),
         ),
         timeout_s=float(raw.get("timeout_s", 600.0)),
         source=path,
+        blind=bool(raw.get("blind", False)),
+        followups=tuple(str(text).strip() for text in raw.get("followups", ())),
+        history=tuple(
+            Commit(message=str(commit.get("message", "")), edits=tuple(_edits(fail, commit.get("edits", []))))
+            for commit in raw.get("history", [])
+        ),
+        uncommitted=tuple(_edits(fail, raw.get("uncommitted", []))),
     )
 
 

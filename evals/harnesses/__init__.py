@@ -14,6 +14,7 @@ HARNESSES: dict[str, str] = {
     "nestor": "evals.harnesses.nestor:NestorHarness",
     "aider": "evals.harnesses.aider:AiderHarness",
     "mini-swe-agent": "evals.harnesses.mini_swe_agent:MiniSweAgentHarness",
+    "opencode": "evals.harnesses.opencode:OpenCodeHarness",
 }
 """Harness name -> ``module:Class``; the class is constructible with no arguments."""
 

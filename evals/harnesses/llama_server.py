@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import IO, Any, ClassVar
 
 from evals.harnesses.base import EvalContext
-from evals.processes import Finished
+from evals.processes import Finished, toolchain_homes
 
 LLAMA_CPP_VERSION = "0.3.36"
 MODEL_ALIAS = "qwen2.5-coder-1.5b-instruct-q4_k_m"
@@ -686,6 +686,7 @@ def peer_environment(venv: Path, *, home: Path, extra: Mapping[str, str] | None 
     )
     env.pop("PYTHONPATH", None)
     env.pop("PYTHONHOME", None)
+    env.update(toolchain_homes())  # rustup's toolchain, which the private HOME would hide
     env.update(extra or {})
     return env
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from evals.harnesses.base import EvalContext, HarnessResult
-from evals.processes import Finished, run_in_group
+from evals.processes import Finished, run_in_group, toolchain_homes
 from evals.tasks import Task
 from nestor.providers.local.weights import bundled_model_path
 
@@ -48,6 +48,8 @@ class NestorHarness:
     """
 
     name = "nestor"
+    keeps_sessions = True
+    """Follow-ups are asked in the same session (see :meth:`run`)."""
 
     def __init__(self, env: Mapping[str, str] | None = None, python: str = sys.executable) -> None:
         """Configure the harness.
@@ -87,27 +89,44 @@ class NestorHarness:
             raise RuntimeError(f"{self._python} -m nestor does not start: {_last_line(version.stderr)}")
 
     def run(self, task: Task, workspace: Path) -> HarnessResult:
-        """Run ``task`` to completion (or to its time budget) and read the JSON result."""
+        """Run ``task`` to completion (or to its time budget) and read the JSON result.
+
+        Each follow-up is asked in the same session, with ``nestor run --continue``; the seconds
+        and tokens of every run add up, and the last answer counts.
+        """
         if self._context is None:
             raise RuntimeError("NestorHarness.run called before prepare")
-        command = [
-            *(self._python, "-m", "nestor", "run", "--yolo", "-o", "json"),
-            *("--max-time", f"{task.timeout_s:g}", "--", task.prompt),
-        ]
-        finished = run_in_group(
-            command, cwd=workspace, env=self._env, timeout_s=task.timeout_s + SHUTDOWN_GRACE_S
-        )
-        log = self._context.work_dir / "logs" / self.name / f"{task.id}.log"
-        _write_log(log, command, finished)
-        outcome = _result_object(finished.stdout)
-        usage: dict[str, Any] = (outcome or {}).get("usage") or {}
-        return HarnessResult(
-            answer=str((outcome or {}).get("result") or ""),
+        seconds = 0.0
+        tokens: dict[str, int] = {"input_tokens": 0, "output_tokens": 0}
+        answer, error, log = "", None, None
+        for turn, prompt in enumerate(task.prompts):
+            command = [
+                *(self._python, "-m", "nestor", "run", "--yolo", "-o", "json"),
+                *(("--continue",) if turn else ()),
+                *("--max-time", f"{task.timeout_s:g}", "--", prompt),
+            ]
+            finished = run_in_group(
+                command, cwd=workspace, env=self._env, timeout_s=task.timeout_s + SHUTDOWN_GRACE_S
+            )
+            suffix = f"-{turn + 1}" if turn else ""
+            log = self._context.work_dir / "logs" / self.name / f"{task.id}{suffix}.log"
+            _write_log(log, command, finished)
+            outcome = _result_object(finished.stdout)
+            usage: dict[str, Any] = (outcome or {}).get("usage") or {}
+            answer = str((outcome or {}).get("result") or "")
             # Up to the answer: the process may then wait a few seconds for the session's title.
-            seconds=finished.first_line_s if finished.first_line_s is not None else finished.seconds,
-            input_tokens=usage.get("input_tokens"),
-            output_tokens=usage.get("output_tokens"),
-            error=_error(finished, outcome, task.timeout_s),
+            seconds += finished.first_line_s if finished.first_line_s is not None else finished.seconds
+            for key in tokens:
+                tokens[key] += int(usage.get(key) or 0)
+            error = _error(finished, outcome, task.timeout_s)
+            if error is not None:
+                break
+        return HarnessResult(
+            answer=answer,
+            seconds=seconds,
+            input_tokens=tokens["input_tokens"],
+            output_tokens=tokens["output_tokens"],
+            error=error,
             log=log,
         )
 
@@ -158,6 +177,7 @@ def _clean_environment(home: Path, nestor_home: Path) -> dict[str, str]:
         "XDG_STATE_HOME": str(home / ".local" / "state"),
         "NESTOR_HOME": str(nestor_home),
         "PYTHONUNBUFFERED": "1",
+        **toolchain_homes(),  # rustup's toolchain, which the private HOME would hide
     }
 
 

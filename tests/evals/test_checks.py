@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 
 from evals.checks import CheckOutcome, apply_reference, changed_files, check_outcome, glob_matches
-from evals.tasks import Check, Edit, Reference, Task
+from evals.tasks import Check, Commit, Edit, Reference, Task
 from evals.workspace import git, prepare_workspace
 
 CALC = "def add(a, b):\n    return a + b\n"
@@ -113,6 +114,46 @@ def test_changed_globs_need_a_matching_file_changed_added_or_deleted(tmp_path: P
     (workspace / "src" / "new.py").write_text("x = 1\n")
     assert check_outcome(task, workspace, "").solved
     assert changed_files(workspace) == {"calc.py", "src/new.py"}
+
+
+def test_no_file_outside_the_allowed_globs_may_change(tmp_path: Path, repos_dir: Path) -> None:
+    task = make_task("fix", Check(allowed=("calc.py",)))
+    workspace = workspace_for(task, tmp_path, repos_dir)
+    (workspace / "calc.py").write_text(CALC + "\n# more\n")
+    assert check_outcome(task, workspace, "").solved
+
+    (workspace / "README.md").write_text("# calc, changed\n")
+    (workspace / "notes.txt").write_text("left behind\n")
+    outcome = check_outcome(task, workspace, "")
+    assert outcome.failures == ("changed README.md, notes.txt, outside what the request allows",)
+
+
+def test_history_is_committed_in_order_and_uncommitted_edits_are_what_the_harness_was_given(
+    tmp_path: Path, repos_dir: Path
+) -> None:
+    task = dataclasses.replace(
+        make_task("history", Check(answer_all=("x",))),
+        history=(
+            Commit("Add a comment", (Edit("calc.py", "def add", "# adds\ndef add"),)),
+            Commit("Say hello", (Edit("README.md", "# calc\n", "# calc\n\nhello\n"),)),
+        ),
+        uncommitted=(Edit("calc.py", "a + b", "b + a"),),
+    )
+    workspace = workspace_for(task, tmp_path, repos_dir)
+
+    log = git(workspace, "log", "--format=%s|%an|%ad", "--date=short")
+    assert log.splitlines() == [
+        "Say hello|Grace Hopper|2026-01-03",
+        "Add a comment|Ada Lovelace|2026-01-02",
+        "baseline|nestor eval|2026-01-01",
+    ]
+    assert git(workspace, "diff", "--name-only") == "calc.py\n"  # still uncommitted
+    assert "b + a" in (workspace / "calc.py").read_text()
+    # What the harness was given is the baseline: its uncommitted edit is no change of the harness's.
+    assert changed_files(workspace) == set()
+    assert check_outcome(task, workspace, "x").solved
+    (workspace / "calc.py").write_text(CALC)
+    assert changed_files(workspace) == {"calc.py"}
 
 
 def test_files_all_needs_each_regex_in_some_matching_file(tmp_path: Path, repos_dir: Path) -> None:

@@ -27,6 +27,8 @@ from evals.harnesses.llama_server import (
     release_server,
 )
 from evals.harnesses.mini_swe_agent import STEP_LIMIT, extract_mini_answer, mini_command
+from evals.harnesses.opencode import extract_opencode_answer, opencode_config
+from evals.processes import toolchain_homes
 from nestor.testing import HTTPErrorReply, ScriptedOpenAIServer, ServerReply, ServerUsage
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -351,3 +353,38 @@ def test_mini_answer_adds_the_submission_and_reads_content_parts() -> None:
         ],
     }
     assert extract_mini_answer(trajectory) == ("found it.\n\ntextkit/units.py:4", "Submitted")
+
+
+def test_opencode_answer_is_the_text_of_its_last_step() -> None:
+    events = (FIXTURES / "opencode-locate-scripted.jsonl").read_text(encoding="utf-8")
+    assert extract_opencode_answer(events) == "parse_duration is defined in textkit/units.py."
+    # A run that ended on a step without text (killed while calling a tool) answers with the last text.
+    early = (
+        '{"type":"step_start"}\n{"type":"text","part":{"text":"Looking."}}\n{"type":"step_start"}\nnot json\n'
+    )
+    assert extract_opencode_answer(early) == "Looking."
+    assert extract_opencode_answer("") == ""
+
+
+def test_opencode_config_declares_the_proxy_as_its_one_provider_and_nothing_that_leaves_loopback() -> None:
+    config = opencode_config("http://127.0.0.1:4321/v1", "qwen", 16384)
+    provider = config["provider"]["llama"]
+    assert provider["options"]["baseURL"] == "http://127.0.0.1:4321/v1"
+    assert provider["models"]["qwen"]["limit"] == {"context": 16384, "output": 1024}
+    assert config["model"] == "llama/qwen" and config["share"] == "disabled" and config["autoupdate"] is False
+
+
+def test_harnesses_with_a_home_of_their_own_keep_the_users_rust_toolchain(tmp_path: Path) -> None:
+    # Found on the Rust tasks: under the eval's private HOME, rustup found no toolchain and every
+    # `cargo test` a harness ran failed before compiling.
+    (tmp_path / ".rustup").mkdir()
+    assert toolchain_homes({"HOME": str(tmp_path)}) == {"RUSTUP_HOME": str(tmp_path / ".rustup")}
+    cargo = tmp_path / "elsewhere"
+    cargo.mkdir()
+    assert toolchain_homes({"HOME": str(tmp_path), "CARGO_HOME": str(cargo)}) == {
+        "RUSTUP_HOME": str(tmp_path / ".rustup"),
+        "CARGO_HOME": str(cargo),
+    }
+    env = peer_environment(tmp_path / "venv", home=tmp_path / "peer")
+    assert env["HOME"] == str(tmp_path / "peer")
+    assert all(env[name] == value for name, value in toolchain_homes().items())

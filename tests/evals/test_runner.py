@@ -3,6 +3,7 @@ and a scripted OpenAI-compatible server on loopback in place of the model."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -16,10 +17,10 @@ from typing import Any
 import pytest
 
 from evals.cli import main, run_and_report
-from evals.harnesses.base import EvalContext
+from evals.harnesses.base import EvalContext, HarnessResult
 from evals.harnesses.nestor import NestorHarness
-from evals.runner import select_tasks
-from evals.tasks import load_tasks
+from evals.runner import run_task, select_tasks
+from evals.tasks import Task, load_tasks
 from nestor.testing import ScriptedOpenAIServer, ServerReply, ServerToolCall, ServerUsage
 
 TASKS = r"""
@@ -50,6 +51,7 @@ new = "a - b"
 test_command = "{python} -m pytest -q -p no:cacheprovider test_calc.py"
 unchanged = ["test_calc.py"]
 changed = ["calc.py"]
+allowed = ["calc.py"]
 """
 
 Responder = Callable[[dict[str, Any]], ServerReply]
@@ -167,6 +169,68 @@ def test_a_wrong_answer_is_reported_unsolved_with_the_failed_check(
     assert row["failures"] == [r"answer lacks /\b5\b/", r"answer matches /\b6\b/"]
     assert r"| no     |" in out and r"answer lacks /\b5\b/" in out
     assert "| nestor | 0/1 | 0% |" in out
+
+
+def test_a_follow_up_is_asked_in_the_same_nestor_session_and_the_last_answer_counts(
+    suite: tuple[Path, Path], context: EvalContext, tmp_path: Path
+) -> None:
+    tasks_dir, repos_dir = suite
+    [lookup] = select_tasks(load_tasks(tasks_dir, repos_dir), ["lookup"])
+    task = dataclasses.replace(lookup, prompt="Where is add?", followups=("And what does add(2, 3) return?",))
+    seen: list[list[dict[str, Any]]] = []
+
+    def respond(request: dict[str, Any]) -> ServerReply:
+        if not request.get("tools"):
+            return ServerReply(text="Calc")
+        seen.append(request["messages"])
+        users = [m for m in request["messages"] if m["role"] == "user"]
+        return ServerReply(text="In calc.py." if len(users) == 1 else "It returns 5.")
+
+    with ScriptedOpenAIServer([respond] * 20) as server:
+        nestor = served_nestor(server)
+        nestor.prepare(context)
+        row = run_task(task, nestor, repos_dir=repos_dir)
+
+    assert row.solved, row.failures
+    assert row.answer == "It returns 5."
+    second = json.dumps(seen[-1])
+    assert "Where is add?" in second and "In calc.py." in second  # the first exchange, continued
+
+
+class Recorder:
+    """A harness that keeps no session: it records each prompt and answers in turn."""
+
+    name = "recorder"
+
+    def __init__(self) -> None:
+        self.prompts: list[str] = []
+
+    def prepare(self, context: EvalContext) -> None:
+        del context
+
+    def run(self, task: Task, workspace: Path) -> HarnessResult:
+        self.prompts.append(task.prompt)
+        return HarnessResult(answer=f"answer {len(self.prompts)}: 5", seconds=1.5, input_tokens=10)
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_harness_without_sessions_gets_each_follow_up_with_the_exchange_before_it(
+    suite: tuple[Path, Path],
+) -> None:
+    tasks_dir, repos_dir = suite
+    [lookup] = select_tasks(load_tasks(tasks_dir, repos_dir), ["lookup"])
+    task = dataclasses.replace(lookup, prompt="Where is add?", followups=("What does it return?",))
+    harness = Recorder()
+
+    row = run_task(task, harness, repos_dir=repos_dir)
+
+    assert harness.prompts == [
+        "Where is add?",
+        "Earlier I asked: Where is add?\nYou answered: answer 1: 5\n\nNow: What does it return?",
+    ]
+    assert row.answer == "answer 2: 5" and row.seconds == 3.0 and row.input_tokens == 20 and row.solved
 
 
 def test_a_harness_that_cannot_be_prepared_ends_the_run_with_one_line(

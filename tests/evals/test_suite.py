@@ -44,7 +44,11 @@ MINIMUM_PER_KIND = {
     "feature": 2,
     "multi": 2,
     "delegate": 2,
+    **dict.fromkeys(("callers", "list", "predict", "error", "followup", "covers", "history", "docs"), 3),
+    **dict.fromkeys(("refactor", "config", "refuse"), 2),
 }
+LANGUAGES = {"cookie": "javascript", "bytes": "javascript", "semver-rs": "rust"}
+"""Each repository's language: Python unless named here."""
 
 
 def fresh_workspace(task: Task, tmp_path: Path, name: str) -> Path:
@@ -58,8 +62,11 @@ def ids(tasks: list[Task]) -> list[str]:
 
 
 def test_the_suite_has_enough_tasks_repositories_and_every_kind() -> None:
-    assert len(TASKS) >= 24
-    assert len(REPOS) >= 3
+    assert len(TASKS) >= 90
+    assert len(REPOS) >= 8
+    assert len(KINDS) >= 15
+    assert {LANGUAGES.get(repo, "python") for repo in REPOS} == {"python", "javascript", "rust"}
+    assert 3 * sum(task.blind for task in TASKS) >= len(TASKS), "at least a third written blind"
     kinds = Counter(task.kind for task in TASKS)
     assert set(kinds) == set(KINDS)
     for kind, minimum in MINIMUM_PER_KIND.items():
@@ -90,9 +97,10 @@ def test_task_is_well_formed(task_id: str) -> None:
     else:
         assert task.reference.edits, "an edit task has reference edits"
         assert check.test_command is not None, "an edit task runs the repository's tests"
+        assert check.allowed, "an edit task says which files its request allows to change"
     if task.kind == "fix":
         assert task.setup, "a fix task plants its bug in the setup"
-        assert "tests/**" in check.unchanged, "a fix task may not edit the tests"
+        assert any(glob.startswith("test") for glob in check.unchanged), "a fix task may not edit the tests"
         assert check.changed, "a fix task names the file the fix belongs in"
     if task.kind in ("rename", "feature"):
         assert check.files_all, "a rename or feature task looks for the new name in the files"
@@ -301,16 +309,20 @@ QUESTIONS = [task for task in TASKS if task.is_question]
 
 
 def test_every_question_has_answers_to_try() -> None:
-    assert set(ANSWERS) == set(ids(QUESTIONS))
+    # The first questions keep their answers here; later ones carry a wrong answer in their file.
+    assert set(ANSWERS) <= set(ids(QUESTIONS))
+    assert all(BY_ID[task_id].reference.wrong for task_id in set(ids(QUESTIONS)) - set(ANSWERS))
 
 
 @pytest.fixture(scope="module")
 def question_workspaces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """One untouched workspace per repository, shared by the question tasks (they have no setup)."""
+    """One untouched workspace per repository, shared by the question tasks (they have no setup),
+    and one of its own for each question with a history or uncommitted edits."""
     workspaces: dict[str, Path] = {}
     for task in QUESTIONS:
-        if task.repo not in workspaces:
-            workspaces[task.repo] = prepare_workspace(task, tmp_path_factory.mktemp(task.repo))
+        key = task.id if task.history or task.uncommitted else task.repo
+        if key not in workspaces:
+            workspaces[key] = prepare_workspace(task, tmp_path_factory.mktemp(key))
     return workspaces
 
 
@@ -319,8 +331,8 @@ def test_a_question_takes_a_differently_phrased_answer_and_rejects_a_wrong_one(
     task_id: str, question_workspaces: dict[str, Path]
 ) -> None:
     task = BY_ID[task_id]
-    good, wrong = ANSWERS[task_id]
-    workspace = question_workspaces[task.repo]
+    good, wrong = ANSWERS.get(task_id, (task.reference.answer, task.reference.wrong))
+    workspace = question_workspaces[task_id if task.history or task.uncommitted else task.repo]
 
     assert check_outcome(task, workspace, good).solved, check_outcome(task, workspace, good).failures
     assert not check_outcome(task, workspace, wrong).solved
@@ -336,7 +348,7 @@ def test_the_setup_of_a_fix_task_breaks_the_tests(task_id: str, tmp_path: Path) 
     finished = run_in_group(command, cwd=workspace, timeout_s=300)
 
     assert finished.returncode != 0, finished.stdout[-2000:]
-    assert not any(edit.file.startswith("tests/") for edit in task.reference.edits)
+    assert not any(edit.file.startswith(("tests/", "test/")) for edit in task.reference.edits)
 
 
 def test_a_per_kind_sample_covers_every_kind_and_repository_by_rule() -> None:
@@ -345,7 +357,9 @@ def test_a_per_kind_sample_covers_every_kind_and_repository_by_rule() -> None:
     tasks = load_tasks()
     one = per_kind(tasks, 1)
     assert Counter(task.kind for task in one) == Counter(dict.fromkeys(KINDS, 1))
-    assert {task.repo for task in one} == {task.repo for task in tasks}
+    # Spread over the repositories: every language, and most repositories, in a sample of one each.
+    assert {LANGUAGES.get(task.repo, "python") for task in one} == {"python", "javascript", "rust"}
+    assert len({task.repo for task in one}) >= len(REPOS) - 2
     chosen = {task.id for task in one}
     assert [task.id for task in one] == [task.id for task in tasks if task.id in chosen]  # suite order
     two = per_kind(tasks, 2)

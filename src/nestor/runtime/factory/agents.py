@@ -32,8 +32,8 @@ from nestor.runtime.factory.toolset import main_tool_names
 from nestor.runtime.features.checkpoints import CheckpointHook
 from nestor.runtime.features.compaction import Compaction, SummaryModel
 from nestor.runtime.features.large_results import LargeResultHook
+from nestor.runtime.features.small.gathering.reader import ProjectReader
 from nestor.runtime.features.small.harness import SmallModelHarness
-from nestor.runtime.features.small.reader import ProjectReader
 from nestor.runtime.kernel.context import ContextPolicy
 from nestor.runtime.kernel.hooks import Budgets, Hook, TreeBudget
 from nestor.runtime.kernel.loop import SessionAgent

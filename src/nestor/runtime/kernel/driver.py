@@ -73,6 +73,10 @@ class HarnessHost(Protocol):
         """
         ...
 
+    def earlier_exchanges(self) -> list[tuple[str, str]]:
+        """The session's earlier prompts, each with the last text answered to it, oldest first."""
+        ...
+
 
 @runtime_checkable
 class InfillModel(Protocol):
@@ -101,6 +105,11 @@ class HostedAgent(Protocol):
     @property
     def tool_names(self) -> list[str]:
         """The names of the agent's tools."""
+        ...
+
+    @property
+    def history(self) -> list[ModelMessage]:
+        """The messages of the session so far, the current prompt last."""
         ...
 
     def append(self, message: ModelMessage, *, usage: Usage | None = None) -> None:
@@ -136,6 +145,25 @@ class AgentHost:
     def tool_names(self) -> set[str]:
         """The names of the agent's tools."""
         return set(self._agent.tool_names)
+
+    def earlier_exchanges(self) -> list[tuple[str, str]]:
+        """The session's earlier prompts, each with the last text answered to it, oldest first.
+
+        A prompt is a user's message; its answer is the last text of a response without tool
+        calls that came before the next prompt. The current prompt (the last) is left out.
+        """
+        exchanges: list[list[str]] = []
+        for message in self._agent.history:
+            if isinstance(message, ModelRequest):
+                texts = [part.content for part in message.parts if isinstance(part, UserPromptPart)]
+                prompt = " ".join(text for text in texts if isinstance(text, str))
+                if prompt:
+                    exchanges.append([prompt, ""])
+            elif exchanges and not any(isinstance(part, ToolCallPart) for part in message.parts):
+                text = response_text(message)
+                if text and text.strip():
+                    exchanges[-1][1] = text.strip()
+        return [(prompt, answer) for prompt, answer in exchanges[:-1]]
 
     async def run_tools(self, calls: Sequence[ToolCall]) -> list[ToolOutcome]:
         """Make ``calls`` as the agent's tool calls, stored as a response of the harness."""

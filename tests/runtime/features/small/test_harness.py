@@ -19,8 +19,8 @@ from pydantic_ai.usage import RequestUsage
 
 from nestor.permissions import PermissionPolicy
 from nestor.runtime.factory.toolset import compact_coder_tools
+from nestor.runtime.features.small.gathering.reader import ProjectReader
 from nestor.runtime.features.small.harness import SmallModelHarness
-from nestor.runtime.features.small.reader import ProjectReader
 from nestor.runtime.kernel.loop import SessionAgent
 from nestor.testing import ScriptedModel, reply
 from nestor.tools.catalogue import ToolCatalogue
@@ -609,7 +609,7 @@ async def test_without_a_shell_a_named_failing_test_is_shown_apart_and_left_as_i
     result = await agent.run("test_add in tests/test_calc.py fails. Fix the code.")
 
     prompt = _prompt_of(model.requests[0].messages)
-    code, _, tests = prompt.partition("<tests-that-must-pass>")
+    code, _, tests = prompt.partition("<read-only>")
     assert "return a - b" in code and "assert add(2, 3) == 5" not in code
     assert "assert add(2, 3) == 5" in tests and "return a - b" not in tests
     # The test is the spec: the code is changed, the test is not.

@@ -2,30 +2,24 @@
 
 A small model loses its way in an open tool loop: it describes calls instead of making them, and
 repeats its earlier prose after a tool found the answer. So on the small-model profile nestor does
-the steps a small model does badly, and asks the model only for what it does well. This module
-reads the request and picks the step for its kind; each step is a module of its own, a function
-of the turn's :class:`~.workspace.Workspace` (the agent and the project's files):
+the steps a small model does badly, and asks the model only for what it does well. Each request
+goes through the same stages, each a sub-package, each step a function of the turn's
+:class:`~.workspace.Workspace` (the agent, the project's files, edits and test runs):
 
-- **questions** (:mod:`.questions`): nestor reads the prompt (:mod:`.intent`), searches for its
-  terms and reads the best regions with real tool calls (:mod:`.retrieval`), runs the calls the
-  question writes out (:mod:`.calls`), then one *answer step* sees only the question and that
-  evidence, never the model's earlier prose; what nestor ran, and where the named or cited code
-  is, follow its words (:mod:`.facts`);
-- **tours** (:mod:`.tour`): the model says what the project is from its README; the layout and
-  the test command are read from the files and written by nestor;
-- **fixes** (:mod:`.fixes`): a failing test names suspect functions (:mod:`.suspects`: its
-  traceback, what it calls); the model fills in their statements one at a time (:mod:`.infill`),
-  then rewrites them whole (:mod:`.functions`), each version tried with the tests and undone
-  when they still fail;
-- **additions** (:mod:`.adding`): a new method is written alone and put at the end of its class
-  (:mod:`.members`), then a new test module (:mod:`.new_tests`); a new test that fails inside the
-  new method has it fixed as above, and one that then fails on its own code is left out;
-- **changes** (:mod:`.edits`): nestor runs the project's tests, gathers evidence around the
-  request and the failure, asks for SEARCH/REPLACE blocks (:mod:`.edit_blocks`), applies them with
-  the ``edit`` tool, runs the tests again, and tries again with the new failure, a few times at
-  most; a rename (:mod:`.rename`) is applied to every whole-word occurrence;
-- **delegation**: a prompt that names an agent ("use the explore agent") starts it with ``task``,
-  and its report (without the footer) is the answer.
+- **understand** (:mod:`.understanding`): what the prompt asks (:mod:`~.understanding.intent`,
+  :mod:`~.understanding.asks`), what it must not do (a refusal), and for a change which files it
+  allows (:mod:`~.understanding.scope`);
+- **gather** (:mod:`.gathering`): searches and reads as real tool calls (retrieval), the
+  project's names and code in every language with a grammar (the symbol and code indexes), the
+  calls a question writes out, run; the suspects of a failing test;
+- **act** (:mod:`.acting`): the answer step over the evidence (and the earlier exchange for a
+  follow-up), nestor's own answers where the code or git says it exactly (callers, covering
+  tests, members, every place, history), the tour, and the changes: a rename, a documentation
+  edit, an addition, a fix filled in line by line, or SEARCH/REPLACE edit blocks;
+- **verify** (:mod:`.verifying`): every file a change touched is kept before its first edit; the
+  change holds when each file still parses and the project's tests pass (or fail no more than
+  before); else, or when the run stops half-way, every file is put back as it was;
+- **report**: what was changed and how the tests went, or what was tried and what failed.
 
 Every search, read, edit, command and sub-agent is a real tool call through the agent, so
 permissions, events and the stored session see them as usual.
@@ -36,25 +30,39 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from nestor.runtime.features.small.adding import add, module_of
-from nestor.runtime.features.small.additions import read_addition
-from nestor.runtime.features.small.edits import edit_with_blocks
-from nestor.runtime.features.small.fixes import fix_by_infilling, fix_by_rewriting
-from nestor.runtime.features.small.intent import Intent, delegated_task, read_intent, read_rename
-from nestor.runtime.features.small.project import runnable_test_command
-from nestor.runtime.features.small.questions import answer
-from nestor.runtime.features.small.reader import ProjectReader
-from nestor.runtime.features.small.rename import project_has, rename
-from nestor.runtime.features.small.suspects import suspects, trace
-from nestor.runtime.features.small.symbols import SymbolIndex, symbol_index
-from nestor.runtime.features.small.tour import tour
-from nestor.runtime.features.small.workspace import Workspace
+from nestor.runtime.features.small.acting.adding import add, module_of
+from nestor.runtime.features.small.acting.documenting import asks_for_documentation, document
+from nestor.runtime.features.small.acting.edits import edit_with_blocks
+from nestor.runtime.features.small.acting.fixes import fix_by_infilling, fix_by_rewriting
+from nestor.runtime.features.small.acting.history import history_answer
+from nestor.runtime.features.small.acting.listing import list_places
+from nestor.runtime.features.small.acting.lookups import callers_answer, covers_answer, members_answer
+from nestor.runtime.features.small.acting.questions import answer
+from nestor.runtime.features.small.acting.rename import project_has, rename
+from nestor.runtime.features.small.acting.tour import tour
+from nestor.runtime.features.small.gathering.code_index import code_index
+from nestor.runtime.features.small.gathering.project import project_files
+from nestor.runtime.features.small.gathering.reader import ProjectReader
+from nestor.runtime.features.small.gathering.suspects import code_suspects, suspects, trace
+from nestor.runtime.features.small.gathering.symbols import SymbolIndex, symbol_index
+from nestor.runtime.features.small.understanding.additions import read_addition
+from nestor.runtime.features.small.understanding.asks import ask_kind, refusal
+from nestor.runtime.features.small.understanding.intent import (
+    Intent,
+    delegated_task,
+    read_intent,
+    read_rename,
+)
+from nestor.runtime.features.small.understanding.scope import read_scope
+from nestor.runtime.features.small.verifying.test_command import runnable_test_command
+from nestor.runtime.features.small.verifying.verdict import change_problem
+from nestor.runtime.features.small.workspace import Workspace, undone_report
 from nestor.runtime.kernel.driver import HarnessHost
 
-_ASKS_FOR_TESTS = re.compile(
-    r"\b(?:add|write|update|change|fix)\s+(?:a\s+|the\s+|new\s+)*tests?\b|\btests?\s+for\b", re.I
+_FIX_REQUEST = re.compile(
+    r"\b(?:fix(?:es|ed)?|bug(?:gy|s)?|broken|fails?|failing|repair|regression|crash(?:es)?)\b", re.IGNORECASE
 )
 
 
@@ -76,7 +84,9 @@ class SmallModelHarness:
     async def run_turn(self, host: HarnessHost, prompt: str) -> str | None:
         """Handle ``prompt`` to the end; returns the final answer (None when a budget stopped it)."""
         tools = host.tool_names()
-        work = Workspace(host, self.reader)
+        work = Workspace.of(host, self.reader)
+        if (reason := refusal(prompt)) is not None:
+            return reason  # nothing is read, run or changed for it
         symbols = symbol_index(self.reader)
         intent = read_intent(prompt, self.agent_names() if "task" in tools else (), symbols.names())
         if intent.agent is not None:
@@ -85,7 +95,28 @@ class SmallModelHarness:
             return await _change(work, intent, prompt, symbols)
         if intent.kind == "tour":
             return await tour(work, prompt)
-        return await answer(work, intent, prompt, symbols, read_only=self.read_only)
+        return await self._question(work, intent, prompt, symbols)
+
+    async def _question(
+        self, work: Workspace, intent: Intent, prompt: str, symbols: SymbolIndex
+    ) -> str | None:
+        """A question: nestor's own answer when the code or git says it exactly, else the answer step."""
+        ask = ask_kind(prompt)
+        if ask == "history":
+            return await history_answer(work, prompt)
+        if ask != "general":
+            index = code_index(self.reader)
+            exact = {
+                "callers": callers_answer,
+                "covers": covers_answer,
+                "members": members_answer,
+            }.get(ask, lambda *_: None)(prompt, intent, index)
+            if exact is None and ask in ("list", "members"):
+                exact = await list_places(work, prompt, intent, index)
+            if exact is not None:
+                return exact
+        earlier = work.host.earlier_exchanges()
+        return await answer(work, intent, prompt, symbols, read_only=self.read_only, earlier=earlier[-1:])
 
     async def _delegate(
         self, work: Workspace, intent: Intent, prompt: str, symbols: SymbolIndex
@@ -107,15 +138,62 @@ class SmallModelHarness:
 
 
 async def _change(work: Workspace, intent: Intent, prompt: str, symbols: SymbolIndex) -> str | None:
-    """A change request: a rename, an addition, a fix of failing tests, else SEARCH/REPLACE edits."""
+    """A change request, made within the files it allows, verified, and undone when it does not hold."""
     reader = work.reader
     renamed = read_rename(prompt, project_has(reader, symbols))
-    if renamed is not None:
-        return await rename(work, *renamed)
+    fixing = bool(intent.failing_tests) or bool(_FIX_REQUEST.search(prompt))
+    scope = read_scope(
+        prompt,
+        project_files(reader.root),
+        fixing=fixing,
+        renaming=renamed is not None,
+        defines=lambda name: [symbol.path for symbol in symbols.definitions(name) if symbol.kind != "module"],
+        names=[term.text for term in intent.terms if term.exact and not term.prose],
+    )
+    work = replace(work, scope=scope)
     command = runnable_test_command(reader) if "bash" in work.host.tool_names() else None
     # The tests the user named fail first and say most; the whole suite must pass at the end.
     named = _selecting(command, intent.failing_tests)
-    failure = await work.run_tests(named or command)
+    try:
+        failure = await work.run_tests(named or command)
+        report = await _changed(work, intent, prompt, symbols, renamed, command, named, failure)
+        if report is None:  # a budget stopped the run part-way: nothing half-done stays
+            work.restore()
+            return None
+        problem = await change_problem(
+            work.snapshot,
+            reader.read_text,
+            work.run_tests,
+            command,
+            None if named else failure,
+            fixing=fixing and failure is not None,
+        )
+    except BaseException:  # cancelled (the time budget, Ctrl-C) or failed half-way: undone too
+        work.restore()
+        raise
+    if problem is None:
+        return report
+    work.restore()
+    return undone_report(report, problem)
+
+
+async def _changed(
+    work: Workspace,
+    intent: Intent,
+    prompt: str,
+    symbols: SymbolIndex,
+    renamed: tuple[str, str] | None,
+    command: str | None,
+    named: str | None,
+    failure: str | None,
+) -> str | None:
+    """The change step for the request's kind: a rename, an addition, a fix, else edit blocks."""
+    if renamed is not None:
+        return await rename(work, *renamed)
+    if asks_for_documentation(prompt):
+        documented = await document(work, prompt, intent, code_index(work.reader))
+        if documented is not None:
+            return documented
     addition = read_addition(prompt) if not intent.failing_tests else None
     if addition is not None and (addition.owner is not None or module_of(addition, symbols)):
         # Tests failing already cannot judge the new code: then it is added untested.
@@ -123,16 +201,26 @@ async def _change(work: Workspace, intent: Intent, prompt: str, symbols: SymbolI
         if added is not None:
             return added
     # Fixing a failing test means changing the code under test, unless tests are asked for.
-    tests_frozen = bool(intent.failing_tests) and not _ASKS_FOR_TESTS.search(prompt)
-    if failure is not None and command is not None and (tests_frozen or not intent.failing_tests):
-        executed = await trace(work, named or _failing_nodes(command, failure))
-        found = suspects(reader, intent, failure, symbols, executed)
-        if found:
-            fixed = await fix_by_infilling(work, found, failure, command, named, executed=executed)
+    if failure is not None and command is not None and (not work.scope.tests or not intent.failing_tests):
+        if "pytest" in command:
+            executed = await trace(work, named or _failing_nodes(command, failure))
+            found = suspects(work.reader, intent, failure, symbols, executed)
+            if found:
+                fixed = await fix_by_infilling(work, found, failure, command, named, executed=executed)
+                if fixed is not None:
+                    return fixed
+                return await fix_by_rewriting(work, prompt, found, failure, command, named)
+        else:  # another language: suspects from the code index, filled in line by line
+            found = code_suspects(work.reader, code_index(work.reader), intent, failure)
+            allowed = [span for span in found if work.scope.allows(span.path, exists=True)]
+            fixed = (
+                await fix_by_infilling(work, allowed, failure, command, named, interleave=True)
+                if allowed
+                else None
+            )
             if fixed is not None:
                 return fixed
-            return await fix_by_rewriting(work, prompt, found, failure, command, named)
-    return await edit_with_blocks(work, intent, prompt, failure, command, named, tests_frozen=tests_frozen)
+    return await edit_with_blocks(work, intent, prompt, failure, command, named)
 
 
 def _failing_nodes(command: str, failure: str) -> str | None:

@@ -9,16 +9,26 @@ read alone. Edits, test runs and the reports of a change are the same for every 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from nestor.runtime.features.small.reader import ProjectReader
+from nestor.runtime.features.small.gathering.reader import ProjectReader
+from nestor.runtime.features.small.understanding.scope import ANY, EditScope
+from nestor.runtime.features.small.verifying.snapshot import Snapshot
 from nestor.runtime.kernel.driver import HarnessHost, ToolCall
 
 EDIT_MAX_TOKENS = 700
 EDIT_ATTEMPTS = 3
 TEST_TIMEOUT_S = 180
-_TRACEBACK_LOCATION = re.compile(r"^([\w./-]+\.py):(\d+)(?::| in )", re.MULTILINE)
+MIN_TEST_TIMEOUT_S = 20
+TEST_SLOWDOWN = 4
+"""How many times longer than the first run a later run of the same tests may take."""
+_TRACEBACK_LOCATION = re.compile(
+    r"^([\w./-]+\.py):(\d+)(?::| in )"  # pytest's short tracebacks
+    r"|(?<![\w./-])([\w./-]+\.(?:[cm]?js|jsx|tsx?|rs)):(\d+):\d+",  # node's stack frames, Rust's panics
+    re.MULTILINE,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,19 +55,39 @@ class Workspace:
     Attributes:
         host: The agent the harness drives: its tool calls and its model.
         reader: Reads the project's files for ranking and structure.
+        snapshot: Every file changed this turn as it was before (see :meth:`restore`).
+        scope: The files the request allows to change: every edit outside it is refused.
+        timings: How long the first run of each test command took (see :meth:`run_tests`).
 
     """
 
     host: HarnessHost
     reader: ProjectReader
+    snapshot: Snapshot
+    scope: EditScope = ANY
+    timings: dict[str, float] = field(default_factory=dict[str, float])
+
+    @classmethod
+    def of(cls, host: HarnessHost, reader: ProjectReader) -> Workspace:
+        """A new turn's workspace: nothing kept yet, every file allowed until a request says otherwise."""
+        return cls(host, reader, Snapshot(reader.root))
 
     async def run_edits(self, edits: list[PlannedEdit], problems: list[str]) -> list[str]:
         """Make ``edits`` in rounds of at most one per file (edits of one file must not race).
 
+        An edit of a file outside :attr:`scope` is not made: it goes to ``problems`` with the
+        reason. Each file is kept in :attr:`snapshot` before its first change.
         Returns the files changed; what failed is added to ``problems``.
         """
         applied: list[str] = []
-        remaining = list(edits)
+        remaining: list[PlannedEdit] = []
+        for edit in edits:
+            refusal = self.scope.refusal(edit.path, exists=self._exists(edit.path))
+            if refusal is not None:
+                problems.append(refusal)
+                continue
+            self.snapshot.keep(edit.path)
+            remaining.append(edit)
         while remaining:
             batch: list[PlannedEdit] = []
             later: list[PlannedEdit] = []
@@ -73,31 +103,51 @@ class Workspace:
         self.reader.forget()
         return applied
 
+    def restore(self, paths: list[str] | None = None) -> list[str]:
+        """Put the files changed this turn (or ``paths`` of them) back as they were; see :class:`Snapshot`."""
+        restored = self.snapshot.restore(paths)
+        self.reader.forget()
+        return restored
+
+    def _exists(self, path: str) -> bool:
+        resolved = self.reader.resolve(path)
+        return resolved is not None and resolved.exists()
+
     async def run_tests(self, command: str | None) -> str | None:
-        """Run the tests; the tail of their output when they fail, None when they pass."""
+        """Run the tests; the tail of their output when they fail, None when they pass.
+
+        Once a run of ``command`` has been timed, later runs of it may take
+        :data:`TEST_SLOWDOWN` times as long (at least :data:`MIN_TEST_TIMEOUT_S`): a change that
+        makes the tests hang (a loop that never ends) costs seconds, not :data:`TEST_TIMEOUT_S`.
+        """
         if command is None:
             return None
-        (outcome,) = await self.host.run_tools(
-            [
-                (
-                    "bash",
-                    {"command": f"set -o pipefail; {command} 2>&1 | tail -n 60", "timeout": TEST_TIMEOUT_S},
-                )
-            ]
+        known = self.timings.get(command)
+        limit = (
+            TEST_TIMEOUT_S
+            if known is None
+            else min(TEST_TIMEOUT_S, max(MIN_TEST_TIMEOUT_S, known * TEST_SLOWDOWN))
         )
+        started = time.monotonic()
+        (outcome,) = await self.host.run_tools(
+            [("bash", {"command": f"set -o pipefail; {command} 2>&1 | tail -n 60", "timeout": limit})]
+        )
+        if known is None:
+            self.timings[command] = time.monotonic() - started
         if outcome.metadata.get("exit_code") == 0 and outcome.ok:
             return None
-        return outcome.content[-4000:]
+        # node prints its frames with absolute paths: the project's own read as project-relative.
+        return outcome.content.replace(f"{self.reader.root}/", "")[-4000:]
 
 
 def traceback_locations(output: str) -> list[tuple[str, int]]:
     """``(path, line)`` of each frame a test run's output names, in order, without repeats."""
     seen: dict[tuple[str, int], None] = {}
     for match in _TRACEBACK_LOCATION.finditer(output):
-        path = match.group(1)
-        if "site-packages" in path or PurePosixPath(path).is_absolute():
+        path, line = (match.group(1), match.group(2)) if match.group(1) else (match.group(3), match.group(4))
+        if "site-packages" in path or "node_modules" in path or PurePosixPath(path).is_absolute():
             continue
-        seen.setdefault((path, int(match.group(2))), None)
+        seen.setdefault((path, int(line)), None)
     return list(seen)[:6]
 
 
@@ -105,6 +155,20 @@ def trim_lines(text: str, count: int) -> str:
     """The last ``count`` lines of ``text``."""
     lines = text.strip().splitlines()
     return "\n".join(lines[-count:])
+
+
+def undone_report(report: str, problem: str) -> str:
+    """The answer for a change that did not hold and was undone: what was tried, and what failed."""
+    tried = [
+        line
+        for line in report.splitlines()
+        if line.strip() and not line.startswith(("Tests (", "I could not make a working change"))
+    ]
+    lines = ["I could not make a working change, so I left every file as it was."]
+    if tried:
+        lines.append("What I tried: " + " ".join(tried)[:500])
+    lines.append(f"What failed: {problem}")
+    return "\n".join(lines)
 
 
 def change_report(changed: list[str], reply: str, command: str | None, passed: bool | None) -> str:
@@ -118,6 +182,6 @@ def change_report(changed: list[str], reply: str, command: str | None, passed: b
     lines = ["Changed " + ", ".join(changed) + "." if changed else "I could not make a working change."]
     if sentences and changed:
         lines.append(" ".join(sentences)[:400])
-    if command and passed is not None:
+    if command and passed is not None and changed:  # with nothing changed, no test says anything of it
         lines.append(f"Tests (`{command}`): " + ("pass." if passed else "still fail."))
     return "\n".join(lines)

@@ -1,0 +1,247 @@
+"""Fixing a failing test: the suspects' statements filled in one at a time, then rewritten whole.
+
+The model fills in one statement of a suspect function at a time (:mod:`.infill`), then, when no
+filling works, rewrites the suspects whole (:mod:`.functions`); each version is tried with the
+tests and undone when they still fail, so attempts never pile up on each other.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from nestor.runtime.features.small.acting import prompts
+from nestor.runtime.features.small.acting.infill import Gap, candidates, change_size, gaps, parses
+from nestor.runtime.features.small.gathering.functions import FunctionSpan, function_at, rewritten_function
+from nestor.runtime.features.small.gathering.project import is_test_path
+from nestor.runtime.features.small.gathering.reader import ProjectReader
+from nestor.runtime.features.small.gathering.trace import ExecutedLines
+from nestor.runtime.features.small.workspace import (
+    EDIT_ATTEMPTS,
+    EDIT_MAX_TOKENS,
+    PlannedEdit,
+    Workspace,
+    change_report,
+    traceback_locations,
+    trim_lines,
+)
+
+INFILL_MAX_TOKENS = 48
+INFILL_GAPS_PER_FUNCTION = 16
+INFILL_GAPS = 30
+INFILL_TRIES = 36
+INFILL_SAMPLES = 3
+INTERLEAVED_GAPS = 3
+
+
+@dataclass(frozen=True, slots=True)
+class _GapTrial:
+    """One gap of a suspect whose versions are tried with the tests (see ``fix_by_infilling``)."""
+
+    span: FunctionSpan
+    gap: Gap
+    source: str
+    command: str
+    named: str | None
+    settles: Callable[[str | None], bool]
+
+    @property
+    def cut(self) -> str:
+        """The gap's lines as they are."""
+        return self.gap.cut(self.source)
+
+    def edit(self, candidate: str, *, undo: bool = False) -> PlannedEdit:
+        """The edit that puts ``candidate`` in the gap (or, with ``undo``, takes it out again)."""
+        original, changed = self.span.text(self.source), self.gap.filled(self.source, candidate)
+        return (
+            PlannedEdit(self.span.path, changed, original)
+            if undo
+            else PlannedEdit(self.span.path, original, changed)
+        )
+
+    def parses(self, candidate: str) -> bool:
+        """Whether the file is valid code with ``candidate`` in the gap."""
+        edit = self.edit(candidate)
+        return parses(self.source.replace(edit.old, edit.new, 1), self.span.path)
+
+
+async def fix_by_infilling(
+    work: Workspace,
+    suspects: list[FunctionSpan],
+    failure: str,
+    command: str,
+    named: str | None,
+    settles: Callable[[str | None], bool] = lambda failure: failure is None,
+    *,
+    executed: ExecutedLines | None = None,
+    interleave: bool = False,
+) -> str | None:
+    """Fix failing tests by having the model fill in one statement of a suspect at a time.
+
+    Each version the model writes is tried with the tests and undone unless the tests' outcome
+    ``settles`` it (by default: they pass). Returns the report of the fix, or None when none
+    was found (or the model cannot fill in).
+    """
+    frames = traceback_locations(failure)
+    asked = tried = 0
+    for span, gap, source in _planned_gaps(work, suspects, frames, executed, interleave=interleave):
+        if asked >= INFILL_GAPS or tried >= INFILL_TRIES:
+            return None
+        trial = _GapTrial(span, gap, source, command, named, settles)
+        middle = await work.host.infill(*gap.context(source), max_tokens=INFILL_MAX_TOKENS)
+        if middle is None:
+            return None
+        asked += 1
+        for candidate in candidates(middle, trial.cut):
+            if not trial.parses(candidate):
+                continue
+            tried += 1
+            if await _passes(work, trial, candidate):
+                best = await _smallest_passing(work, trial, candidate)
+                change = f"In {span.label}, `{trial.cut.strip()}` is now `{best.strip()}`."
+                return change_report([span.path], change, command, passed=True)
+    return None
+
+
+def _planned_gaps(
+    work: Workspace,
+    suspects: list[FunctionSpan],
+    frames: list[tuple[str, int]],
+    executed: ExecutedLines | None,
+    *,
+    interleave: bool,
+) -> list[tuple[FunctionSpan, Gap, str]]:
+    """The gaps to fill in, in order: each suspect's likeliest first (see :func:`.infill.gaps`).
+
+    Suspect after suspect; or, with ``interleave``, :data:`INTERLEAVED_GAPS` of each in turn,
+    round after round: without a tracer to say which lines ran, the bug is as likely in a
+    helper the first suspect calls as in its own many lines.
+    """
+    planned: list[list[tuple[FunctionSpan, Gap, str]]] = []
+    for span in suspects:
+        source = work.reader.read_text(span.path) or ""
+        first_lines = [line for path, line in frames if path == span.path]
+        ran = (lambda line, path=span.path: executed.ran(path, line)) if executed is not None else None
+        found = gaps(source, span, first_lines, ran)[:INFILL_GAPS_PER_FUNCTION]
+        planned.append([(span, gap, source) for gap in found])
+    if not interleave:
+        return [item for items in planned for item in items]
+    rounds = max((len(items) for items in planned), default=0)
+    return [
+        item
+        for start in range(0, rounds, INTERLEAVED_GAPS)
+        for items in planned
+        for item in items[start : start + INTERLEAVED_GAPS]
+    ]
+
+
+async def _passes(work: Workspace, trial: _GapTrial, candidate: str) -> bool:
+    """Put ``candidate`` in the trial's gap and run the tests; it stays only if they pass."""
+    if not await work.run_edits([trial.edit(candidate)], []):
+        return False
+    failure = await work.run_tests(trial.named) if trial.named else None
+    if failure is None:
+        failure = await work.run_tests(trial.command)
+    if trial.settles(failure):
+        return True
+    await work.run_edits([trial.edit(candidate, undo=True)], [])
+    return False
+
+
+async def _smallest_passing(work: Workspace, trial: _GapTrial, passing: str) -> str:
+    """Of ``passing`` (in place) and what more samples of the gap pass, the smallest change.
+
+    Tests pass with many changes, some of them wrong for the cases the tests leave out
+    (``a > b`` made ``a == b`` where ``a >= b`` was meant); the smallest is likeliest right.
+    """
+    best = passing
+    for attempt in range(1, INFILL_SAMPLES):
+        context = trial.gap.context(trial.source)
+        middle = await work.host.infill(*context, max_tokens=INFILL_MAX_TOKENS, attempt=attempt)
+        if middle is None:
+            break
+        for candidate in candidates(middle, trial.cut):
+            smaller = change_size(candidate, trial.cut) < change_size(best, trial.cut)
+            if not smaller or not trial.parses(candidate):
+                continue
+            await work.run_edits([trial.edit(best, undo=True)], [])
+            if await _passes(work, trial, candidate):
+                best = candidate
+            else:
+                await work.run_edits([trial.edit(best)], [])
+    return best
+
+
+async def fix_by_rewriting(
+    work: Workspace,
+    prompt: str,
+    suspects: list[FunctionSpan],
+    failure: str,
+    command: str,
+    named: str | None,
+) -> str | None:
+    """Fix failing tests by having the model rewrite one suspect function at a time.
+
+    A rewrite that does not make the tests pass is undone before the next attempt, so attempts
+    never pile up on each other.
+    """
+    tests = _failing_test_sources(work.reader, failure)
+    notes: list[str] = []
+    for attempt in range(EDIT_ATTEMPTS):
+        span = suspects[attempt % len(suspects)]
+        source = work.reader.read_text(span.path) or ""
+        original = span.text(source)
+        request = _rewrite_request(prompt, span, original, tests, failure, notes)
+        reply = await work.host.ask(prompts.REWRITE, request, max_tokens=EDIT_MAX_TOKENS, attempt=attempt)
+        if reply is None:
+            return None
+        rewritten = rewritten_function(reply, span, original)
+        if rewritten is None:
+            notes = [
+                f"Your reply had no complete, valid `def {span.name}` that differs from the current one."
+            ]
+            continue
+        problems: list[str] = []
+        if not await work.run_edits([PlannedEdit(span.path, original, rewritten)], problems):
+            notes = problems
+            continue
+        after = await work.run_tests(named) if named else None
+        if after is None:
+            after = await work.run_tests(command)
+        if after is None:
+            return change_report([span.path], f"Rewrote {span.label}.", command, passed=True)
+        await work.run_edits([PlannedEdit(span.path, rewritten, original)], [])
+        notes = [
+            f"Your version of `{span.name}` did not make the tests pass; it was undone. It failed with:\n"
+            + trim_lines(after, 12)
+        ]
+    return change_report([], "", command, passed=False)
+
+
+def _failing_test_sources(reader: ProjectReader, failure: str) -> str:
+    """The source of the test functions the failure's traceback names (at most two)."""
+    sources: list[str] = []
+    for path, line in traceback_locations(failure):
+        if path.endswith(".py") and is_test_path(path):
+            source = reader.read_text(path) or ""
+            span = function_at(path, source, line)
+            if span is not None:
+                text = f"# {path}\n{textwrap.dedent(span.text(source))}"
+                if text not in sources:
+                    sources.append(text)
+    return "\n".join(sources[:2])
+
+
+def _rewrite_request(
+    prompt: str, span: FunctionSpan, original: str, tests: str, failure: str, notes: list[str]
+) -> str:
+    """The rewrite step's prompt: the one function, the failing tests, their output, the request."""
+    parts = [f'<function file="{span.path}">\n{textwrap.dedent(original).rstrip()}\n</function>']
+    if tests:
+        parts.append(f"<failing-test>\n{tests.rstrip()}\n</failing-test>")
+    parts.append(f"<test-output>\n{trim_lines(failure, 25)}\n</test-output>")
+    if notes:
+        parts.append("\n".join(notes))
+    parts.append(f"Request: {prompt}\n\nRewrite `{span.name}` so that the failing test passes.")
+    return "\n\n".join(parts)

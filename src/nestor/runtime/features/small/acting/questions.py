@@ -1,0 +1,143 @@
+"""Answering a question: evidence gathered by nestor, one answer step, then the facts nestor read.
+
+nestor searches for the question's terms and reads the best regions with real tool calls
+(:mod:`.retrieval`), runs the calls the question writes out (:mod:`.calls`), then one answer step
+sees only the question and that evidence, never the model's earlier prose; what nestor ran, and
+where the named or cited code is, follow its words (:mod:`.facts`).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Sequence
+from dataclasses import replace
+
+from nestor.runtime.features.small.acting import prompts
+from nestor.runtime.features.small.gathering.calls import (
+    QuotedCall,
+    call_script,
+    import_statement,
+    quoted_calls,
+)
+from nestor.runtime.features.small.gathering.code_index import code_index
+from nestor.runtime.features.small.gathering.defaults import parameter_defaults
+from nestor.runtime.features.small.gathering.facts import (
+    asks_for_a_default,
+    cited_functions,
+    values,
+    where_defined,
+)
+from nestor.runtime.features.small.gathering.messages import message_sources, quoted_message
+from nestor.runtime.features.small.gathering.node_calls import node_calls
+from nestor.runtime.features.small.gathering.project import project_card, user_python
+from nestor.runtime.features.small.gathering.retrieval import gather_evidence
+from nestor.runtime.features.small.gathering.symbols import SymbolIndex
+from nestor.runtime.features.small.understanding.intent import Intent, question_parts, search_terms
+from nestor.runtime.features.small.workspace import Workspace
+
+ANSWER_MAX_TOKENS = 320
+EARLIER_ANSWER_CHARS = 600
+EARLIER_WEIGHT = 0.7
+CALL_TIMEOUT_S = 30
+_ASKS_WHERE = re.compile(
+    r"\b(?:where(?:'s)?|which\s+(?:file|module|function|method|class|part)|point\s+me|implemented|"
+    r"defined|lives?)\b",
+    re.IGNORECASE,
+)
+
+
+async def answer(
+    work: Workspace,
+    intent: Intent,
+    prompt: str,
+    symbols: SymbolIndex,
+    *,
+    read_only: bool,
+    earlier: Sequence[tuple[str, str]] = (),
+) -> str | None:
+    """Answer the question ``prompt`` from the evidence; None when a budget stopped the run.
+
+    ``read_only``: the agent may not change anything, so the question's calls are not run.
+    ``earlier``: the session's exchanges before this one (a follow-up's "it" is in them): their
+    names are searched too, after the question's own, and the answer step sees them.
+    """
+    host, reader = work.host, work.reader
+    if earlier:
+        intent = _with_earlier_terms(intent, earlier, symbols)
+    questions = question_parts(prompt)
+    parts = [{term.text for term in search_terms(part, symbols.names())} for part in questions]
+    evidence = await gather_evidence(
+        intent, reader, host.run_tools, symbols=symbols, parts=parts if len(parts) > 1 else ()
+    )
+    ran = await _run_quoted_calls(work, prompt, read_only=read_only)
+    default = asks_for_a_default(prompt)
+    signature_defaults = parameter_defaults(prompt, intent, symbols, reader) if default else ""
+    message = quoted_message(prompt)
+    sources = await message_sources(work, message, code_index(reader)) if message else []
+    origin = "The message comes from: " + "; ".join(sources) + "." if sources else ""
+    if evidence.empty and not ran and not origin:
+        card = project_card(reader)
+        body = "Nothing in the project matched the question's terms. What the project is:\n\n" + card.render()
+    else:
+        body = "\n\n".join(part for part in (evidence.render(), signature_defaults, ran, origin) if part)
+    before = "".join(
+        f"Earlier question: {question}\nYour earlier answer: {said[:EARLIER_ANSWER_CHARS]}\n\n"
+        for question, said in earlier
+    )
+    reply = await host.ask(
+        prompts.ANSWER,
+        f"<evidence>\n{body}\n</evidence>\n\n{before}Question: {prompt}",
+        max_tokens=ANSWER_MAX_TOKENS,
+    )
+    if reply is None:
+        return None
+    # Facts nestor read or ran itself follow the model's words: a small model misreads them.
+    facts = [origin, ran, signature_defaults]
+    if _ASKS_WHERE.search(prompt):
+        facts += [cited_functions(reply, symbols), where_defined(intent, symbols, reply)]
+    facts.append(values(reply, intent, symbols, reader, default=default))
+    return "\n\n".join([reply.strip(), *(fact for fact in facts if fact)])
+
+
+def _with_earlier_terms(intent: Intent, earlier: Sequence[tuple[str, str]], symbols: SymbolIndex) -> Intent:
+    """``intent`` with the names of the earlier questions added, weighing less than its own."""
+    known = {term.text for term in intent.terms}
+    added = [
+        replace(term, weight=term.weight * EARLIER_WEIGHT)
+        for question, _ in earlier
+        for term in search_terms(question, symbols.names())
+        if term.text not in known and (term.exact or term.is_file)
+    ]
+    return replace(intent, terms=(*intent.terms, *added))
+
+
+async def _run_quoted_calls(work: Workspace, prompt: str, *, read_only: bool) -> str:
+    """Run the calls the question writes out (:mod:`.calls`); what they gave, as evidence."""
+    if read_only or "bash" not in work.host.tool_names():
+        return ""
+    scripts: list[tuple[QuotedCall, str]] = []
+    for call in quoted_calls(prompt):
+        imports = [import_statement(work.reader, name) for name in call.names]
+        if all(found is not None for found in imports):
+            scripts.append((call, call_script(call, [found for found in imports if found is not None])))
+    python = user_python()
+    runs = [(call.expression, f"{python} -W ignore -c {shlex.quote(script)}") for call, script in scripts]
+    language = "Python"
+    if not runs:
+        runs = [
+            (call.expression, f"node -e {shlex.quote(call.script)}")
+            for call in node_calls(prompt, work.reader)
+        ]
+        language = "JavaScript (node)"
+    if not runs:
+        return ""
+    outcomes = await work.host.run_tools(
+        [("bash", {"command": command, "timeout": CALL_TIMEOUT_S}) for _, command in runs]
+    )
+    rows = [
+        f">>> {expression}\n{outcome.content.strip()[-400:]}"
+        for (expression, _), outcome in zip(runs, outcomes, strict=True)
+        if outcome.ok and outcome.metadata.get("exit_code") == 0 and outcome.content.strip()
+    ]
+    return f"Run in the project's {language}:\n" + "\n".join(rows) if rows else ""

@@ -1,0 +1,246 @@
+"""The calls a question quotes, run: what ``f(x)`` returns is best answered by calling it.
+
+"What does ``Version.parse("1.0.0-rc.1").compare("1.0.0")`` return?" asks a small model to run
+the code in its head, which it does badly. The harness runs it instead, when the question writes
+the call out with literals, names and calls only, and every name in it is either a builtin that
+only builds values (``list``, ``range``...) or one the project defines: the script imports those
+names from the modules that define them and prints the call's ``repr`` (an iterator's first
+items), or the exception it raises. Nothing but what the user wrote is called.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import re
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from nestor.runtime.features.small.gathering.project import project_files
+from nestor.runtime.features.small.gathering.reader import ProjectReader
+
+MAX_CALLS = 4
+MAX_NESTING = 4
+_NAME_START = re.compile(r"(?<![\w.])[A-Za-z_][\w.]*\(")
+_TEST_FILE = re.compile(r"(?:^|/)(?:tests?)/|(?:^|/)test_[^/]*$|_test\.py$|(?:^|/)conftest\.py$")
+SAFE_BUILTINS = frozenset(
+    {
+        "abs", "bool", "bytes", "dict", "enumerate", "float", "frozenset", "int", "iter", "len", "list",
+        "max", "min", "next", "range", "repr", "reversed", "set", "sorted", "str", "sum", "tuple",
+        "type", "zip",
+    }
+)  # fmt: skip
+"""Builtins a quoted call may use around the project's own names: they only build and read values."""
+_ALLOWED_NODES = (
+    ast.Call,
+    ast.Name,
+    ast.Attribute,
+    ast.Constant,
+    ast.List,
+    ast.Tuple,
+    ast.Set,
+    ast.Dict,
+    ast.keyword,
+    ast.UnaryOp,
+    ast.BinOp,
+    ast.Load,
+    ast.operator,
+    ast.unaryop,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class QuotedCall:
+    """A call the user wrote.
+
+    Attributes:
+        expression: The call, as Python writes it.
+        names: The names it uses that are not builtins, in order: the script imports each.
+        unbound: ``(name, attribute)`` for each attribute called straight on a name
+            (``Version.parse(...)``): a method called on its class is shorthand, not a call.
+
+    """
+
+    expression: str
+    names: tuple[str, ...]
+    unbound: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def root(self) -> str:
+        """The first name the call uses."""
+        return self.names[0]
+
+
+def call_texts(prompt: str) -> list[str]:
+    """The text of each outermost call ``prompt`` writes out (``name(...)``, chained calls included)."""
+    found: list[str] = []
+    covered = -1
+    for match in _NAME_START.finditer(prompt):
+        if match.start() < covered:
+            continue
+        end = _call_end(prompt, match.start())
+        if end is not None:
+            found.append(prompt[match.start() : end])
+            covered = end
+    return list(dict.fromkeys(found))[:MAX_CALLS]
+
+
+def quoted_calls(prompt: str) -> list[QuotedCall]:
+    """The calls ``prompt`` writes out, at most :data:`MAX_CALLS`, outermost only.
+
+    A call is taken when it is made only of literals, names, attributes and calls, and every name
+    it calls is either one of :data:`SAFE_BUILTINS` or not a builtin at all (the harness then runs
+    it only if the project defines that name): ``list(partition(3, range(8)))`` is, ``open(x)``
+    and ``f(lambda: 1)`` are not.
+    """
+    found: dict[str, QuotedCall] = {}
+    covered = -1
+    for match in _NAME_START.finditer(prompt):
+        if match.start() < covered:
+            continue  # inside a call already taken
+        end = _call_end(prompt, match.start())
+        if end is None:
+            continue
+        call = _call(prompt[match.start() : end])
+        if call is not None:
+            found.setdefault(call.expression, call)
+            covered = end
+    return list(found.values())[:MAX_CALLS]
+
+
+def _call_end(text: str, start: int) -> int | None:
+    """Where the call starting at ``start`` ends (its balanced brackets, then ``.name(...)`` chained)."""
+    position = text.index("(", start)
+    end: int | None = None
+    while position < len(text) and text[position] == "(":
+        depth = 0
+        for index in range(position, len(text)):
+            char = text[index]
+            if char == "\n":
+                return end
+            depth += {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}.get(char, 0)
+            if depth > MAX_NESTING:
+                return end
+            if depth == 0:
+                end = index + 1
+                break
+        else:
+            return end
+        chained = re.compile(r"\.[A-Za-z_]\w*\(").match(text, end)
+        if chained is None:
+            return end
+        position = chained.end() - 1
+    return end
+
+
+def _call(code: str) -> QuotedCall | None:
+    try:
+        tree = ast.parse(code, mode="eval")
+    except SyntaxError:
+        return None
+    if not isinstance(tree.body, ast.Call):
+        return None
+    names: dict[str, None] = {}
+    unbound: list[tuple[str, str]] = []
+    for node in ast.walk(tree.body):
+        if not isinstance(node, _ALLOWED_NODES):
+            return None
+        if isinstance(node, ast.Call) and not isinstance(node.func, ast.Name | ast.Attribute):
+            return None
+        if isinstance(node, ast.Name):
+            if node.id in SAFE_BUILTINS:
+                continue
+            if hasattr(builtins, node.id):
+                return None  # open(), exec(), __import__(): never
+            names.setdefault(node.id, None)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            owner = node.func.value
+            if isinstance(owner, ast.Name) and owner.id not in SAFE_BUILTINS:
+                unbound.append((owner.id, node.func.attr))
+    if not names:
+        return None
+    return QuotedCall(ast.unparse(tree.body), tuple(names), tuple(unbound))
+
+
+def import_statement(reader: ProjectReader, name: str) -> tuple[str, str] | None:
+    """How to import ``name`` from the project: (directory to put on ``sys.path``, statement).
+
+    ``name`` is a class or function the project defines at the top level of a module, else one of
+    its modules or packages; None when it is neither (a builtin, a name from elsewhere).
+    """
+    definition = re.compile(rf"^(?:class|def|async\s+def)\s+{re.escape(name)}\b", re.MULTILINE)
+    sources = [
+        PurePosixPath(path)
+        for path in project_files(reader.root)
+        if path.endswith(".py") and not _TEST_FILE.search(path)
+    ]
+    modules = [(path, *_import_location(reader, path)) for path in sources]
+    # A file name is not always a module name ("my-script.py"): those cannot be imported.
+    modules = [
+        (path, root, module)
+        for path, root, module in modules
+        if module and all(part.isidentifier() for part in module.split("."))
+    ]
+    # A function named like its module (toolz's ``diff``, ``chunks.chunks``) is what a call means.
+    for path, root, module in modules:
+        text = reader.read_text(str(path))
+        if text is not None and definition.search(text):
+            return root, f"from {module} import {name}"
+    for _path, root, module in modules:
+        if module.rpartition(".")[2] == name:
+            parent = module.rpartition(".")[0]
+            return root, f"from {parent} import {name}" if parent else f"import {name}"
+    return None
+
+
+def _import_location(reader: ProjectReader, path: PurePosixPath) -> tuple[str, str]:
+    """The directory to put on ``sys.path`` and the dotted module, as pytest's rootdir rule has it."""
+    parts = [path.stem] if path.stem != "__init__" else []
+    directory = path.parent
+    while directory != PurePosixPath(".") and (reader.root / directory / "__init__.py").is_file():
+        parts.insert(0, directory.name)
+        directory = directory.parent
+    return str(directory), ".".join(parts)
+
+
+UNBOUND_EXIT = 3
+"""The script's exit status when the call is a method of a class called on the class itself."""
+MAX_ITEMS = 20
+"""Items of an iterator the call returns that the script prints."""
+
+
+def call_script(call: QuotedCall, imports: list[tuple[str, str]]) -> str:
+    """A Python script that imports the call's names and prints what the call returns or raises.
+
+    Args:
+        call: The call.
+        imports: ``(directory for sys.path, import statement)`` for each of ``call.names``.
+
+    ``Version.next_version("prerelease")`` is shorthand for a call on some version, not a call
+    to make: its ``TypeError`` would mislead, so the script exits with :data:`UNBOUND_EXIT`. An
+    iterator is shown by its first items (``partition(3, range(8))`` is a generator).
+
+    """
+    lines = ["import inspect, itertools, sys"]
+    for directory in dict.fromkeys(directory for directory, _ in imports):
+        lines.append(f"sys.path.insert(0, {directory!r})")
+    lines += [statement for _, statement in imports]
+    for owner, member in call.unbound:
+        lines += [
+            f"_member = inspect.getattr_static({owner}, {member!r}, None)",
+            f"if inspect.isclass({owner}) and inspect.isfunction(_member):",
+            f"    sys.exit({UNBOUND_EXIT})",
+        ]
+    lines += [
+        "try:",
+        f"    _result = {call.expression}",
+        "    if hasattr(_result, '__next__'):",
+        f"        _items = list(itertools.islice(_result, {MAX_ITEMS + 1}))",
+        f"        _more = ', ...' if len(_items) > {MAX_ITEMS} else ''",
+        f"        print('an iterator of', repr(_items[:{MAX_ITEMS}])[:-1] + _more + ']')",
+        "    else:",
+        "        print(repr(_result))",
+        "except Exception as error:",
+        "    print('raises', type(error).__name__ + ':', error)",
+    ]
+    return "\n".join(lines)

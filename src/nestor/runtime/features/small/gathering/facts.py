@@ -1,0 +1,191 @@
+"""Facts nestor states itself under a small model's answer: where names are, what values they hold.
+
+A 1.5B model reads the right evidence and still gets the answer wrong: it cites ``timed.py:141``
+without the method that line is in, names ``EXIT_ERROR`` without its value, or quotes a README's
+example for a default.
+These lines come from nestor's own index of the project (:mod:`.symbols`), never from the model,
+and follow its words so that a reader can check them.
+"""
+
+from __future__ import annotations
+
+import re
+
+from nestor.runtime.features.small.gathering.project import is_test_path
+from nestor.runtime.features.small.gathering.reader import ProjectReader
+from nestor.runtime.features.small.gathering.symbols import Symbol, SymbolIndex
+from nestor.runtime.features.small.understanding.intent import Intent
+
+MAX_WHERE = 3
+"""Definitions of one name listed at most under an answer to a "where" question."""
+MAX_ANSWER_NAMES = 3
+"""Functions, methods and classes the answer names whose place is listed, at most."""
+MAX_CITED = 3
+"""Cited lines whose enclosing function is named, at most."""
+MAX_DEFAULTS = 3
+"""Constants a question about a default names, at most, for them to be listed (more: too vague)."""
+MAX_VALUES = 6
+"""Assignments listed at most under an answer."""
+MAX_ASSIGNMENT_CHARS = 160
+"""A longer assignment is not listed: a table or a long string says nothing at a glance."""
+_CITED_LINE = re.compile(r"(?<![\w./-])([\w./-]+\.py):(\d+)\b")
+_ASKS_DEFAULT = re.compile(
+    r"\bdefaults?\b|\b(?:if|when)\s+(?:i|you|we)\s+(?:have|pass|give|set)\s+no\b|"
+    r"\b(?:don'?t|do\s+not|never)\s+(?:pass|set|give|configure)\b|\bwithout\b",
+    re.IGNORECASE,
+)
+_CONSTANT = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$")
+_CONSTANT_IN_TEXT = re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b")
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+"""A Python identifier (ASCII), as the harness looks for names in questions and answers."""
+
+
+def where_defined(intent: Intent, symbols: SymbolIndex, answer: str = "") -> str:
+    """Where the names the question wrote are defined (outside the tests), as nestor's index says.
+
+    Then where the functions, methods and classes the answer writes as code are, at most
+    :data:`MAX_ANSWER_NAMES` of them: a 1.5B model answers "in the `load_payload` method" and
+    leaves out the class it belongs to.
+    """
+    rows: list[str] = []
+    listed: set[str] = set()
+    for term in intent.terms:
+        if not term.exact or term.common or term.qualifier or term.is_file:
+            continue
+        listed.add(term.text)
+        found = [
+            symbol
+            for symbol in symbols.definitions(term.text)
+            if symbol.kind != "module" and not is_test_path(symbol.path)
+        ]
+        if term.owner is not None:  # Version.parse: the method of Version, if there is one
+            owned = [symbol for symbol in found if symbol.owner == term.owner]
+            found = owned or found
+        if 0 < len(found) <= MAX_WHERE:
+            rows.append(_where_row(term.text, found))
+    answered: list[str] = []
+    for name in dict.fromkeys(_code_names(answer)):
+        found = [
+            symbol
+            for symbol in symbols.definitions(name)
+            if symbol.kind in ("function", "method", "class") and not is_test_path(symbol.path)
+        ]
+        if name not in listed and 0 < len(found) <= MAX_WHERE and len(answered) < MAX_ANSWER_NAMES:
+            answered.append(_where_row(name, found))
+    rows += answered
+    return "Defined at: " + "; ".join(rows) + "." if rows else ""
+
+
+def _where_row(name: str, found: list[Symbol]) -> str:
+    """``Class.name: path:line``; for several definitions each place says its class, if any."""
+    if len(found) == 1:
+        owner = f"{found[0].owner}." if found[0].owner else ""
+        return f"`{owner}{name}`: {found[0].path}:{found[0].line}"
+    places = (
+        f"{symbol.path}:{symbol.line}" + (f" (`{symbol.owner}`)" if symbol.owner else "") for symbol in found
+    )
+    return f"`{name}`: " + ", ".join(places)
+
+
+def _code_names(text: str) -> list[str]:
+    """The identifiers in the code spans (backticks) of ``text``, in order."""
+    return [name for span in _CODE_SPAN.findall(text) for name in IDENTIFIER.findall(span)]
+
+
+def asks_for_a_default(prompt: str) -> bool:
+    """Whether the prompt asks what happens by default (``default``, "if I have no", "without")."""
+    return _ASKS_DEFAULT.search(prompt) is not None
+
+
+def values(answer: str, intent: Intent, symbols: SymbolIndex, reader: ProjectReader, *, default: bool) -> str:
+    """The assignments of the module-level names the question or the answer writes as code, and of constants.
+
+    A 1.5B model names ``EXIT_ERROR`` without its value, explains ``_int64_struct.pack`` without
+    the format it packs with, passes over "is `toolz.comp` an alias?", and asked for a default
+    quotes a README's example as readily as the constant the code uses. So the one-line assignment
+    (outside the tests) of each module-level name the question or the answer writes as code, and
+    of each ``UPPER_CASE`` constant the answer names, follows it, unless the answer quotes it; with
+    ``default``, so do those of the constants the question's words name (:func:`_named_by`), when
+    there are at most :data:`MAX_DEFAULTS` of them.
+    """
+    written = [
+        term.text
+        for term in intent.terms
+        if term.exact and not (term.prose or term.qualifier or term.is_file)
+    ]
+    constants = sorted({name for name in _CONSTANT_IN_TEXT.findall(answer) if name in symbols})
+    named = list(dict.fromkeys([*constants, *(name for name in _code_names(answer) if name in symbols)]))
+    asked = (
+        [name for name in sorted(symbols.names()) if _named_by(name, set(intent.words))] if default else []
+    )
+    rows: list[str] = []
+    for name in [*written, *named, *(asked if len(asked) <= MAX_DEFAULTS else [])]:
+        for symbol in symbols.definitions(name):
+            if symbol.kind != "variable" or symbol.owner is not None or symbol.line != symbol.end:
+                continue
+            lines = (reader.read_text(symbol.path) or "").splitlines()
+            if is_test_path(symbol.path) or symbol.line > len(lines):
+                continue
+            assignment = lines[symbol.line - 1].strip()
+            row = f"`{assignment}` ({symbol.path}:{symbol.line})"
+            if len(assignment) <= MAX_ASSIGNMENT_CHARS and assignment not in answer and row not in rows:
+                rows.append(row)
+    return "Values: " + "; ".join(rows[:MAX_VALUES]) + "." if rows else ""
+
+
+def _named_by(name: str, words: set[str]) -> bool:
+    """Whether the words name the constant ``name``.
+
+    At least two of the words of its name other than ``default`` are among them, and they are at
+    least half of those; or its name is ``DEFAULT_`` and words that all are.
+    """
+    if _CONSTANT.match(name) is None:
+        return False
+    every = name.lower().split("_")
+    own = [word for word in every if word != "default"]
+    shared = [word for word in own if word in words]
+    enough = len(shared) >= 2 or (len(own) < len(every) and shared == own)
+    return enough and 2 * len(shared) >= len(own)
+
+
+def cited_functions(answer: str, symbols: SymbolIndex) -> str:
+    """The function or method each ``path:line`` the answer cites is in, when the answer does not name it.
+
+    A cited path may be shorter than the project's (``pkg/mod.py`` for ``src/pkg/mod.py``) when it
+    ends exactly one indexed file's path. A line on a ``def`` itself, or outside every function, adds
+    nothing.
+    """
+    rows: list[str] = []
+    for match in _CITED_LINE.finditer(answer):
+        cited, line = match.group(1), int(match.group(2))
+        path = _indexed_path(cited, symbols)
+        if path is None:
+            continue
+        function = _innermost_function(symbols.in_file(path), line)
+        if function is None or function.line == line:
+            continue
+        name = f"{function.owner}.{function.name}" if function.owner else function.name
+        row = f"`{cited}:{line}` is in `{name}` ({path}:{function.line})"
+        if re.search(rf"\b{re.escape(function.name)}\b", answer) is None and row not in rows:
+            rows.append(row)
+        if len(rows) == MAX_CITED:
+            break
+    return "Lines cited: " + "; ".join(rows) + "." if rows else ""
+
+
+def _indexed_path(cited: str, symbols: SymbolIndex) -> str | None:
+    cited = cited.removeprefix("./")
+    if symbols.in_file(cited):
+        return cited
+    ending = [path for path in symbols.paths() if path.endswith("/" + cited)]
+    return ending[0] if len(ending) == 1 else None
+
+
+def _innermost_function(defined: list[Symbol], line: int) -> Symbol | None:
+    around = [
+        symbol
+        for symbol in defined
+        if symbol.kind in ("function", "method") and symbol.line <= line <= symbol.end
+    ]
+    return max(around, key=lambda symbol: symbol.line, default=None)

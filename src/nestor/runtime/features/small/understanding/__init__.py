@@ -1,0 +1,1 @@
+"""Understanding a request: what it asks for, what to search for, and which files it allows to change."""

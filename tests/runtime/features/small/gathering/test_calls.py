@@ -1,0 +1,103 @@
+"""Running the calls a question writes out: which calls, imported from where, and what is printed."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+from nestor.runtime.features.small.gathering.calls import (
+    UNBOUND_EXIT,
+    call_script,
+    import_statement,
+    quoted_calls,
+)
+from nestor.runtime.features.small.gathering.reader import ProjectReader
+
+VERSION = """class Version:
+    def __init__(self, text):
+        self.text = text
+
+    @classmethod
+    def parse(cls, text):
+        if text.count(".") != 2:
+            raise ValueError(f"{text} is not a version")
+        return cls(text)
+
+    def bump(self):
+        return Version(self.text + ".1")
+"""
+
+
+def _project(root: Path) -> ProjectReader:
+    package = root / "src" / "vers"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("from vers.version import Version\n")
+    (package / "version.py").write_text(VERSION)
+    (root / "tests").mkdir()
+    (root / "tests" / "test_version.py").write_text("def Version():\n    pass\n")
+    return ProjectReader(root)
+
+
+def _run(reader: ProjectReader, question: str) -> subprocess.CompletedProcess[str]:
+    [call] = quoted_calls(question)
+    imports = [import_statement(reader, name) for name in call.names]
+    assert all(imports)
+    return subprocess.run(
+        [sys.executable, "-c", call_script(call, [found for found in imports if found])],
+        cwd=reader.root,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_calls_of_literals_names_and_value_building_builtins_are_taken() -> None:
+    calls = quoted_calls(
+        'Does parse(text) differ from Version.parse("1.2.3").bump()? And len("ab")? '
+        "What do list(partition(3, range(8))) and update_in({}, ['z'], str, None) return?"
+    )
+    assert [(call.expression, call.names, call.unbound) for call in calls] == [
+        ("parse(text)", ("parse", "text"), ()),
+        ("Version.parse('1.2.3').bump()", ("Version",), (("Version", "parse"),)),
+        ("list(partition(3, range(8)))", ("partition",), ()),
+        ("update_in({}, ['z'], str, None)", ("update_in",), ()),
+    ]
+    assert quoted_calls("What does the parser (the one in cli.py) do?") == []
+    # Builtins that do more than build values, and code that is not a call, are never run.
+    assert quoted_calls("What does open('x').read() or exec('1') or f(lambda: 1) or len('ab') do?") == []
+
+
+def test_a_name_is_imported_from_the_module_defining_it_not_from_the_tests(tmp_path: Path) -> None:
+    reader = _project(tmp_path)
+    assert import_statement(reader, "Version") == ("src", "from vers.version import Version")
+    assert import_statement(reader, "vers") == ("src", "import vers")
+    assert import_statement(reader, "len") is None
+    # Only importable module names: a file called so is not a way to write code into the script.
+    (tmp_path / "tool;print(1).py").write_text("def Tool():\n    pass\n")
+    assert import_statement(reader, "Tool") is None
+
+
+def test_the_script_prints_what_the_call_returns_or_raises(tmp_path: Path) -> None:
+    reader = _project(tmp_path)
+    assert _run(reader, 'What does Version.parse("1.2.3").bump() give?').stdout.startswith(
+        "<vers.version.Version object"
+    )
+    raised = _run(reader, 'What does Version.parse("1.2") do?')
+    assert raised.stdout.strip() == "raises ValueError: 1.2 is not a version"
+
+
+def test_an_iterator_is_shown_by_its_items_and_builtins_wrap_the_projects_names(tmp_path: Path) -> None:
+    reader = _project(tmp_path)
+    (tmp_path / "src" / "vers" / "chunks.py").write_text(
+        "def chunks(n, seq):\n"
+        "    seq = list(seq)\n"
+        "    return (tuple(seq[i:i + n]) for i in range(0, len(seq), n))\n"
+    )
+    assert _run(reader, "What is chunks(3, range(8))?").stdout.strip() == (
+        "an iterator of [(0, 1, 2), (3, 4, 5), (6, 7)]"
+    )
+    assert _run(reader, "What is list(chunks(2, 'abc'))?").stdout.strip() == "[('a', 'b'), ('c',)]"
+
+
+def test_a_method_called_on_its_class_is_not_run(tmp_path: Path) -> None:
+    reader = _project(tmp_path)
+    assert _run(reader, "What does Version.bump() do?").returncode == UNBOUND_EXIT

@@ -1,0 +1,169 @@
+"""Facts under a small model's answer: the functions its cited lines are in, where names are defined."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from nestor.runtime.features.small.gathering.facts import (
+    asks_for_a_default,
+    cited_functions,
+    is_test_path,
+    values,
+    where_defined,
+)
+from nestor.runtime.features.small.gathering.reader import ProjectReader
+from nestor.runtime.features.small.gathering.symbols import SymbolIndex, symbol_index, symbols_of
+from nestor.runtime.features.small.understanding.intent import read_intent
+
+TIMED = """\
+class TimestampSigner:
+    def get_timestamp(self):
+        return 0
+
+    def unsign(self, value, max_age=None):
+        age = self.get_timestamp()
+        if age > max_age:
+            raise SignatureExpired(age)
+        return value
+
+
+def helper():
+    return 1
+"""
+
+
+def _index() -> SymbolIndex:
+    return SymbolIndex(symbols_of("src/pkg/timed.py", TIMED))
+
+
+def test_a_cited_line_inside_a_method_is_named_with_its_class() -> None:
+    facts = cited_functions("It is compared at `src/pkg/timed.py:7`.", _index())
+    assert facts == "Lines cited: `src/pkg/timed.py:7` is in `TimestampSigner.unsign` (src/pkg/timed.py:5)."
+
+
+def test_a_shorter_path_that_ends_one_indexed_file_is_resolved() -> None:
+    facts = cited_functions("See pkg/timed.py:13 and timed.py:3.", _index())
+    assert facts == (
+        "Lines cited: `pkg/timed.py:13` is in `helper` (src/pkg/timed.py:12); "
+        "`timed.py:3` is in `TimestampSigner.get_timestamp` (src/pkg/timed.py:2)."
+    )
+
+
+def test_nothing_is_added_when_the_answer_names_the_function_or_cites_no_body_line() -> None:
+    index = _index()
+    assert cited_functions("`unsign` raises it (src/pkg/timed.py:8).", index) == ""
+    on_definitions = "The class starts at src/pkg/timed.py:1; the method at src/pkg/timed.py:5."
+    assert cited_functions(on_definitions, index) == ""
+    assert cited_functions("other/timed.py:7 and src/pkg/missing.py:7", index) == ""
+
+
+def test_the_functions_and_methods_the_answer_names_are_placed_each_with_its_class() -> None:
+    # Found blind on itsdangerous: "where is the zlib compression?" was answered "in the
+    # `load_payload` method", without the class; two classes define one.
+    index = SymbolIndex(
+        [
+            *symbols_of(
+                "src/pkg/serializer.py", "class Serializer:\n    def load_payload(self):\n        pass\n"
+            ),
+            *symbols_of("src/pkg/url_safe.py", "class Mixin:\n    def load_payload(self):\n        pass\n"),
+            *symbols_of("src/pkg/timed.py", TIMED),
+            *symbols_of("tests/test_timed.py", "def helper():\n    pass\n"),
+        ]
+    )
+    intent = read_intent("Where is `helper`?", index.names())
+    answer = "In `load_payload`, with `zlib.compress` and `TimestampSigner.unsign`; `helper` too."
+    assert where_defined(intent, index, answer) == (
+        "Defined at: `helper`: src/pkg/timed.py:12; "
+        "`load_payload`: src/pkg/serializer.py:2 (`Serializer`), src/pkg/url_safe.py:2 (`Mixin`); "
+        "`TimestampSigner`: src/pkg/timed.py:1; `TimestampSigner.unsign`: src/pkg/timed.py:5."
+    )
+
+
+def test_test_paths_by_convention() -> None:
+    assert is_test_path("tests/test_x.py") and is_test_path("pkg/x_test.py") and is_test_path("test/a.py")
+    assert not is_test_path("src/pkg/testing.py")
+
+
+CONFIG = """\
+DEFAULT_LOW_STOCK_THRESHOLD = 5
+DEFAULT_CURRENCY = "eur"
+MAX_STOCK = 10_000
+LOW_STOCK_THRESHOLD_HELP = (
+    "items at or below it"
+)
+"""
+
+
+def _config_project(root: Path) -> ProjectReader:
+    (root / "src").mkdir()
+    (root / "src" / "config.py").write_text(CONFIG)
+    (root / "tests").mkdir()
+    (root / "tests" / "test_config.py").write_text("LOW_STOCK_THRESHOLD_DEFAULT_FOR_TESTS = 1\n")
+    return ProjectReader(root)
+
+
+def test_a_question_about_a_default_gets_the_constants_its_words_name(tmp_path: Path) -> None:
+    # Found on stockroom: asked for the threshold without a stockroom.ini, the model quoted the
+    # README's example (3), not the constant the code uses (5).
+    reader = _config_project(tmp_path)
+    index = symbol_index(reader)
+    prompt = "What low-stock threshold does `stockroom low` use if I have no stockroom.ini?"
+    assert asks_for_a_default(prompt)
+    facts = values("It is 3.", read_intent(prompt), index, reader, default=True)
+    # Not MAX_STOCK (one word of two), not the multi-line help text, not the tests' constant.
+    assert facts == "Values: `DEFAULT_LOW_STOCK_THRESHOLD = 5` (src/config.py:1)."
+    currency = values("", read_intent("What currency is used by default?"), index, reader, default=True)
+    assert currency == """Values: `DEFAULT_CURRENCY = "eur"` (src/config.py:2)."""
+    assert values("", read_intent("What stock do I have by default?"), index, reader, default=True) == ""
+    # Not a question about a default: the question's words name nothing.
+    assert values("It is 3.", read_intent(prompt), index, reader, default=False) == ""
+
+
+def test_a_name_the_question_writes_as_code_gets_its_assignment(tmp_path: Path) -> None:
+    # Found blind on toolz: "is `toolz.comp` just an alias of something?" went unanswered.
+    reader = _config_project(tmp_path)
+    (tmp_path / "src" / "__init__.py").write_text("comp = compose\nTABLE = " + repr("x" * 200) + "\n")
+    index = symbol_index(reader)
+    intent = read_intent("Is `pkg.comp` an alias? And `TABLE`?", index.names())
+    assert (
+        values("It is.", intent, index, reader, default=False)
+        == "Values: `comp = compose` (src/__init__.py:1)."
+    )
+
+
+def test_a_constant_the_answer_names_gets_its_value_unless_the_answer_quotes_it(tmp_path: Path) -> None:
+    # Found on stockroom: the explore agent answered "returns `EXIT_ERROR`", never saying it is 1.
+    reader = _config_project(tmp_path)
+    index = symbol_index(reader)
+    intent = read_intent("What does it return when it fails?")
+    answer = "It returns MAX_STOCK, or `LOW_STOCK_THRESHOLD_DEFAULT_FOR_TESTS`, or NOT_DEFINED_HERE."
+    assert (
+        values(answer, intent, index, reader, default=False)
+        == "Values: `MAX_STOCK = 10_000` (src/config.py:3)."
+    )
+    assert values("It is MAX_STOCK = 10_000 there.", intent, index, reader, default=False) == ""
+
+
+def test_a_module_level_name_the_answer_writes_as_code_gets_its_assignment(tmp_path: Path) -> None:
+    # Found blind on itsdangerous: the explanation of int_to_bytes named `_int64_struct.pack` and
+    # then guessed at the byte order; the struct's format (">Q") is one line away.
+    (tmp_path / "encoding.py").write_text(
+        'import struct\n_int64_struct = struct.Struct(">Q")\n_int_to_bytes = _int64_struct.pack\n'
+        "def int_to_bytes(num):\n    key = 1\n    return _int_to_bytes(num)\n"
+    )
+    reader = ProjectReader(tmp_path)
+    index = symbol_index(reader)
+    intent = read_intent("Explain int_to_bytes.", index.names())
+    answer = "It calls `_int_to_bytes(num)`, which is `_int64_struct.pack`; `key` and `int_to_bytes` too."
+    assert values(answer, intent, index, reader, default=False) == (
+        "Values: `_int_to_bytes = _int64_struct.pack` (encoding.py:3); "
+        """`_int64_struct = struct.Struct(">Q")` (encoding.py:2)."""
+    )
+    # Named outside code, the name is prose: nothing follows.
+    assert values("It uses _int64_struct.", intent, index, reader, default=False) == ""
+
+
+def test_only_questions_about_defaults_ask_for_them() -> None:
+    assert asks_for_a_default("What salt is used when I don't pass one?")
+    assert asks_for_a_default("Which key does it use by default?")
+    assert not asks_for_a_default("Which function raises SignatureExpired?")

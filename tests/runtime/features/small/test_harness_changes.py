@@ -1,0 +1,299 @@
+"""Changes that cannot do harm: the files a request allows, verified, and undone whole when they fail.
+
+End to end through the harness, with a scripted model, real tools and a real project on disk.
+"""
+
+import asyncio
+import json
+import shutil
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from nestor.permissions import PermissionPolicy
+from nestor.runtime.factory.toolset import compact_coder_tools
+from nestor.runtime.features.small.gathering.reader import ProjectReader
+from nestor.runtime.features.small.harness import SmallModelHarness
+from nestor.runtime.kernel.hooks import Budgets
+from nestor.testing import ScriptedModel, reply
+from tests.runtime.features.small.test_harness import (
+    CALC,
+    TEST_CALC,
+    AnsweringModel,
+    FillingModel,
+    _calc_project,
+    _coder,
+)
+from tests.runtime.support import Harness
+
+INDEX_JS = """function pad(text, width) {
+  return text.padStart(width - 1);
+}
+
+module.exports = { pad };
+"""
+TEST_JS = """const test = require('node:test');
+const assert = require('node:assert');
+const { pad } = require('../index.js');
+
+test('pads to the width', () => {
+  assert.strictEqual(pad('ab', 4), '  ab');
+});
+"""
+# What the 1.5B model did on a JavaScript package: Python-like text in the test file.
+HARMFUL = (
+    "test/index.test.js\n<<<<<<< SEARCH\n  assert.strictEqual(pad('ab', 4), '  ab');\n=======\n"
+    "    assert pad('ab', 4) == ' ab'\n>>>>>>> REPLACE\nFixed the test."
+)
+WRONG_FIX = (
+    "index.js\n<<<<<<< SEARCH\n  return text.padStart(width - 1);\n=======\n"
+    "  return text.padEnd(width);\n>>>>>>> REPLACE\nPadded at the end."
+)
+RIGHT_FIX = (
+    "index.js\n<<<<<<< SEARCH\n  return text.padStart(width - 1);\n=======\n"
+    "  return text.padStart(width);\n>>>>>>> REPLACE\nPadded to the full width."
+)
+
+needs_node = pytest.mark.skipif(shutil.which("npm") is None, reason="needs Node.js and npm")
+
+
+def _js_project(root: Path) -> Path:
+    (root / "test").mkdir(parents=True)
+    (root / "index.js").write_text(INDEX_JS)
+    (root / "test" / "index.test.js").write_text(TEST_JS)
+    (root / "package.json").write_text(json.dumps({"name": "padder", "scripts": {"test": "node --test"}}))
+    return root
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {
+        str(path.relative_to(root)): path.read_bytes()
+        for path in sorted(root.rglob("*"))
+        # The test harness's store (data/) and Python's caches are not the project's files.
+        if path.is_file() and not {"data", "__pycache__"} & set(path.relative_to(root).parts)
+    }
+
+
+@needs_node
+async def test_a_fix_the_request_keeps_out_of_the_tests_never_touches_them_and_fails_undone(
+    tmp_path: Path,
+) -> None:
+    # Issue 30: asked to fix a JavaScript bug "in index.js, not in the tests", the harness wrote
+    # Python-like text into the test file and reported the change.
+    root = _js_project(tmp_path / "project")
+    before = _tree(root)
+    model = ScriptedModel([reply(HARMFUL), reply(WRONG_FIX), reply(HARMFUL)])
+    agent = _coder(Harness(root), model, root)
+
+    result = await agent.run("The pad function is off by one. Fix the bug in index.js, not in the tests.")
+
+    assert _tree(root) == before  # the wrong fix was undone too: the tree is as it was
+    assert result.text.startswith("I could not make a working change, so I left every file as it was.")
+    assert "What failed: the tests (`npm test --silent`) fail after it" in result.text, result.text
+    assert "What I tried: Changed index.js. Padded at the end." in result.text
+    assert "pass." not in result.text
+    # The model was told why its edit of the test was not made.
+    second = "".join(str(part.content) for part in model.requests[1].messages[-1].parts)  # type: ignore[union-attr]
+    assert "test/index.test.js is a test file" in second
+
+
+@needs_node
+async def test_a_fix_in_the_file_named_passes_and_the_tests_stay_as_they_were(tmp_path: Path) -> None:
+    root = _js_project(tmp_path / "project")
+    model = ScriptedModel([reply(HARMFUL), reply(RIGHT_FIX)])
+    agent = _coder(Harness(root), model, root)
+
+    result = await agent.run("The pad function is off by one. Fix the bug in index.js, not in the tests.")
+
+    assert (root / "index.js").read_text() == INDEX_JS.replace("width - 1", "width")
+    assert (root / "test" / "index.test.js").read_text() == TEST_JS
+    assert result.text.startswith("Changed index.js."), result.text
+    assert "Tests (`npm test --silent`): pass." in result.text
+
+
+async def test_a_change_the_tests_fail_is_undone_whole_new_files_included(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _calc_project(tmp_path / "project", monkeypatch)
+    (root / "calc.py").write_bytes(CALC.replace("a - b", "a + b").encode().replace(b"\n", b"\r\n"))
+    before = _tree(root)
+    blocks = (
+        "calc.py\n<<<<<<< SEARCH\n    return a + b\n=======\n    return a + b + 1\n>>>>>>> REPLACE\n"
+        "helpers/scale.py\n<<<<<<< SEARCH\n=======\ndef scale(x):\n    return x * 2\n>>>>>>> REPLACE\n"
+        "Added scale."
+    )
+    agent = _coder(Harness(root), ScriptedModel([reply(blocks)] * 3), root)
+
+    result = await agent.run("Add a scale helper in a new module helpers/scale.py.")
+
+    assert _tree(root) == before  # CRLF line ends included; the new module and its folder gone
+    assert not (root / "helpers").exists()
+    assert result.text.startswith("I could not make a working change"), result.text
+    assert "What I tried: Changed calc.py, helpers/scale.py." in result.text
+
+
+async def test_change_nothing_else_lets_only_the_functions_file_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _calc_project(tmp_path / "project", monkeypatch)
+    (root / "calc.py").write_text(CALC.replace("a - b", "a + b"))
+    (root / "other.py").write_text("def other():\n    return 1\n")
+    blocks = (
+        'calc.py\n<<<<<<< SEARCH\n    """Add two numbers."""\n=======\n    """Return the sum of a and b."""\n'
+        ">>>>>>> REPLACE\n"
+        'other.py\n<<<<<<< SEARCH\ndef other():\n=======\ndef other():\n    """Other."""\n>>>>>>> REPLACE\n'
+        "tests/test_calc.py\n<<<<<<< SEARCH\ndef test_add():\n=======\ndef test_add():\n    pass\n"
+        ">>>>>>> REPLACE\nDocumented add."
+    )
+    agent = _coder(Harness(root), ScriptedModel([reply(blocks)]), root)
+
+    result = await agent.run("Make the docstring of `add` say it returns the sum; change nothing else.")
+
+    assert '"""Return the sum of a and b."""' in (root / "calc.py").read_text()
+    assert (root / "other.py").read_text() == "def other():\n    return 1\n"
+    assert (root / "tests" / "test_calc.py").read_text() == TEST_CALC
+    assert result.text.startswith("Changed calc.py."), result.text
+
+
+async def test_without_tests_a_change_that_breaks_the_syntax_is_undone(tmp_path: Path) -> None:
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "index.js").write_text(INDEX_JS)
+    python_in_js = (
+        "index.js\n<<<<<<< SEARCH\n  return text.padStart(width - 1);\n=======\n"
+        "  return text.padStart(width)\n  def helper(): pass\n>>>>>>> REPLACE\nFixed."
+    )
+    agent = _coder(Harness(root), ScriptedModel([reply(python_in_js)]), root)
+
+    result = await agent.run("Fix the off-by-one in pad in index.js.")
+
+    assert (root / "index.js").read_text() == INDEX_JS
+    assert "What failed: it left a syntax error in index.js" in result.text, result.text
+
+
+@needs_node
+async def test_a_javascript_bug_is_fixed_by_filling_in_a_line_of_the_function_the_test_calls(
+    tmp_path: Path,
+) -> None:
+    root = _js_project(tmp_path / "project")
+    (root / "index.js").write_text("// Padding.\n\n" + INDEX_JS)
+    fixed = "  return text.padStart(width);\n"
+    model = FillingModel([fixed, fixed, fixed])
+    agent = _coder(Harness(root), model, root)
+
+    result = await agent.run("pad gives one space too few. Please fix it.")
+
+    assert (root / "index.js").read_text() == "// Padding.\n\n" + INDEX_JS.replace("width - 1", "width")
+    assert (root / "test" / "index.test.js").read_text() == TEST_JS
+    assert "In pad (index.js:3)" in result.text and "pass" in result.text, result.text
+    # The gap was the function's line, shown with the code around it, as the model fills in code.
+    before, after = model.gaps[0]
+    assert before.endswith("function pad(text, width) {\n") and after.startswith("}\n")
+
+
+async def test_a_short_file_the_request_names_is_shown_whole_and_is_the_only_file_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _calc_project(tmp_path / "project", monkeypatch)
+    (root / "calc.py").write_text(CALC.replace("a - b", "a + b"))
+    readme = "# calc\n\n" + "".join(f"Line {n} of the manual.\n" for n in range(60)) + "The end.\n"
+    (root / "README.md").write_text(readme)
+    blocks = (
+        "README.md\n<<<<<<< SEARCH\nThe end.\n=======\nThe end.\n\n## Licence\n\nMIT.\n>>>>>>> REPLACE\n"
+        "calc.py\n<<<<<<< SEARCH\n    return a + b\n=======\n    return b + a\n>>>>>>> REPLACE\nAdded it."
+    )
+    model = ScriptedModel([reply(blocks)])
+    agent = _coder(Harness(root), model, root)
+
+    result = await agent.run(
+        "Add a Licence section at the end of README.md saying it is MIT. Change no other file."
+    )
+
+    assert (root / "README.md").read_text() == readme + "\n## Licence\n\nMIT.\n"
+    assert (root / "calc.py").read_text() == CALC.replace("a - b", "a + b")
+    assert result.text.startswith("Changed README.md."), result.text
+    assert "The end." in "".join(str(part.content) for part in model.requests[0].messages[-1].parts)  # type: ignore[union-attr]
+
+
+async def test_a_change_the_time_budget_stops_half_way_is_undone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _calc_project(tmp_path / "project", monkeypatch)
+    (root / "calc.py").write_text(CALC.replace("a - b", "a + b"))  # the tests pass to begin with
+    before = _tree(root)
+    wrong = "calc.py\n<<<<<<< SEARCH\n    return a + b\n=======\n    return a * b\n>>>>>>> REPLACE\nDone."
+
+    replies = [wrong]
+
+    async def stream(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str]:
+        if not replies:
+            await asyncio.sleep(120)  # the second attempt never comes back: the budget ends the run
+        yield replies.pop()
+
+    model = FunctionModel(stream_function=stream, model_name="scripted-model")
+    agent = Harness(root).agent(
+        model,
+        compact_coder_tools(),
+        policy=PermissionPolicy(project_root=str(root), yolo=True),
+        harness=SmallModelHarness(ProjectReader(root)),
+        budgets=Budgets(max_time_s=30),
+    )
+
+    result = await agent.run("Make add work for negative numbers too.")
+
+    assert result.stop_reason == "timeout"
+    edits = [
+        part.args
+        for message in agent.history
+        if isinstance(message, ModelResponse)
+        for part in message.parts
+        if isinstance(part, ToolCallPart) and part.tool_name == "edit"
+    ]
+    assert edits, "the first attempt's edit was made"
+    assert _tree(root) == before  # and it is gone with the run
+
+
+FORMAT_JS = """function format(value) {
+  const text = String(value);
+  const trimmed = text.trim();
+  const width = 6;
+  const padded = pad(trimmed, width);
+  return padded;
+}
+
+function pad(text, width) {
+  return text.padStart(width - 1);
+}
+
+module.exports = { pad, format };
+"""
+FORMAT_TEST_JS = """const test = require('node:test');
+const assert = require('node:assert');
+const { format } = require('../index.js');
+
+test('formats to six', () => {
+  assert.strictEqual(format(12), '    12');
+});
+"""
+
+
+@needs_node
+async def test_without_a_tracer_the_suspects_lines_are_tried_in_turns_so_a_helper_comes_early(
+    tmp_path: Path,
+) -> None:
+    root = _js_project(tmp_path / "project")
+    (root / "index.js").write_text(FORMAT_JS)
+    (root / "test" / "index.test.js").write_text(FORMAT_TEST_JS)
+    fixed = "  return text.padStart(width);\n"
+    model = AnsweringModel(lambda before: fixed if before.endswith("function pad(text, width) {\n") else None)
+    agent = _coder(Harness(root), model, root)
+
+    result = await agent.run("format gives one space too few. Fix it, not the test.")
+
+    assert (root / "index.js").read_text() == FORMAT_JS.replace("width - 1", "width")
+    assert "In pad (index.js:9)" in result.text, result.text
+    # Three lines of format (what the test calls), then pad's: not every line of format first.
+    assert len([before for before, _ in model.gaps if "function pad" not in before.splitlines()[-1]]) == 3

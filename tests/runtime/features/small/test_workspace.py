@@ -1,0 +1,83 @@
+"""The workspace's test runs: their time limits, and the frames their output names in each language."""
+
+import asyncio
+from collections.abc import Sequence
+from pathlib import Path
+
+from nestor.runtime.features.small.gathering.reader import ProjectReader
+from nestor.runtime.features.small.workspace import (
+    MIN_TEST_TIMEOUT_S,
+    TEST_SLOWDOWN,
+    TEST_TIMEOUT_S,
+    Workspace,
+    change_report,
+    traceback_locations,
+)
+from nestor.runtime.kernel.driver import ToolCall, ToolOutcome
+
+
+def test_frames_of_pytest_node_and_cargo_are_read_and_paths_outside_the_project_left_out() -> None:
+    output = (
+        "src/pkg/core.py:12: in add\n"
+        "    stack: |-\n"
+        "      TestContext.<anonymous> (test/parse.js:19:12)\n"
+        "      parse (index.js:130:15)\n"
+        "      Test.runInAsyncScope (node:async_hooks:206:9)\n"
+        "      load (/usr/lib/node/fs.js:3:4)\n"
+        "thread 'test_less' panicked at tests/test_req.rs:97:5:\n"
+        "src/pkg/core.py:12: in add\n"
+    )
+    assert traceback_locations(output) == [
+        ("src/pkg/core.py", 12),
+        ("test/parse.js", 19),
+        ("index.js", 130),
+        ("tests/test_req.rs", 97),
+    ]
+
+
+class _TimingHost:
+    """A host whose bash takes ``seconds`` and passes; it keeps the timeouts it was given."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.timeouts: list[float] = []
+
+    def tool_names(self) -> set[str]:
+        return {"bash"}
+
+    async def run_tools(self, calls: Sequence[ToolCall]) -> list[ToolOutcome]:
+        self.timeouts.extend(float(args["timeout"]) for _, args in calls)
+        await asyncio.sleep(self.seconds)
+        return [ToolOutcome("ok", {"exit_code": 0}, True) for _ in calls]
+
+    async def ask(self, instructions: str, prompt: str, *, max_tokens: int, attempt: int = 0) -> str | None:
+        raise AssertionError("not asked")
+
+    async def infill(self, before: str, after: str, *, max_tokens: int, attempt: int = 0) -> str | None:
+        raise AssertionError("not asked")
+
+    def earlier_exchanges(self) -> list[tuple[str, str]]:
+        return []
+
+
+async def test_later_runs_of_the_tests_may_take_a_few_times_the_first_not_the_whole_limit(
+    tmp_path: Path,
+) -> None:
+    host = _TimingHost(0.05)
+    work = Workspace.of(host, ProjectReader(tmp_path))
+    for _ in range(3):
+        assert await work.run_tests("npm test") is None
+    await work.run_tests("cargo test")
+    assert host.timeouts == [TEST_TIMEOUT_S, MIN_TEST_TIMEOUT_S, MIN_TEST_TIMEOUT_S, TEST_TIMEOUT_S]
+    host.seconds = 0.0
+    work.timings["npm test"] = 30.0  # a slow suite may take four times as long, up to the limit
+    await work.run_tests("npm test")
+    assert host.timeouts[-1] == min(TEST_TIMEOUT_S, 30.0 * TEST_SLOWDOWN)
+
+
+def test_a_change_report_with_nothing_changed_says_nothing_of_the_tests() -> None:
+    # "I could not make a working change" above "Tests: pass." read as a change that passed.
+    assert change_report([], "I would edit calc.py.", "pytest", True) == "I could not make a working change."
+    assert change_report(["calc.py"], "Fixed the sign in add.", "pytest", True) == (
+        "Changed calc.py.\nFixed the sign in add.\nTests (`pytest`): pass."
+    )
