@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 import pytest
@@ -99,3 +101,19 @@ async def test_a_repository_with_too_many_git_dirs_runs_no_command(tmp_path: Pat
 
     with pytest.raises(ToolError, match="more than 256 git dirs"):
         await neutralizing_environment(directory)
+
+
+async def test_a_config_that_cannot_be_read_in_time_runs_no_command(tmp_path: Path) -> None:
+    # An include naming a FIFO stalled the listing 10 s, then the command ran with that git dir's
+    # settings not listed, so not turned off.
+    directory = tmp_path / "repo"
+    directory.mkdir()
+    git(directory, "init", "-q")
+    with (directory / ".git" / "config").open("a") as config:
+        config.write('[filter "x"]\n\tclean = touch pwned\n[include]\n\tpath = ../stall\n')
+    os.mkfifo(directory / "stall")
+
+    started = time.monotonic()
+    with pytest.raises(ToolError, match="could not be read in time"):
+        await neutralizing_environment(directory)
+    assert time.monotonic() - started < 5

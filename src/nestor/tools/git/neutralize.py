@@ -27,11 +27,17 @@ import os
 from pathlib import Path
 
 from nestor.core.errors import ToolError
+from nestor.tools import fifo_stalls
 from nestor.tools.git.location import GIT_DIR_NAME, Repository, find_repository, submodule_git_dirs
 from nestor.tools.git.runner import gitlinks
 from nestor.tools.programs import find_program
 
 _LIST_TIMEOUT_S = 10.0
+_UNLISTED = ToolError(
+    "The command was not run: a git config of the repository could not be read in time (a FIFO or"
+    " a stalled file among its includes), so its settings could not be turned off; trust the folder"
+    " to run commands there."
+)
 MAX_GIT_DIRS = 256
 """The most git dirs (the repository's and its submodules', nested ones included) a command runs with."""
 _NEUTRAL_BY_NAME = {
@@ -181,10 +187,24 @@ async def _git_config(git: str, cwd: Path, git_dir: Path | None, *args: str) -> 
         )  # fmt: skip
     except OSError:
         return []
+    talk = asyncio.ensure_future(process.communicate())
+    watcher = asyncio.ensure_future(fifo_stalls.watch(process, group=False))
     try:
-        stdout, _ = await asyncio.wait_for(process.communicate(), _LIST_TIMEOUT_S)
-    except TimeoutError:
-        process.kill()
-        await process.wait()
-        return []
+        await asyncio.wait({talk, watcher}, timeout=_LIST_TIMEOUT_S, return_when=asyncio.FIRST_COMPLETED)
+        if watcher.done() and watcher.exception() is None:  # it ended: its output may still be coming
+            await asyncio.wait({talk}, timeout=_LIST_TIMEOUT_S)
+    finally:
+        watcher.cancel()
+        if process.returncode is None:
+            process.kill()
+        if not talk.done():
+            await asyncio.wait({talk})
+    if (
+        talk.cancelled()
+        or talk.exception() is not None
+        or process.returncode is None
+        or process.returncode < 0
+    ):
+        raise _UNLISTED  # stopped (a FIFO, the time limit): its keys are unknown, so nothing runs
+    stdout, _ = talk.result()
     return stdout.decode("utf-8", errors="replace").split("\0")[:-1]
