@@ -309,8 +309,15 @@ def _prepare(directory: Path) -> tuple[str, Repository] | None:
 
 
 @contextmanager
-def _view(repository: Repository) -> Iterator[tuple[Path, dict[str, str]]]:
-    """A private git dir for one run, and the variables that point git at it and at the data."""
+def _view(
+    repository: Repository, *, scratch: bool = False, refs: Mapping[str, str] | None = None
+) -> Iterator[tuple[Path, dict[str, str]]]:
+    """A private git dir for one run, and the variables that point git at it and at the data.
+
+    ``scratch`` gives the view an index and an object store of its own (empty; the repository's
+    objects as an alternate), for commands that write them (``add``, ``read-tree``) while the
+    repository stays as it is; ``refs`` are branches the view holds besides ``HEAD``'s (name to id).
+    """
     view = Path(tempfile.mkdtemp(prefix="nestor-git-"))
     try:
         head = repository.head()
@@ -327,15 +334,23 @@ def _view(repository: Repository) -> Iterator[tuple[Path, dict[str, str]]]:
         (view / "info").mkdir()
         (view / "info" / "exclude").write_text(_exclude_rules(repository))
         _link_shared_indexes(repository, view)
-        yield (
-            view,
-            {
-                "GIT_DIR": str(view),
-                "GIT_WORK_TREE": str(repository.work_tree),
-                "GIT_INDEX_FILE": str(_readable_index(repository, view)),
-                "GIT_OBJECT_DIRECTORY": str(repository.objects_dir),
-            },
-        )
+        for name, object_id in (refs or {}).items():
+            (view / "refs" / "heads").mkdir(exist_ok=True)
+            (view / "refs" / "heads" / name).write_text(f"{object_id}\n")
+        env = {
+            "GIT_DIR": str(view),
+            "GIT_WORK_TREE": str(repository.work_tree),
+            "GIT_INDEX_FILE": str(_readable_index(repository, view)),
+            "GIT_OBJECT_DIRECTORY": str(repository.objects_dir),
+        }
+        if scratch:
+            (view / "objects").mkdir()
+            env |= {
+                "GIT_INDEX_FILE": str(view / "index"),
+                "GIT_OBJECT_DIRECTORY": str(view / "objects"),
+                "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(repository.objects_dir),
+            }
+        yield view, env
     finally:
         shutil.rmtree(view, ignore_errors=True)
 
