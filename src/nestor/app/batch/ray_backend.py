@@ -119,7 +119,11 @@ class RayExecutor:
             memory = {"memory": self.memory_mb * 2**20} if self.memory_mb else {}
             remote: Any = ray.remote  # its overloads do not take the options as a dict
             self._task = remote(num_cpus=self.cpus, max_retries=MAX_RETRIES, **memory)(_run_on_worker)
-            self._counter = ray.remote(num_cpus=0)(AttemptCounter).remote()
+            from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+            here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=True)
+            counter: Any = remote(num_cpus=0, scheduling_strategy=here)(AttemptCounter)
+            self._counter = counter.remote()  # on the driver's node: it outlives the workers
         return ray
 
 
@@ -164,7 +168,10 @@ def _run_on_worker(
     import ray
 
     job = Job.from_dict(job_data)
-    attempt = ray.get(counter.begin.remote(job.id))
+    try:
+        attempt = ray.get(counter.begin.remote(job.id))
+    except Exception:  # the counter's node is gone: the job still runs, its tries uncounted
+        attempt = 0
     with tempfile.TemporaryDirectory(prefix="nestor-ray-job-") as temp:
         folder = Path(temp)
         bundle_path = None
