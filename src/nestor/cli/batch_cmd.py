@@ -57,7 +57,10 @@ def run_batch(
     ],
     workers: Annotated[
         int | None,
-        typer.Option(min=1, help="Jobs at once (default: the cores; 1 on the embedded model; 4 with --ray)."),
+        typer.Option(
+            min=1,
+            help="Jobs at once (default: the cores, 1 on the embedded model; on Ray: its CPUs / --job-cpus).",
+        ),
     ] = None,
     max_cost_usd: Annotated[
         float | None,
@@ -132,10 +135,19 @@ def run_batch(
     if not chosen:
         print("nestor: no job to run", file=sys.stderr)
         raise typer.Exit(0)
-    count = workers or _default_workers(settings, model, ray is not None)
     stopped = asyncio.run(
         _run(
-            chosen, results, settings, common, count, max_cost_usd, keep, quiet, ray, job_cpus, job_memory_mb
+            chosen,
+            results,
+            settings,
+            common,
+            workers,
+            max_cost_usd,
+            keep,
+            quiet,
+            ray,
+            job_cpus,
+            job_memory_mb,
         )
     )
     summary = read_summary(output)
@@ -178,16 +190,14 @@ def _common(ctx: typer.Context, **given: object) -> CommonOptions:
     return CommonOptions.merge(root if isinstance(root, CommonOptions) else None, **given)
 
 
-def _default_workers(settings: Settings, model: str | None, on_ray: bool) -> int:
-    """The cores here (4 on Ray), but 1 on the embedded model, which runs one request at a time."""
+def _default_workers(settings: Settings, model: str | None) -> int:
+    """The cores here, but 1 on the embedded model, which runs one request at a time."""
     from nestor.config.sections import BUNDLED_LOCAL_MODEL
 
     large = model or (
         settings.models.large.model if settings.models.large is not None else BUNDLED_LOCAL_MODEL
     )
-    if large.startswith("local:") and not on_ray:
-        return 1
-    return 4 if on_ray else os.cpu_count() or 1
+    return 1 if large.startswith("local:") else os.cpu_count() or 1
 
 
 async def _run(
@@ -195,7 +205,7 @@ async def _run(
     results: ResultsFile,
     settings: Settings,
     common: CommonOptions,
-    workers: int,
+    workers: int | None,
     max_cost_usd: float | None,
     keep: bool,
     quiet: bool,
@@ -219,12 +229,14 @@ async def _run(
         if ray is not None:
             from nestor.app.batch.ray_backend import RayExecutor
 
-            executor = RayExecutor(
+            on_ray = RayExecutor(
                 ray, options, packer, cpus=job_cpus, memory_mb=job_memory_mb, settings=settings
             )
-            import_into = settings.database_path
+            capacity = on_ray.connect()
+            executor, import_into = on_ray, settings.database_path
         else:
             executor = LocalExecutor(options, packer)
+            capacity = _default_workers(settings, common.model)
         display: LiveProgress | LogProgress = (
             LogProgress() if quiet or not sys.stderr.isatty() else LiveProgress()
         )
@@ -232,7 +244,7 @@ async def _run(
             jobs,
             results,
             executor,
-            workers=workers,
+            workers=workers or capacity,
             max_cost_usd=max_cost_usd,
             sessions_dir=sessions_dir_for(results.path),
             import_into=import_into,

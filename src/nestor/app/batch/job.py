@@ -24,6 +24,7 @@ from nestor.app.batch.jobs import Job
 from nestor.core.errors import NestorError
 from nestor.core.events import Event, RequestFinished
 from nestor.core.usage import Usage
+from nestor.tools.git.copies import CopyError, patch
 
 if TYPE_CHECKING:
     from nestor.app.conversation import Conversation
@@ -112,10 +113,11 @@ async def run_job(
             record |= {"status": "cancelled", "stop_reason": "cancelled"}
         else:
             export = await _run_agent(job, work_tree, options, handle, hooks, record)
-        from nestor.tools.git.copies import patch
-
-        changes = await patch(work_tree, commit)
-        record |= {"patch": changes.diff, "files_changed": list(changes.files)}
+        try:
+            changes = await patch(work_tree, commit)
+            record |= {"patch": changes.diff, "files_changed": list(changes.files)}
+        except CopyError as error:  # the run's outcome stands; what it changed is unknown
+            record |= {"patch": None, "files_changed": None, "patch_error": error.message}
     except NestorError as error:
         record |= error_fields(error)
     except Exception as error:  # a bug must cost one job, not the batch: it is recorded

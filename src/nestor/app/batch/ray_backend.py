@@ -84,6 +84,7 @@ class RayExecutor:
         fields = {"commit": source.commit, "url": source.url, "ref": source.ref}
         options = {
             "yolo": self.options.yolo,
+            "keep": self.options.keep,
             "model": self.options.model,
             "env": dict(self.options.env or {}),
         }
@@ -105,6 +106,17 @@ class RayExecutor:
         except Exception:  # the counter is gone with its node
             return 0
 
+    def connect(self) -> int:
+        """Join (or start) the cluster; return how many jobs its CPUs hold at once.
+
+        Raises:
+            NestorError: Ray is not installed, or the cluster cannot be reached.
+
+        """
+        ray = self._connect()
+        cpus = float(ray.cluster_resources().get("CPU", 1.0))
+        return max(1, int(cpus / self.cpus)) if self.cpus > 0 else max(1, int(cpus))
+
     def _connect(self) -> Any:
         try:
             import ray
@@ -113,9 +125,18 @@ class RayExecutor:
         if self._task is None:
             if not ray.is_initialized():
                 address = None if self.address == "local" else self.address
-                ray.init(
-                    address=address, namespace="nestor-batch", log_to_driver=False, configure_logging=False
-                )
+                try:
+                    ray.init(
+                        address=address,
+                        namespace="nestor-batch",
+                        log_to_driver=False,
+                        configure_logging=False,
+                    )
+                except Exception as error:  # Ray raises ConnectionError, RuntimeError, ValueError...
+                    raise NestorError(
+                        f"cannot join the Ray cluster at {self.address}: {str(error).splitlines()[0][:300]}",
+                        hint="check the address (`ray status` on the head), or --ray local",
+                    ) from None
             memory = {"memory": self.memory_mb * 2**20} if self.memory_mb else {}
             remote: Any = ray.remote  # its overloads do not take the options as a dict
             self._task = remote(num_cpus=self.cpus, max_retries=MAX_RETRIES, **memory)(_run_on_worker)
@@ -180,7 +201,7 @@ def _run_on_worker(
             bundle_path.write_bytes(bundle)
         repo = RepoSource(commit=source["commit"], bundle=bundle_path, url=source["url"], ref=source["ref"])
         job_options = JobOptions(
-            yolo=options["yolo"], model=options["model"], data_dir=folder / "data", env=options["env"]
+            options["yolo"], options["keep"], options["model"], data_dir=folder / "data", env=options["env"]
         )
         run = asyncio.run(run_job(job, repo, job_options, JobHandle(job.id)))
     return {"record": {**run.record, "attempts": attempt}, "export": run.export}
