@@ -13,7 +13,7 @@ from typing import Any
 
 from nestor.testing import ScriptedOpenAIServer
 from tests.cli.batch_support import MODEL, read_results, steps, write_jobs
-from tests.cli.support import clean_env, git_repo, nestor, openai_env
+from tests.cli.support import clean_env, git_repo, imports_of_commands, nestor, openai_env
 
 BATCH = ["batch", "--yolo", "--model", MODEL, "--quiet"]
 
@@ -61,7 +61,8 @@ def test_twelve_jobs_on_three_workers_end_each_as_they_should(tmp_path: Path) ->
     (tmp_path / "not-a-repo").mkdir()
     jobs = [
         *({"id": f"api-{n}", "repo": "api", "prompt": f"WRITE out{n}.txt api {n}"} for n in range(4)),
-        *({"id": f"web-{n}", "repo": "web", "prompt": f"WRITE page{n}.html web {n}"} for n in range(3)),
+        *({"id": f"web-{n}", "repo": "web", "prompt": f"WRITE page{n}.html web {n}"} for n in range(2)),
+        {"id": "explore", "repo": "web", "prompt": "WRITE page.html web", "agent": "explore"},
         {"id": "setup", "repo": "web", "prompt": "WRITE b.txt b", "setup": "echo built > built.txt"},
         {"id": "fail-1", "repo": "api", "prompt": "FAIL"},
         {"id": "fail-2", "repo": "web", "prompt": "FAIL"},
@@ -105,6 +106,8 @@ def test_twelve_jobs_on_three_workers_end_each_as_they_should(tmp_path: Path) ->
     assert "HTTP 400" in records["fail-1"]["error"]
     assert records["api-2"]["files_changed"] == ["out2.txt"] and "+api 2" in records["api-2"]["patch"]
     assert records["setup"]["files_changed"] == ["b.txt", "built.txt"]
+    explore = json.loads(Path(records["explore"]["session_export"]).read_text())["session"]
+    assert explore["agent_name"] == "explore" and records["explore"]["files_changed"] == []  # it cannot write
     assert records["api-0"]["tokens"] == 2200 and records["api-0"]["attempts"] == 1
     assert Path(records["api-0"]["session_export"]).is_file()
     assert (
@@ -223,3 +226,16 @@ def test_a_jobs_file_with_bad_lines_names_each_and_starts_nothing(tmp_path: Path
     ):
         assert expected in done.stderr
     assert not (tmp_path / "results.jsonl").exists()
+
+
+def test_a_batch_on_this_machine_imports_no_ray(tmp_path: Path) -> None:
+    (tmp_path / "repo").mkdir()
+    write_jobs(tmp_path / "repo" / "jobs.jsonl", [{"id": "one", "repo": ".", "prompt": "hi"}])
+    jobs, results = str(tmp_path / "repo" / "jobs.jsonl"), str(tmp_path / "results.jsonl")
+
+    found = imports_of_commands(
+        tmp_path, {"batch": ["batch", jobs, "-o", results, "-q", "--model", MODEL]}, ["ray"]
+    )
+
+    assert found == {"codes": {"batch": 0}, "imported": []}
+    assert [record["status"] for record in read_results(Path(results))] == ["done"]
