@@ -6,7 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from nestor.tools.git.copies import CopyError, bundle, clone_bundle, is_git_url, patch, resolve_commit
+from nestor.tools.git.copies import (
+    CopyError,
+    bundle,
+    clone_bundle,
+    clone_url,
+    is_git_url,
+    patch,
+    resolve_commit,
+)
 from tests.hostile_repos import ATTACKS, Attack, build, committed_repo, git
 
 
@@ -78,3 +86,18 @@ def test_git_urls_are_told_from_folders() -> None:
     assert is_git_url("file:///srv/repo")
     assert not is_git_url("services/billing")
     assert not is_git_url("/abs/path")
+
+
+async def test_a_git_url_is_cloned_at_its_ref(tmp_path: Path) -> None:
+    repo = committed_repo(tmp_path / "repo")
+    git(repo, "tag", "v1")
+    (repo / "b.txt").write_text("later\n")
+    git(repo, "add", "b.txt")
+    git(repo, "commit", "-qm", "later")
+
+    commit = await clone_url(f"file://{repo}", "v1", tmp_path / "clone")
+
+    assert commit == git(repo, "rev-parse", "v1").strip()
+    assert (tmp_path / "clone" / "a.txt").exists() and not (tmp_path / "clone" / "b.txt").exists()
+    with pytest.raises(CopyError, match="neither a folder nor a git URL"):
+        await clone_url("ext::sh -c touch% /tmp/x", None, tmp_path / "other")
