@@ -254,18 +254,26 @@ async def _run(
 
 
 async def _with_signals(batch: Batch, display: LiveProgress | LogProgress) -> bool:
+    """Run the batch; a first Ctrl-C cancels the running jobs (recorded), a second stops at once."""
     received: list[int] = []
+    running = asyncio.ensure_future(batch.run())
 
     def stop(signum: int) -> None:
         received.append(signum)
-        batch.stop()
+        if len(received) == 1:
+            print("nestor: stopping: the running jobs are cancelled (Ctrl-C again: at once)", file=sys.stderr)
+            batch.stop()
+        else:  # jobs still running now are not recorded: the next run does them
+            running.cancel()
 
     loop = asyncio.get_running_loop()
     for signum in STOP_SIGNALS:
         loop.add_signal_handler(signum, stop, signum)
     try:
         with display:
-            state = await batch.run()
+            state = await running
+    except asyncio.CancelledError:
+        return True
     finally:
         for signum in STOP_SIGNALS:
             loop.remove_signal_handler(signum)

@@ -11,11 +11,11 @@ last turn to report). :meth:`Batch.stop` (Ctrl-C) cancels the running jobs, reco
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
+from urllib.parse import quote
 
 from nestor.app.batch.checkout import Packer
 from nestor.app.batch.job import JobHandle, JobOptions, JobRun, run_job, unstarted_record
@@ -25,8 +25,6 @@ from nestor.core.errors import NestorError
 
 if TYPE_CHECKING:
     from nestor.runtime.kernel.hooks import Hook
-
-_FILE_NAME = re.compile(r"[^\w.@+-]")
 
 
 class Executor(Protocol):
@@ -154,9 +152,10 @@ class Batch:
             self.on_change(self.state)
             try:
                 run = await self.executor.run(job, handle, self._hooks)
+                # Recorded before it leaves the running jobs, so that its cost is never out of the sum.
+                await asyncio.to_thread(self._record, run)
             finally:
                 del self.state.running[job.id]
-            await asyncio.to_thread(self._record, run)
             self.on_change(self.state)
 
     def _record(self, run: JobRun) -> None:
@@ -170,7 +169,7 @@ class Batch:
         self.state.tokens += record.get("tokens") or 0
 
     def _write_export(self, record: dict[str, Any], text: str) -> Path:
-        path = self.sessions_dir / f"{_FILE_NAME.sub('_', record['id'])}.json"
+        path = self.sessions_dir / f"{quote(record['id'], safe='@+-._')}.json"  # ids differ, so do the names
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text + "\n", encoding="utf-8")
         if self.import_into is not None:
