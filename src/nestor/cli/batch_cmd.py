@@ -65,7 +65,9 @@ def run_batch(
     max_cost_usd: Annotated[
         float | None,
         typer.Option(
-            min=0, help="Once the batch spent this, no job starts and running ones stop at their turn."
+            min=0,
+            help="Once the batch spent this, no job starts, and running ones stop before their next "
+            "request (on Ray they run on).",
         ),
     ] = None,
     redo: Annotated[bool, typer.Option("--redo", help="Run the jobs RESULTS already holds again.")] = False,

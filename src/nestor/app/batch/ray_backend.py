@@ -81,6 +81,10 @@ class RayExecutor:
                 data = await asyncio.to_thread(source.bundle.read_bytes)
                 self._bundles[source.bundle] = ray.put(data)
             bundle = self._bundles[source.bundle]
+        if handle.stopped:  # stopped while its repository was packed
+            return JobRun(
+                {"id": job.id, "repo": job.repo, "ref": job.ref, "status": "cancelled", "attempts": 0}
+            )
         fields = {"commit": source.commit, "url": source.url, "ref": source.ref}
         options = {
             "yolo": self.options.yolo,
