@@ -223,7 +223,10 @@ async def _run(
     from nestor.app.batch.runner import Batch, LocalExecutor, sessions_dir_for
     from nestor.cli.batch_view import LiveProgress, LogProgress
 
-    options = JobOptions(yolo=common.yolo, keep=keep, model=common.model)
+    model = common.model
+    if ray is not None and model is None and settings.models.large is not None:
+        model = settings.models.large.model  # a worker reads its own config: the driver's model goes along
+    options = JobOptions(yolo=common.yolo, keep=keep, model=model)
     with tempfile.TemporaryDirectory(prefix="nestor-batch-") as temp:
         packer = Packer(Path(temp))
         executor: Executor
