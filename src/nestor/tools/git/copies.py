@@ -162,20 +162,43 @@ async def patch(work_tree: Path, base: str) -> Patch:
         CopyError: git failed.
 
     """
-    diff = ("diff", "--cached", "--binary", "--no-color", "--no-ext-diff", "--no-textconv", base, "--")
+    # One run: the changed paths (--raw, each NUL-terminated) then the patch, after an empty field.
+    diff = (
+        "diff",
+        "--cached",
+        "--raw",
+        "-p",
+        "-z",
+        "--binary",
+        "--no-renames",
+        "--no-color",
+        "--no-ext-diff",
+    )
     outputs = await run_git_in_view(
         work_tree,
         ("read-tree", base),
         ("add", "--all", "--", "."),
-        diff,
-        ("diff", "--cached", "--name-only", "-z", "--no-renames", base, "--"),
+        (*diff, "--no-textconv", base, "--"),
         scratch=True,
         timeout=COPY_TIMEOUT_S,
     )
     for done in outputs:
         _check(done, f"reading the changes of {work_tree}")
-    names = outputs[3].stdout.decode("utf-8", errors="replace").split("\0")
-    return Patch(outputs[2].stdout.decode("utf-8", errors="replace"), tuple(name for name in names if name))
+    return _split_raw_patch(outputs[2].stdout)
+
+
+def _split_raw_patch(output: bytes) -> Patch:
+    r"""``git diff --raw -p -z``'s output: ``:meta\0path\0`` per file, an empty field, the patch."""
+    files: list[str] = []
+    position = 0
+    while output.startswith(b":", position):
+        meta_end = output.index(b"\0", position)
+        path_end = output.index(b"\0", meta_end + 1)
+        files.append(output[meta_end + 1 : path_end].decode("utf-8", errors="replace"))
+        position = path_end + 1
+    if output.startswith(b"\0", position):
+        position += 1
+    return Patch(output[position:].decode("utf-8", errors="replace"), tuple(files))
 
 
 async def run_git_in_view(
