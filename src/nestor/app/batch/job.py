@@ -145,7 +145,7 @@ async def _run_agent(
     handle: JobHandle,
     hooks: Callable[[], Sequence[Hook]],
     record: dict[str, Any],
-) -> str:
+) -> str | None:
     """The agent tree on the job's prompt; fills ``record``'s outcome; returns the session tree's export."""
     from nestor.app import App
     from nestor.app.session_files import export_tree_json
@@ -162,8 +162,9 @@ async def _run_agent(
             agent_type=job.agent,
         )
         handle.conversation = conversation
-        if handle.stopped:
-            conversation.stop()
+        if handle.stopped:  # stopped while the agent was built: its prompt is never sent
+            record |= {"status": "cancelled", "stop_reason": "cancelled"}
+            return None
         outcome = await conversation.run_to_completion(job.prompt)
         unsubscribe()
         record |= {
