@@ -102,3 +102,14 @@ async def test_a_git_url_is_cloned_at_its_ref(tmp_path: Path) -> None:
     assert (tmp_path / "clone" / "a.txt").exists() and not (tmp_path / "clone" / "b.txt").exists()
     with pytest.raises(CopyError, match="neither a folder nor a git URL"):
         await clone_url("ext::sh -c touch% /tmp/x", None, tmp_path / "other")
+
+
+async def test_a_checkout_whose_path_holds_a_colon_or_a_quote_is_diffed(tmp_path: Path) -> None:
+    repo = committed_repo(tmp_path / "repo")
+    folder = tmp_path / 'job a:b "c"'
+    folder.mkdir()
+
+    checkout, commit = await copy_of(repo, folder)
+    (checkout / "a.txt").write_text("changed\n")
+
+    assert (await patch(checkout, commit)).files == ("a.txt",)

@@ -348,11 +348,17 @@ def _view(
             env |= {
                 "GIT_INDEX_FILE": str(view / "index"),
                 "GIT_OBJECT_DIRECTORY": str(view / "objects"),
-                "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(repository.objects_dir),
+                "GIT_ALTERNATE_OBJECT_DIRECTORIES": _c_quoted(str(repository.objects_dir)),
             }
         yield view, env
     finally:
         shutil.rmtree(view, ignore_errors=True)
+
+
+def _c_quoted(path: str) -> str:
+    """A path as one entry of git's ``:``-separated list variables: C-quoted, a ``:`` in it kept."""
+    escaped = path.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
+    return f'"{escaped}"'
 
 
 def _readable_index(repository: Repository, view: Path) -> Path:
