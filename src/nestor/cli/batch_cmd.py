@@ -116,7 +116,8 @@ def run_batch(
     attempts, session_id and session_export (RESULTS.sessions/ID.json); the session is in your
     store (`nestor sessions show ID --tree`). Run again with the same -o to resume: jobs already
     recorded are skipped (cancelled ones run again). Ctrl-C cancels the running jobs and records them.
-    Exit codes: 0 every job done, 1 some job did not end done, 2 usage error, 130 stopped by Ctrl-C.
+    Exit codes: 0 every job done, 1 some job did not end done (or did not start: the batch's
+    budget), 2 usage error, 130 stopped by Ctrl-C.
     """
     from nestor.app.batch.jobs import read_jobs, select_jobs
     from nestor.app.batch.report import read_summary
@@ -158,7 +159,8 @@ def run_batch(
     ended = [record for record in summary.records if record["id"] in ran]
     if stopped:
         raise typer.Exit(130)
-    raise typer.Exit(0 if all(record.get("status") == "done" for record in ended) else 1)
+    every_one_done = len(ended) == len(ran) and all(record.get("status") == "done" for record in ended)
+    raise typer.Exit(0 if every_one_done else 1)
 
 
 @app.command("report")
