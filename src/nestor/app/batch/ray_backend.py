@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from nestor.config.settings import Settings
     from nestor.runtime.kernel.hooks import Hook
 
+HEAD_RESOURCE = "node:__internal_head__"
+"""The resource only Ray's head node has."""
 MAX_RETRIES = 3
 """How many times Ray runs a job again whose worker was lost (a job's own failure is not retried)."""
 
@@ -144,11 +146,10 @@ class RayExecutor:
             memory = {"memory": self.memory_mb * 2**20} if self.memory_mb else {}
             remote: Any = ray.remote  # its overloads do not take the options as a dict
             self._task = remote(num_cpus=self.cpus, max_retries=MAX_RETRIES, **memory)(_run_on_worker)
-            from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-            here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=True)
-            counter: Any = remote(num_cpus=0, scheduling_strategy=here)(AttemptCounter)
-            self._counter = counter.remote()  # on the driver's node: it outlives the workers
+            # On the head node, whose loss ends the cluster anyway: the counter outlives any worker
+            # (the driver's own node may be a worker's, when several raylets share a machine).
+            head = {HEAD_RESOURCE: 0.001} if HEAD_RESOURCE in ray.cluster_resources() else {}
+            self._counter = remote(num_cpus=0, resources=head)(AttemptCounter).remote()
         return ray
 
 
