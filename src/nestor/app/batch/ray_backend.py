@@ -5,7 +5,7 @@ Ray's object store, so a worker needs no shared filesystem; a git URL is cloned 
 task runs :func:`~nestor.app.batch.job.run_job` in a temp dir of the worker, with a session store
 of its own whose tree it sends back as an export (the driver writes and imports it). A task on a
 worker that is lost is retried by Ray (``max_retries``); each try asks an attempt counter (an actor
-on the driver's cluster) for its number, which the result records. Credentials reach the workers
+on the head node) for its number, which the result records. Credentials reach the workers
 as the provider variables of the driver's environment only (their keys, their base URLs), as a
 task argument: nothing else of the driver's environment is shipped.
 """
