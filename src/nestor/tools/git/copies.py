@@ -23,11 +23,11 @@ from nestor.tools.git.location import find_repository
 from nestor.tools.git.runner import (
     GIT_TIMEOUT_S,
     GitOutput,
-    _environment,  # pyright: ignore[reportPrivateUsage]
-    _prepare,  # pyright: ignore[reportPrivateUsage]
-    _run_async,  # pyright: ignore[reportPrivateUsage]
-    _sandboxed,  # pyright: ignore[reportPrivateUsage]
-    _view,  # pyright: ignore[reportPrivateUsage]
+    git_environment,
+    prepare_repository,
+    private_view,
+    run_launch,
+    sandboxed_launch,
 )
 from nestor.tools.programs import find_program
 from nestor.tools.sandbox.detect import Availability, detect
@@ -219,21 +219,21 @@ async def run_git_in_view(
         CopyError: No repository or no git, or a command could not run or did not finish in time.
 
     """
-    prepared = _prepare(directory)
+    prepared = prepare_repository(directory)
     if prepared is None:
         raise CopyError(f"no git repository at {directory}, or no git program", hint="install git")
     git, repository = prepared
     availability = sandbox or await detect()
     outputs: list[GitOutput] = []
-    with _view(repository, scratch=scratch, refs=refs) as (view, git_env):
+    with private_view(repository, scratch=scratch, refs=refs) as (view, git_env):
         shown = (repository.work_tree, repository.git_dir, repository.common_dir, view, *writable)
         own = (view, *writable) if scratch else writable
         for args in steps:
             argv = [git, "-C", str(directory), *args]
-            launch = _sandboxed(availability, repository.work_tree, shown, argv, own_dirs=own)
+            launch = sandboxed_launch(availability, repository.work_tree, shown, argv, own_dirs=own)
             if launch is None:
                 raise CopyError("git cannot run in the sandbox", hint="see `nestor doctor`")
-            done = await _run_async(launch, directory, _environment(git_env, launch.env), timeout, None)
+            done = await run_launch(launch, directory, git_environment(git_env, launch.env), timeout, None)
             if done is None:
                 raise CopyError(f"git {args[0]} did not finish in {timeout:g} s in {directory}")
             outputs.append(done)
@@ -267,8 +267,8 @@ async def _own_git(
         )
     except SandboxError as error:
         raise CopyError(f"git cannot run in the sandbox: {error}") from error
-    env = _environment({} if user_config else _OWN_CONFIG, launch.env)
-    done = await _run_async(launch, root, env, COPY_TIMEOUT_S, None)
+    env = git_environment({} if user_config else _OWN_CONFIG, launch.env)
+    done = await run_launch(launch, root, env, COPY_TIMEOUT_S, None)
     if done is None:
         raise CopyError(f"git {args[0]} did not finish in {COPY_TIMEOUT_S:g} s")
     _check(done, f"git {' '.join(args[:3])}")
