@@ -67,7 +67,7 @@ sandbox-backend:
 
 install-dev: model-parts local-engine sandbox-backend
 	@echo "Installing nestor and its development tools..."
-	$(BIN)/python -m pip install --quiet -e '.[dev,local]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,local,ray]'
 
 ## run: install nestor (with its embedded model) and run its main job on this repository
 run: install

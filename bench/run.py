@@ -9,6 +9,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import acp_startup
 import agent_files
+import batch
 import checkpoints
 import compaction
 import context_isolation
@@ -60,6 +61,8 @@ def main() -> None:
     session_load.main()
     print()
     tui.main()
+    print()
+    batch.main()
 
 
 if __name__ == "__main__":

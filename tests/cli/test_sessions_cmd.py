@@ -1,4 +1,4 @@
-"""``nestor sessions list|show|export|delete`` on a store filled through the store's own API."""
+"""``nestor sessions list|show|export|import|delete`` on a store filled through the store's own API."""
 
 from __future__ import annotations
 
@@ -229,3 +229,41 @@ def test_show_without_tree_counts_the_sub_agents_and_lists_hide_them(
     listed = nestor_json(["sessions", "list", "--all", "--json"], cwd=project, env=env)
     assert ids["root"] in {row["id"] for row in listed}
     assert not {ids["explore"], ids["general"], ids["nested"]} & {row["id"] for row in listed}
+
+
+def test_a_tree_exported_from_one_store_imports_into_another_whole(
+    tree: tuple[Path, dict[str, str], dict[str, str]], tmp_path: Path
+) -> None:
+    project, env, ids = tree
+    exported = tmp_path / "tree.json"
+    done = nestor(["sessions", "export", ids["root"], "--tree", "-o", str(exported)], cwd=project, env=env)
+    assert done.returncode == 0, done.stderr
+    before = nestor(["sessions", "show", ids["root"], "--tree"], cwd=project, env=env).stdout
+    elsewhere = clean_env(tmp_path / "other-home")
+
+    imported = nestor(["sessions", "import", str(exported)], cwd=project, env=elsewhere)
+    again = nestor(["sessions", "import", str(exported)], cwd=project, env=elsewhere)
+
+    assert imported.returncode == 0 and imported.stdout.strip() == f"imported {ids['root']}", imported.stderr
+    assert nestor(["sessions", "show", ids["root"], "--tree"], cwd=project, env=elsewhere).stdout == before
+    transcript = nestor(["sessions", "show", ids["root"]], cwd=project, env=elsewhere).stdout
+    assert "why does login fail?" in transcript
+    assert again.returncode == 1 and f"session {ids['root']} is already in the store" in again.stderr
+
+
+def test_importing_a_file_that_is_no_export_names_what_is_wrong(tmp_path: Path) -> None:
+    env = clean_env(tmp_path / "home")
+    bad = tmp_path / "bad.json"
+    for text, problem in (
+        ("[1, 2]", "it is not a JSON object"),
+        ('{"session": {"id": "ses_1"}, "messages": []}', "'usage' is missing"),
+        ("{", "Expecting property name"),
+    ):
+        bad.write_text(text)
+        done = nestor(["sessions", "import", str(bad)], cwd=tmp_path, env=env)
+        assert (
+            done.returncode == 1
+            and "is not a nestor session export" in done.stderr
+            and problem in done.stderr
+        )
+        assert "Traceback" not in done.stderr

@@ -255,11 +255,9 @@ class App:
         env: Mapping[str, str] | None = None,
         hooks: Sequence[Hook] = (),
         subagent_hooks: Callable[[], Sequence[Hook]] | None = None,
+        agent_type: str | None = None,
     ) -> SessionAgent:
-        """Build the coder agent on ``session`` (or a new session) and make it live.
-
-        ``hooks`` join the main agent's; ``subagent_hooks`` makes hooks for each sub-agent.
-        """
+        """Build the coder agent (or ``agent_type``) on ``session`` (or a new one), live, with ``hooks``."""
         settings = self.settings
         environment = os.environ if env is None else env
         if not self._ignored_notice_given:
@@ -273,7 +271,7 @@ class App:
         hooks = list(hooks)
         if session is None:
             session = self.sessions.create(
-                str(settings.project_root), agent_name="coder", model=built.name, title=title
+                str(settings.project_root), agent_name=agent_type or "coder", model=built.name, title=title
             )
             self._created.add(session.id)
             self.hold(session.id)
@@ -305,9 +303,10 @@ class App:
         )
         self._factories.append(factory)
         self.tree = factory.tree
-        agent = await factory.main(session, built, hooks=hooks)
-        self.coordinator.add(agent)
-        return agent
+        spec = factory.registry.get(agent_type) if agent_type else None
+        main = await factory.main(session, built, spec=spec, hooks=hooks)
+        self.coordinator.add(main)
+        return main
 
     async def conversation(
         self,
@@ -318,6 +317,7 @@ class App:
         env: Mapping[str, str] | None = None,
         hooks: Sequence[Hook] = (),
         subagent_hooks: Callable[[], Sequence[Hook]] | None = None,
+        agent_type: str | None = None,
     ) -> Conversation:
         """Start the main agent on ``session`` (a new session for None) and return its conversation.
 
@@ -329,12 +329,12 @@ class App:
             first_prompt: The prompt a new session starts with (``nestor run``): its first line
                 is the session's title. Without it, the first prompt sent titles the session.
             env: Environment for provider credentials; ``os.environ`` when None.
-            hooks: The embedder's own hooks (:class:`nestor.extensions.Hook`), added to the main
-                agent's.
+            hooks: The embedder's own hooks (:class:`nestor.extensions.Hook`), the main agent's too.
             subagent_hooks: Makes the embedder's hooks for a sub-agent, called once for each
                 sub-agent built (``task``, ``agentic_fetch``; a reused idle one keeps its
                 hooks), so that agents never share a hook's state. ``RunState.agent_type`` and
                 ``agent_id`` tell the hook whose run it sees.
+            agent_type: The main agent's agent file by name (a ``nestor batch`` job's), not ``coder``.
 
         Raises:
             SessionInUseError: Another nestor process runs the session.
@@ -350,6 +350,7 @@ class App:
             env=env,
             hooks=hooks,
             subagent_hooks=subagent_hooks,
+            agent_type=agent_type,
         )
         existing = session.title if session is not None else title
         return Conversation(

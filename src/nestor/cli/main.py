@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from nestor.cli import agents_cmd, lsp_cmd, mcp_cmd, sessions_cmd
+from nestor.cli import agents_cmd, batch_cmd, lsp_cmd, mcp_cmd, sessions_cmd
 from nestor.cli.options import CommonOptions
 from nestor.core.errors import NestorError
 
@@ -27,6 +27,7 @@ app.add_typer(sessions_cmd.app, name="sessions")
 app.add_typer(agents_cmd.app, name="agents")
 app.add_typer(mcp_cmd.app, name="mcp")
 app.add_typer(lsp_cmd.app, name="lsp")
+app.add_typer(batch_cmd.app, name="batch")
 
 
 class OutputFormat(StrEnum):

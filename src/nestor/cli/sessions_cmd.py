@@ -1,4 +1,4 @@
-"""``nestor sessions list|show|export|delete``: stored conversations, as tables or JSON."""
+"""``nestor sessions list|show|export|import|delete``: stored conversations, as tables or JSON."""
 
 from __future__ import annotations
 
@@ -13,12 +13,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from nestor.app.session_files import export_json, session_to_dict
+
 if TYPE_CHECKING:
     from nestor.app.records import Database, MessageRecord, MessageStore, Session, SessionStore, StoredRow
     from nestor.cli.options import CommonOptions
     from nestor.cli.tree_view import AgentNode
 
-app = typer.Typer(help="List, show, export, fork and delete stored sessions.", no_args_is_help=True)
+app = typer.Typer(help="List, show, export, import, fork and delete stored sessions.", no_args_is_help=True)
 
 
 @dataclass(frozen=True)
@@ -185,11 +187,23 @@ def export_session(
     markdown: Annotated[
         bool, typer.Option("--markdown", help="A readable transcript instead of JSON.")
     ] = False,
+    tree: Annotated[
+        bool,
+        typer.Option(
+            "--tree", help="JSON with every sub-agent session below it, for `nestor sessions import`."
+        ),
+    ] = False,
 ) -> None:
     """Export a session with every message, as JSON (default) or Markdown."""
     if markdown:
         session, records = _load(ctx, session_id)
         text = render_transcript(session, records)
+    elif tree:
+        from nestor.app.session_files import export_tree_json
+
+        with _stores(ctx) as stores:
+            session = stores.sessions.get(session_id)
+            text = export_tree_json(stores.database, stores.sessions, session.id)
     else:
         session, rows = _load_rows(ctx, session_id)
         text = export_json(session, rows)
@@ -198,6 +212,29 @@ def export_session(
     else:
         output.write_text(text + "\n", encoding="utf-8")
         print(f"exported {session.id} to {output}", file=sys.stderr)
+
+
+@app.command("import")
+def import_session(
+    ctx: typer.Context,
+    file: Annotated[Path, typer.Argument(help="A file written by `nestor sessions export` (--tree or not).")],
+) -> None:
+    """Import an exported session (and its sub-agent sessions) into this store, under the same ids.
+
+    For a session run on another machine: `nestor sessions show ID --tree` then works on it.
+    """
+    from nestor.app.session_files import import_json
+    from nestor.core.errors import NestorError
+
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise NestorError(
+            f"cannot read {file}: {error}", hint="give an exported session's JSON file"
+        ) from None
+    with _stores(ctx) as stores:
+        session_id = import_json(stores.database, text, str(file))
+    print(f"imported {session_id}")
 
 
 @app.command("delete")
@@ -250,23 +287,6 @@ def fork_session(
     run_fork(_options(ctx), session_id, at)
 
 
-def session_to_dict(session: Session) -> dict[str, Any]:
-    """The JSON form of a session row (usage and cost included)."""
-    return {
-        "id": session.id,
-        "parent_id": session.parent_id,
-        "project_path": str(session.project_path),
-        "title": session.title,
-        "agent_name": session.agent_name,
-        "model": session.model,
-        "status": session.status,
-        "usage": session.usage.to_dict(),
-        "cost_usd": session.usage.cost_usd,
-        "created_at": session.created_at,
-        "updated_at": session.updated_at,
-    }
-
-
 def tree_to_dict(node: AgentNode) -> dict[str, Any]:
     """The JSON form of a session tree: each session's row, its run and its children, nested.
 
@@ -281,35 +301,6 @@ def tree_to_dict(node: AgentNode) -> dict[str, Any]:
         "own_usage": node.own_usage.to_dict(),
         "children": [tree_to_dict(child) for child in node.children],
     }
-
-
-def export_json(session: Session, rows: list[StoredRow]) -> str:
-    """A session with its messages as JSON text: each message is pydantic-ai's JSON plus nestor's usage.
-
-    The messages are printed as stored, one per line (neither decoded nor re-encoded: a long
-    session's export takes a fraction of the time); the session's fields are indented.
-    """
-    from nestor.app.records import mark_from_data
-    from nestor.core.usage import Usage
-
-    lines: list[str] = []
-    for seq, kind, data, usage, created_at in rows:
-        message: Any = json.loads(data)[0]
-        metadata = message.get("metadata") if kind == "request" else None
-        nestor = metadata.get("nestor") if isinstance(metadata, dict) else None
-        mark = mark_from_data(nestor.get("compaction")) if isinstance(nestor, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
-        entry = {
-            "seq": seq,
-            "kind": kind,
-            "created_at": created_at,
-            "usage": None if usage is None else Usage.from_dict(json.loads(usage)).to_dict(),
-            "compaction": None if mark is None else mark.to_metadata()["nestor"]["compaction"],
-            "message": message,
-        }
-        lines.append(json.dumps(entry))
-    session_text = json.dumps(session_to_dict(session), indent=2).replace("\n", "\n  ")
-    messages_text = "[\n    " + ",\n    ".join(lines) + "\n  ]" if lines else "[]"
-    return f'{{\n  "session": {session_text},\n  "messages": {messages_text}\n}}'
 
 
 def render_transcript(session: Session, records: list[MessageRecord]) -> str:

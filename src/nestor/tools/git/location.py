@@ -90,6 +90,22 @@ class Repository:
             return Head(None, None)
         return Head(ref, self._resolve(ref, _MAX_SYMREF_DEPTH))
 
+    def resolve_name(self, name: str) -> str | None:
+        """A ref's name as git's ``rev-parse`` reads it (``main``, ``v1.2``, ``refs/...``) to its object id.
+
+        Tried in git's order: the name as given under ``refs/``, then ``refs/tags/``,
+        ``refs/heads/``, ``refs/remotes/``; a full object id is returned as it is. None when no ref
+        has the name (an abbreviated id is not resolved here: git's own objects decide that).
+        """
+        if _OBJECT_ID.fullmatch(name):
+            return name
+        for candidate in (name, f"refs/tags/{name}", f"refs/heads/{name}", f"refs/remotes/{name}"):
+            if _valid_ref_name(candidate):
+                found = self._resolve(candidate, _MAX_SYMREF_DEPTH)
+                if found is not None:
+                    return found
+        return None
+
     def _resolve(self, ref: str, depth: int) -> str | None:
         base = self.git_dir if ref.startswith(_PER_WORKTREE_REFS) else self.common_dir
         loose = _read_pointer(base / ref)

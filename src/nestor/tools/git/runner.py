@@ -88,34 +88,36 @@ def run_git(
     reads (``--stdin`` lists), else nothing. Blocking: call it from a thread (the tools' listings run
     in ``asyncio.to_thread``).
     """
-    prepared = _prepare(directory)
+    prepared = prepare_repository(directory)
     if prepared is None:
         return None
     git, repository = prepared
     availability = sandbox or detect_blocking()
-    with _view(repository) as (view, git_env):
+    with private_view(repository) as (view, git_env):
         shown = (repository.work_tree, repository.git_dir, repository.common_dir, view)
-        launch = _sandboxed(availability, repository.work_tree, shown, [git, "-C", str(directory), *args])
+        command = [git, "-C", str(directory), *args]
+        launch = sandboxed_launch(availability, repository.work_tree, shown, command)
         if launch is None:
             return None
-        return _run_blocking(launch, directory, _environment(git_env, launch.env), timeout, stdin)
+        return _run_blocking(launch, directory, git_environment(git_env, launch.env), timeout, stdin)
 
 
 async def run_git_async(
     directory: Path, *args: str, timeout: float = GIT_TIMEOUT_S, sandbox: Availability | None = None
 ) -> GitOutput | None:
     """:func:`run_git` for the event loop: the same view, sandbox and environment."""
-    prepared = _prepare(directory)
+    prepared = prepare_repository(directory)
     if prepared is None:
         return None
     git, repository = prepared
     availability = sandbox or await detect()
-    with _view(repository) as (view, git_env):
+    with private_view(repository) as (view, git_env):
         shown = (repository.work_tree, repository.git_dir, repository.common_dir, view)
-        launch = _sandboxed(availability, repository.work_tree, shown, [git, "-C", str(directory), *args])
+        command = [git, "-C", str(directory), *args]
+        launch = sandboxed_launch(availability, repository.work_tree, shown, command)
         if launch is None:
             return None
-        return await _run_async(launch, directory, _environment(git_env, launch.env), timeout, None)
+        return await run_launch(launch, directory, git_environment(git_env, launch.env), timeout, None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,7 +168,7 @@ async def run_shadow_git(
         "GIT_CONFIG_NOSYSTEM": "1",
         "GIT_LITERAL_PATHSPECS": "1",
     }
-    launch = _sandboxed(
+    launch = sandboxed_launch(
         availability,
         shadow.work_tree,
         (shadow.work_tree,),
@@ -175,7 +177,7 @@ async def run_shadow_git(
     )
     if launch is None:
         return None
-    return await _run_async(launch, shadow.work_tree, _environment(git_env, launch.env), timeout, stdin)
+    return await run_launch(launch, shadow.work_tree, git_environment(git_env, launch.env), timeout, stdin)
 
 
 def _run_blocking(
@@ -216,7 +218,7 @@ def _run_blocking(
     return GitOutput(process.returncode, stdout, stderr)
 
 
-async def _run_async(
+async def run_launch(
     launch: Launch, cwd: Path, env: dict[str, str], timeout: float, stdin: bytes | None
 ) -> GitOutput | None:
     """Run it, stopping it at ``timeout`` or as soon as it is stuck opening a FIFO."""
@@ -300,7 +302,8 @@ async def submodule_trees(directory: Path) -> tuple[Path, ...]:
     return tuple(repository.work_tree / name for name in await gitlinks(repository))
 
 
-def _prepare(directory: Path) -> tuple[str, Repository] | None:
+def prepare_repository(directory: Path) -> tuple[str, Repository] | None:
+    """The git program and the repository around ``directory``; None when either is missing."""
     repository = find_repository(directory)
     if repository is None:
         return None
@@ -309,8 +312,15 @@ def _prepare(directory: Path) -> tuple[str, Repository] | None:
 
 
 @contextmanager
-def _view(repository: Repository) -> Iterator[tuple[Path, dict[str, str]]]:
-    """A private git dir for one run, and the variables that point git at it and at the data."""
+def private_view(
+    repository: Repository, *, scratch: bool = False, refs: Mapping[str, str] | None = None
+) -> Iterator[tuple[Path, dict[str, str]]]:
+    """A private git dir for one run, and the variables that point git at it and at the data.
+
+    ``scratch`` gives the view an index and an object store of its own (empty; the repository's
+    objects as an alternate), for commands that write them (``add``, ``read-tree``) while the
+    repository stays as it is; ``refs`` are branches the view holds besides ``HEAD``'s (name to id).
+    """
     view = Path(tempfile.mkdtemp(prefix="nestor-git-"))
     try:
         head = repository.head()
@@ -327,17 +337,31 @@ def _view(repository: Repository) -> Iterator[tuple[Path, dict[str, str]]]:
         (view / "info").mkdir()
         (view / "info" / "exclude").write_text(_exclude_rules(repository))
         _link_shared_indexes(repository, view)
-        yield (
-            view,
-            {
-                "GIT_DIR": str(view),
-                "GIT_WORK_TREE": str(repository.work_tree),
-                "GIT_INDEX_FILE": str(_readable_index(repository, view)),
-                "GIT_OBJECT_DIRECTORY": str(repository.objects_dir),
-            },
-        )
+        for name, object_id in (refs or {}).items():
+            (view / "refs" / "heads").mkdir(exist_ok=True)
+            (view / "refs" / "heads" / name).write_text(f"{object_id}\n")
+        env = {
+            "GIT_DIR": str(view),
+            "GIT_WORK_TREE": str(repository.work_tree),
+            "GIT_INDEX_FILE": str(_readable_index(repository, view)),
+            "GIT_OBJECT_DIRECTORY": str(repository.objects_dir),
+        }
+        if scratch:
+            (view / "objects").mkdir()
+            env |= {
+                "GIT_INDEX_FILE": str(view / "index"),
+                "GIT_OBJECT_DIRECTORY": str(view / "objects"),
+                "GIT_ALTERNATE_OBJECT_DIRECTORIES": _c_quoted(str(repository.objects_dir)),
+            }
+        yield view, env
     finally:
         shutil.rmtree(view, ignore_errors=True)
+
+
+def _c_quoted(path: str) -> str:
+    """A path as one entry of git's ``:``-separated list variables: C-quoted, a ``:`` in it kept."""
+    escaped = path.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
+    return f'"{escaped}"'
 
 
 def _readable_index(repository: Repository, view: Path) -> Path:
@@ -383,7 +407,7 @@ def _link_shared_indexes(repository: Repository, view: Path) -> None:
         os.symlink(path, view / path.name)
 
 
-def _sandboxed(
+def sandboxed_launch(
     availability: Availability,
     root: Path,
     shown: tuple[Path, ...],
@@ -407,7 +431,7 @@ def _sandboxed(
         return None
 
 
-def _environment(git_env: Mapping[str, str], sandbox_env: Mapping[str, str]) -> dict[str, str]:
+def git_environment(git_env: Mapping[str, str], sandbox_env: Mapping[str, str]) -> dict[str, str]:
     """A few of the user's variables (no keys, no tokens, no ``GIT_*``), then git's and the sandbox's."""
     kept = {
         name: value for name, value in os.environ.items() if name in _KEPT_VARIABLES or name.startswith("LC_")
