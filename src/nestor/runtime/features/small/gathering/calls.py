@@ -78,7 +78,7 @@ def call_texts(prompt: str) -> list[str]:
     for match in _NAME_START.finditer(prompt):
         if match.start() < covered:
             continue
-        end = _call_end(prompt, match.start())
+        end = call_end(prompt, match.start())
         if end is not None:
             found.append(prompt[match.start() : end])
             covered = end
@@ -98,17 +98,17 @@ def quoted_calls(prompt: str) -> list[QuotedCall]:
     for match in _NAME_START.finditer(prompt):
         if match.start() < covered:
             continue  # inside a call already taken
-        end = _call_end(prompt, match.start())
+        end = call_end(prompt, match.start())
         if end is None:
             continue
-        call = _call(prompt[match.start() : end])
+        call = parsed_call(prompt[match.start() : end])
         if call is not None:
             found.setdefault(call.expression, call)
             covered = end
     return list(found.values())[:MAX_CALLS]
 
 
-def _call_end(text: str, start: int) -> int | None:
+def call_end(text: str, start: int) -> int | None:
     """Where the call starting at ``start`` ends (its balanced brackets, then ``.name(...)`` chained)."""
     position = text.index("(", start)
     end: int | None = None
@@ -133,7 +133,8 @@ def _call_end(text: str, start: int) -> int | None:
     return end
 
 
-def _call(code: str) -> QuotedCall | None:
+def parsed_call(code: str) -> QuotedCall | None:
+    """``code`` as a call the harness may run (see :func:`quoted_calls`), or None."""
     try:
         tree = ast.parse(code, mode="eval")
     except SyntaxError:
