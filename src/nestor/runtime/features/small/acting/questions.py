@@ -16,6 +16,7 @@ from dataclasses import replace
 from nestor.runtime.features.small.acting import prompts
 from nestor.runtime.features.small.gathering.calls import (
     call_script,
+    example_calls,
     import_statement,
     quoted_calls,
 )
@@ -70,7 +71,7 @@ async def answer(
     evidence = await gather_evidence(
         intent, reader, host.run_tools, symbols=symbols, parts=parts if len(parts) > 1 else ()
     )
-    ran = await _run_quoted_calls(work, prompt, read_only=read_only)
+    ran = await _run_quoted_calls(work, prompt, symbols, read_only=read_only)
     default = asks_for_a_default(prompt)
     signature_defaults = parameter_defaults(prompt, intent, symbols, reader) if default else ""
     message = quoted_message(prompt)
@@ -112,10 +113,18 @@ def _with_earlier_terms(intent: Intent, earlier: Sequence[tuple[str, str]], symb
     return replace(intent, terms=(*intent.terms, *added))
 
 
-async def _run_quoted_calls(work: Workspace, prompt: str, *, read_only: bool) -> str:
-    """Run the calls the question writes out (:mod:`.calls`); what they gave, as evidence."""
+async def _run_quoted_calls(work: Workspace, prompt: str, symbols: SymbolIndex, *, read_only: bool) -> str:
+    """Run the calls the question writes out or implies by an example (:mod:`.calls`); what they gave."""
     if read_only or "bash" not in work.host.tool_names():
         return ""
+    functions = {
+        name
+        for name in symbols.names()
+        if any(symbol.kind in ("function", "method") for symbol in symbols.definitions(name))
+    }
+    implied = example_calls(prompt, functions)
+    if implied:
+        prompt = f"{prompt}\n" + "\n".join(implied)  # checked as any call the user writes
     scripts: list[tuple[str, str]] = []
     told = scenario(prompt)
     if told is not None:
