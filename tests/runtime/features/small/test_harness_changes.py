@@ -359,7 +359,10 @@ const { parse } = require('../index.js');
 test('parses kb', () => {
   assert.strictEqual(parse('1kb'), 1024);
 });
-"""
+""" + "".join(  # passing tests after it: its values are far above the output's last lines
+    f"\ntest('parses {n} mb', () => {{\n  assert.strictEqual(parse('{n}mb'), {n * 1048576});\n}});\n"
+    for n in range(25)
+)
 
 
 @needs_node
