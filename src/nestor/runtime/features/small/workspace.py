@@ -8,6 +8,7 @@ read alone. Edits, test runs and the reports of a change are the same for every 
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from dataclasses import dataclass, field
@@ -126,7 +127,7 @@ class Workspace:
         limit = (
             TEST_TIMEOUT_S
             if known is None
-            else min(TEST_TIMEOUT_S, max(MIN_TEST_TIMEOUT_S, known * TEST_SLOWDOWN))
+            else min(TEST_TIMEOUT_S, max(MIN_TEST_TIMEOUT_S, math.ceil(known * TEST_SLOWDOWN)))
         )
         started = time.monotonic()
         (outcome,) = await self.host.run_tools(
