@@ -68,6 +68,11 @@ class _GapTrial:
             else PlannedEdit(self.span.path, original, changed)
         )
 
+    def report(self, candidate: str) -> str:
+        """The answer for the fix that put ``candidate`` in the gap: the line before and after, tests pass."""
+        change = f"In {self.span.label}, `{self.cut.strip()}` is now `{candidate.strip()}`."
+        return change_report([self.span.path], change, self.command, passed=True)
+
     def parses(self, candidate: str) -> bool:
         """Whether the file is valid code with ``candidate`` in the gap."""
         edit = self.edit(candidate)
@@ -112,16 +117,13 @@ async def fix_by_infilling(
                 continue
             tried += 1
             if await _passes(work, trial, candidate):
-                best = await _smallest_passing(work, trial, candidate)
-                change = f"In {trial.span.label}, `{trial.cut.strip()}` is now `{best.strip()}`."
-                return change_report([trial.span.path], change, command, passed=True)
+                return trial.report(await _smallest_passing(work, trial, candidate))
         for candidate in mutants(trial.cut, language_of(trial.span.path)):
             if mutated >= MUTANT_TRIES or not trial.parses(candidate):
                 continue
             mutated += 1
             if await _passes(work, trial, candidate):
-                change = f"In {trial.span.label}, `{trial.cut.strip()}` is now `{candidate.strip()}`."
-                return change_report([trial.span.path], change, command, passed=True)
+                return trial.report(candidate)
     return None
 
 
