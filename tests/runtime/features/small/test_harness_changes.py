@@ -30,7 +30,7 @@ from tests.runtime.features.small.test_harness import (
 from tests.runtime.support import Harness
 
 INDEX_JS = """function pad(text, width) {
-  return text.padStart(width - 1);
+  return text.padStart(width - 2);
 }
 
 module.exports = { pad };
@@ -49,11 +49,11 @@ HARMFUL = (
     "    assert pad('ab', 4) == ' ab'\n>>>>>>> REPLACE\nFixed the test."
 )
 WRONG_FIX = (
-    "index.js\n<<<<<<< SEARCH\n  return text.padStart(width - 1);\n=======\n"
+    "index.js\n<<<<<<< SEARCH\n  return text.padStart(width - 2);\n=======\n"
     "  return text.padEnd(width);\n>>>>>>> REPLACE\nPadded at the end."
 )
 RIGHT_FIX = (
-    "index.js\n<<<<<<< SEARCH\n  return text.padStart(width - 1);\n=======\n"
+    "index.js\n<<<<<<< SEARCH\n  return text.padStart(width - 2);\n=======\n"
     "  return text.padStart(width);\n>>>>>>> REPLACE\nPadded to the full width."
 )
 
@@ -88,7 +88,7 @@ async def test_a_fix_the_request_keeps_out_of_the_tests_never_touches_them_and_f
     model = ScriptedModel([reply(HARMFUL), reply(WRONG_FIX), reply(HARMFUL)])
     agent = _coder(Harness(root), model, root)
 
-    result = await agent.run("The pad function is off by one. Fix the bug in index.js, not in the tests.")
+    result = await agent.run("The pad function is off by two. Fix the bug in index.js, not in the tests.")
 
     assert _tree(root) == before  # the wrong fix was undone too: the tree is as it was
     assert result.text.startswith("I could not make a working change, so I left every file as it was.")
@@ -106,9 +106,9 @@ async def test_a_fix_in_the_file_named_passes_and_the_tests_stay_as_they_were(tm
     model = ScriptedModel([reply(HARMFUL), reply(RIGHT_FIX)])
     agent = _coder(Harness(root), model, root)
 
-    result = await agent.run("The pad function is off by one. Fix the bug in index.js, not in the tests.")
+    result = await agent.run("The pad function is off by two. Fix the bug in index.js, not in the tests.")
 
-    assert (root / "index.js").read_text() == INDEX_JS.replace("width - 1", "width")
+    assert (root / "index.js").read_text() == INDEX_JS.replace("width - 2", "width")
     assert (root / "test" / "index.test.js").read_text() == TEST_JS
     assert result.text.startswith("Changed index.js."), result.text
     assert "Tests (`npm test --silent`): pass." in result.text
@@ -163,12 +163,12 @@ async def test_without_tests_a_change_that_breaks_the_syntax_is_undone(tmp_path:
     root.mkdir()
     (root / "index.js").write_text(INDEX_JS)
     python_in_js = (
-        "index.js\n<<<<<<< SEARCH\n  return text.padStart(width - 1);\n=======\n"
+        "index.js\n<<<<<<< SEARCH\n  return text.padStart(width - 2);\n=======\n"
         "  return text.padStart(width)\n  def helper(): pass\n>>>>>>> REPLACE\nFixed."
     )
     agent = _coder(Harness(root), ScriptedModel([reply(python_in_js)]), root)
 
-    result = await agent.run("Fix the off-by-one in pad in index.js.")
+    result = await agent.run("Fix the off-by-two in pad in index.js.")
 
     assert (root / "index.js").read_text() == INDEX_JS
     assert "What failed: it left a syntax error in index.js" in result.text, result.text
@@ -184,9 +184,9 @@ async def test_a_javascript_bug_is_fixed_by_filling_in_a_line_of_the_function_th
     model = FillingModel([fixed, fixed, fixed])
     agent = _coder(Harness(root), model, root)
 
-    result = await agent.run("pad gives one space too few. Please fix it.")
+    result = await agent.run("pad gives two spaces too few. Please fix it.")
 
-    assert (root / "index.js").read_text() == "// Padding.\n\n" + INDEX_JS.replace("width - 1", "width")
+    assert (root / "index.js").read_text() == "// Padding.\n\n" + INDEX_JS.replace("width - 2", "width")
     assert (root / "test" / "index.test.js").read_text() == TEST_JS
     assert "In pad (index.js:3)" in result.text and "pass" in result.text, result.text
     # The gap was the function's line, shown with the code around it, as the model fills in code.
@@ -265,7 +265,7 @@ FORMAT_JS = """function format(value) {
 }
 
 function pad(text, width) {
-  return text.padStart(width - 1);
+  return text.padStart(width - 2);
 }
 
 module.exports = { pad, format };
@@ -291,9 +291,98 @@ async def test_without_a_tracer_the_suspects_lines_are_tried_in_turns_so_a_helpe
     model = AnsweringModel(lambda before: fixed if before.endswith("function pad(text, width) {\n") else None)
     agent = _coder(Harness(root), model, root)
 
-    result = await agent.run("format gives one space too few. Fix it, not the test.")
+    result = await agent.run("format gives two spaces too few. Fix it, not the test.")
 
-    assert (root / "index.js").read_text() == FORMAT_JS.replace("width - 1", "width")
+    assert (root / "index.js").read_text() == FORMAT_JS.replace("width - 2", "width")
     assert "In pad (index.js:9)" in result.text, result.text
     # Three lines of format (what the test calls), then pad's: not every line of format first.
     assert len([before for before, _ in model.gaps if "function pad" not in before.splitlines()[-1]]) == 3
+
+
+TRIM_JS = """function trimEnd(str, index, min) {
+  while (index > min) {
+    var code = str.charCodeAt(--index);
+    if (code !== 0x20 && code !== 0x09) return index;
+  }
+  return min;
+}
+
+function value(str) {
+  return str.slice(0, trimEnd(str, str.length, 0));
+}
+
+module.exports = { value };
+"""
+TRIM_TEST_JS = """const test = require('node:test');
+const assert = require('node:assert');
+const { value } = require('../index.js');
+
+test('keeps the last character', () => {
+  assert.strictEqual(value('bc  '), 'bc');
+});
+"""
+
+
+@needs_node
+async def test_a_one_token_bug_the_model_fills_in_wrong_is_fixed_by_a_repair_template(tmp_path: Path) -> None:
+    root = _js_project(tmp_path / "project")
+    (root / "index.js").write_text(TRIM_JS)
+    (root / "test" / "index.test.js").write_text(TRIM_TEST_JS)
+    model = AnsweringModel(lambda before: "    return index;\n")  # the bug again, or the same line
+
+    result = await agent_run(root, model, "value('bc  ') loses its last character. Fix it, not the tests.")
+
+    assert (root / "index.js").read_text() == TRIM_JS.replace("return index;", "return index + 1;")
+    assert (root / "test" / "index.test.js").read_text() == TRIM_TEST_JS
+    assert "is now `if (code !== 0x20 && code !== 0x09) return index + 1;`" in result, result
+    assert "pass" in result
+    # The model filled in the line first; its version did not pass, the template's did.
+    assert model.gaps[-1][0].endswith("var code = str.charCodeAt(--index);\n")
+
+
+UNITS_JS = """var map = {
+  b: 1,
+  kb: 1000,
+  mb: 1 << 20,
+};
+
+function parse(text) {
+  return parseFloat(text) * map[text.slice(-2).toLowerCase()];
+}
+
+module.exports = { parse };
+"""
+UNITS_TEST_JS = """const test = require('node:test');
+const assert = require('node:assert');
+const { parse } = require('../index.js');
+
+test('parses kb', () => {
+  assert.strictEqual(parse('1kb'), 1024);
+});
+""" + "".join(  # passing tests after it: its values are far above the output's last lines
+    f"\ntest('parses {n} mb', () => {{\n  assert.strictEqual(parse('{n}mb'), {n * 1048576});\n}});\n"
+    for n in range(25)
+)
+
+
+@needs_node
+async def test_the_line_of_a_table_that_holds_the_value_the_test_got_is_filled_in_first(
+    tmp_path: Path,
+) -> None:
+    root = _js_project(tmp_path / "project")
+    (root / "index.js").write_text(UNITS_JS)
+    (root / "test" / "index.test.js").write_text(UNITS_TEST_JS)
+    model = FillingModel(["  kb: 1 << 10,\n"] * 3)  # then two more samples of that gap
+
+    result = await agent_run(
+        root, model, "parse('1kb') gives 1000, not 1024. Fix the library, not the tests."
+    )
+
+    assert (root / "index.js").read_text() == UNITS_JS.replace("kb: 1000", "kb: 1 << 10")
+    assert "In map (index.js:1)" in result and "pass" in result, result
+    assert {before for before, _ in model.gaps} == {"var map = {\n  b: 1,\n"}
+
+
+async def agent_run(root: Path, model: ScriptedModel, prompt: str) -> str:
+    """The harness's answer to ``prompt`` in the project at ``root``."""
+    return (await _coder(Harness(root), model, root).run(prompt)).text

@@ -182,3 +182,16 @@ async def test_an_error_message_the_question_quotes_is_traced_to_the_line_that_m
     )
     assert source in result.text, result.text
     assert source in _prompt_of(model.requests[0].messages)
+
+
+async def test_a_question_with_an_example_is_answered_with_the_call_run_on_it(tmp_path: Path) -> None:
+    # Found on cookie: "what does parse do with a value like `a=%E0%A4%A`?" was answered from the
+    # code alone, wrongly; running parse on the example says what it does.
+    root = _js_project(tmp_path / "project")
+    model = ScriptedModel([reply("It pads the text on the left.")])
+
+    result = await _coder(Harness(root), model, root).run("What does format do with a value like 'ab'?")
+
+    ran = "Run in the project's JavaScript (node):\n>>> format(\"ab\")\n'    ab'"
+    assert ran in result.text, result.text
+    assert ran in _prompt_of(model.requests[0].messages)  # the answer step saw it

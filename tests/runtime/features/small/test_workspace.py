@@ -46,7 +46,9 @@ class _TimingHost:
         return {"bash"}
 
     async def run_tools(self, calls: Sequence[ToolCall]) -> list[ToolOutcome]:
-        self.timeouts.extend(float(args["timeout"]) for _, args in calls)
+        for _, args in calls:  # the bash tool's schema takes whole seconds only
+            assert isinstance(args["timeout"], int), f"timeout {args['timeout']!r} is no integer"
+            self.timeouts.append(args["timeout"])
         await asyncio.sleep(self.seconds)
         return [ToolOutcome("ok", {"exit_code": 0}, True) for _ in calls]
 
@@ -73,6 +75,11 @@ async def test_later_runs_of_the_tests_may_take_a_few_times_the_first_not_the_wh
     work.timings["npm test"] = 30.0  # a slow suite may take four times as long, up to the limit
     await work.run_tests("npm test")
     assert host.timeouts[-1] == min(TEST_TIMEOUT_S, 30.0 * TEST_SLOWDOWN)
+    # Found on itsdangerous: a first run of 25.9 s made the limit 103.6, which the bash tool
+    # refused, and the fix the harness had found was undone as failing.
+    work.timings["npm test"] = 25.9
+    await work.run_tests("npm test")
+    assert host.timeouts[-1] == 104
 
 
 def test_a_change_report_with_nothing_changed_says_nothing_of_the_tests() -> None:

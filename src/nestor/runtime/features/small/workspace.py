@@ -8,6 +8,7 @@ read alone. Edits, test runs and the reports of a change are the same for every 
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from dataclasses import dataclass, field
@@ -126,18 +127,45 @@ class Workspace:
         limit = (
             TEST_TIMEOUT_S
             if known is None
-            else min(TEST_TIMEOUT_S, max(MIN_TEST_TIMEOUT_S, known * TEST_SLOWDOWN))
+            else min(TEST_TIMEOUT_S, max(MIN_TEST_TIMEOUT_S, math.ceil(known * TEST_SLOWDOWN)))
         )
         started = time.monotonic()
         (outcome,) = await self.host.run_tools(
-            [("bash", {"command": f"set -o pipefail; {command} 2>&1 | tail -n 60", "timeout": limit})]
+            [
+                (
+                    "bash",
+                    {"command": f"set -o pipefail; {command} 2>&1 | {_FAILURES_AND_TAIL}", "timeout": limit},
+                )
+            ]
         )
         if known is None:
             self.timings[command] = time.monotonic() - started
         if outcome.metadata.get("exit_code") == 0 and outcome.ok:
             return None
         # node prints its frames with absolute paths: the project's own read as project-relative.
-        return outcome.content.replace(f"{self.reader.root}/", "")[-4000:]
+        output = outcome.content.replace(f"{self.reader.root}/", "")
+        failures, separator, tail = output.partition(TAIL_SEPARATOR)
+        if not separator:
+            return output[-4000:]
+        return f"{failures[-FAILURE_LINES_CHARS:]}{separator}{tail[-4000:]}"
+
+
+TAIL_SEPARATOR = "... (the last lines of the output:)\n"
+FAILURE_LINES_CHARS = 2000
+_FAILURE_LINE = (
+    r"not ok |^ *(actual|expected): |^ *(Expected|Received):|^E |^FAILED |^(FAIL|ERROR): |panicked|"
+    r"^ *(left|right): "
+)
+_FAILURES_AND_TAIL = (
+    "awk '/" + _FAILURE_LINE + "/ { if (hits < 60) hit[hits++] = $0 } { last[NR % 60] = $0 } "
+    'END { for (i = 0; i < hits; i++) print hit[i]; printf "' + TAIL_SEPARATOR.replace("\n", "\\n") + '"; '
+    "for (i = (NR > 60 ? NR - 59 : 1); i <= NR; i++) print last[i % 60] }'"
+)
+"""The lines of a test run that say which test failed with what value (the first 60), then its last 60.
+
+A runner that reports as it goes (node's TAP, cargo) prints the first failures' values far above
+its last 60 lines: the fix steps read the failed tests and the values they got from both parts.
+"""
 
 
 def traceback_locations(output: str) -> list[tuple[str, int]]:

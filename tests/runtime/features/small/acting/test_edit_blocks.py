@@ -54,3 +54,46 @@ def test_locate_refuses_ambiguous_or_missing_text() -> None:
     text = "x = 1\nx = 1\n"
     assert locate(EditBlock("a.py", "x = 1\n", "x = 2\n"), text) is None
     assert locate(EditBlock("a.py", "y = 1\n", "y = 2\n"), text) is None
+
+
+PACKAGE_JSON = """{
+  "name": "cookie",
+  "main": "index.js",
+  "engines": {
+    "node": ">= 0.6"
+  },
+  "scripts": {
+    "test": "node --test test/"
+  }
+}
+"""
+
+
+def test_context_the_model_wrapped_around_its_change_is_dropped_until_the_change_is_found() -> None:
+    # What the 1.5B model wrote for "require Node.js 18 or newer": the field inside braces of its
+    # own, and `}` where the file has `},`. The changed line is in the file; the wrapping is not.
+    block = EditBlock(
+        "package.json",
+        '{\n  "engines": {\n    "node": ">= 0.6"\n  }\n}\n',
+        '{\n  "engines": {\n    "node": ">= 18"\n  }\n}\n',
+    )
+
+    located = locate(block, PACKAGE_JSON)
+
+    assert located is not None
+    assert PACKAGE_JSON.replace(located.old, located.new, 1) == PACKAGE_JSON.replace(">= 0.6", ">= 18")
+
+
+def test_a_change_whose_own_lines_are_not_in_the_file_is_still_not_found() -> None:
+    misremembered = EditBlock(
+        "package.json",
+        '{\n  "engines": {\n    "node": "> 0.6"\n  }\n}\n',
+        '{\n  "engines": {\n    "node": ">= 18"\n  }\n}\n',
+    )
+    # The line it changes is not in the file: the shared context alone does not place the change.
+    only_context = EditBlock(
+        "package.json", '  "main": "index.js",\n  "bin": "x",\n', '  "main": "index.js",\n  "bin": "y",\n'
+    )
+
+    assert locate(misremembered, PACKAGE_JSON) is None
+    assert locate(only_context, PACKAGE_JSON) is None

@@ -7,6 +7,7 @@ from pathlib import Path
 from nestor.runtime.features.small.gathering.calls import (
     UNBOUND_EXIT,
     call_script,
+    example_calls,
     import_statement,
     quoted_calls,
 )
@@ -101,3 +102,15 @@ def test_an_iterator_is_shown_by_its_items_and_builtins_wrap_the_projects_names(
 def test_a_method_called_on_its_class_is_not_run(tmp_path: Path) -> None:
     reader = _project(tmp_path)
     assert _run(reader, "What does Version.bump() do?").returncode == UNBOUND_EXIT
+
+
+def test_a_question_with_an_example_implies_the_call_it_asks_about() -> None:
+    broken = "What does parse do with a cookie value whose percent-encoding is broken, like `a=%E0%A4%A`?"
+    no_unit = "What does bytes.parse do with a string that has no unit, like '1024'?"
+
+    assert example_calls(broken, {"parse", "serialize"}) == ['parse("a=%E0%A4%A")']
+    assert example_calls(no_unit, {"parse"}) == ['bytes.parse("1024")']
+    assert example_calls("What does format give for a number like `1536`?", {"format"}) == ["format(1536)"]
+    # No function named before the example, or an example that is a call itself: nothing implied.
+    assert example_calls("What is a cookie like `a=b`?", {"parse"}) == []
+    assert example_calls("What does parse do with input like `os.system('id')`?", {"parse"}) == []

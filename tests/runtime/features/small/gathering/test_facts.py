@@ -52,8 +52,7 @@ def test_a_shorter_path_that_ends_one_indexed_file_is_resolved() -> None:
 def test_nothing_is_added_when_the_answer_names_the_function_or_cites_no_body_line() -> None:
     index = _index()
     assert cited_functions("`unsign` raises it (src/pkg/timed.py:8).", index) == ""
-    on_definitions = "The class starts at src/pkg/timed.py:1; the method at src/pkg/timed.py:5."
-    assert cited_functions(on_definitions, index) == ""
+    assert cited_functions("The method starts at src/pkg/timed.py:5.", index) == ""
     assert cited_functions("other/timed.py:7 and src/pkg/missing.py:7", index) == ""
 
 
@@ -167,3 +166,30 @@ def test_only_questions_about_defaults_ask_for_them() -> None:
     assert asks_for_a_default("What salt is used when I don't pass one?")
     assert asks_for_a_default("Which key does it use by default?")
     assert not asks_for_a_default("Which function raises SignatureExpired?")
+
+
+UNITS_JS = """var map = {
+  b: 1,
+  kb: 1 << 10,
+};
+
+function parse(text) {
+  return map[text];
+}
+"""
+
+
+def test_a_table_the_answer_cites_by_its_lines_is_named(tmp_path: Path) -> None:
+    # Found blind on bytes: "where is the table of the units' sizes?" was answered "in index.js at
+    # lines 1-4", which never named the `map` asked about; nor did a class's own line.
+    (tmp_path / "src" / "pkg").mkdir(parents=True)
+    (tmp_path / "index.js").write_text(UNITS_JS)
+    (tmp_path / "src" / "pkg" / "timed.py").write_text(TIMED)
+    index = symbol_index(ProjectReader(tmp_path))
+
+    facts = cited_functions("It is located in the `index.js` file at lines 1-4.", index)
+    on_class = cited_functions("The class starts at src/pkg/timed.py:1.", index)
+
+    assert facts == "Lines cited: `index.js:1` is in `map` (index.js:1)."
+    assert on_class == "Lines cited: `src/pkg/timed.py:1` is in `TimestampSigner` (src/pkg/timed.py:1)."
+    assert cited_functions("`parse` reads it (index.js:7).", index) == ""

@@ -68,3 +68,39 @@ def test_a_failing_rust_test_leads_down_its_calls_to_the_functions_it_runs(tmp_p
     assert names[2:4] == ["matches_less", "matches_exact"]
     assert "unrelated" not in names and "test_less_than" not in names
     assert (found[2].path, found[2].start, found[2].end) == ("src/lib.rs", 9, 11)
+
+
+UNITS_JS = """var map = {
+  b: 1,
+  kb: 1000,
+  mb: 1 << 20,
+};
+var unused = { x: 1 };
+
+function parse(text) {
+  return parseFloat(text) * map[text.slice(-2).toLowerCase()];
+}
+
+module.exports = { parse };
+"""
+UNITS_TEST_JS = """const test = require('node:test');
+const assert = require('node:assert');
+const { parse } = require('../index.js');
+
+test('parses kb', () => {
+  assert.strictEqual(parse('1kb'), 1024);
+});
+"""
+NODE_FAILURE = "not ok 1 - parses kb\n  error: '1000 == 1024'\n  expected: 1024\n  actual: 1000\n"
+
+
+def test_the_tables_a_suspect_reads_are_suspects_too(tmp_path: Path) -> None:
+    # The bug of a table (`kb: 1000`) is in no function: the map of units `parse` reads.
+    (tmp_path / "test").mkdir()
+    (tmp_path / "index.js").write_text(UNITS_JS)
+    (tmp_path / "test" / "units.test.js").write_text(UNITS_TEST_JS)
+    reader = ProjectReader(tmp_path)
+
+    found = code_suspects(reader, code_index(reader), read_intent("parse('1kb') is wrong"), NODE_FAILURE)
+
+    assert [(span.name, span.start, span.end) for span in found] == [("parse", 8, 10), ("map", 1, 5)]

@@ -3,7 +3,12 @@
 from pathlib import Path
 
 from nestor.runtime.features.small.verifying.snapshot import Snapshot
-from nestor.runtime.features.small.verifying.verdict import change_problem, failing_tests
+from nestor.runtime.features.small.verifying.verdict import (
+    actual_values,
+    change_problem,
+    failing_tests,
+    holds_literal,
+)
 
 
 def test_failing_tests_are_read_from_each_runners_output() -> None:
@@ -71,3 +76,24 @@ async def test_a_json_or_toml_file_left_unreadable_does_not_hold(tmp_path: Path)
         snapshot, lambda path: (tmp_path / path).read_text(), _no_tests, None, None, fixing=False
     )
     assert problem == "it left a syntax error in package.json"
+
+
+def test_the_values_the_failing_tests_got_are_read_from_each_runners_output() -> None:
+    node = "    not ok 1 - parses kb\n      error: '1000 == 1024'\n      expected: 1024\n      actual: 1000\n"
+    jest = '    Expected: "abc"\n    Received: "ab"\n'
+    pytest_output = "E       assert 7 == 8\n"
+    unittest_output = "AssertionError: 'x-y' != 'x_y'\n"
+    cargo = "  left: 42,\n right: 41\n"
+
+    assert actual_values(node) == {"1000"}
+    assert actual_values(jest) == {"ab"}
+    assert actual_values(pytest_output) == {"7"}
+    assert actual_values(unittest_output) == {"x-y"}
+    assert actual_values(cargo) == {"42"}
+    assert actual_values("      actual: 1\n      actual: true\n") == set()  # everywhere: no hint
+
+
+def test_a_line_holds_a_literal_only_as_a_whole_number_or_string() -> None:
+    assert holds_literal("  kb: 1000,", {"1000"})
+    assert not holds_literal("  kb: 10000,", {"1000"}) and not holds_literal("  x = 1000.5", {"1000"})
+    assert holds_literal("  sep = 'x-y'", {"x-y"}) and not holds_literal("  sep = 'x-yz'", {"x-y"})

@@ -95,8 +95,42 @@ class Located:
 def locate(block: EditBlock, file_text: str) -> Located | None:
     """The file's text the block means to replace, and its replacement; None when not found once.
 
-    An empty SEARCH appends to the end of the file.
+    An empty SEARCH appends to the end of the file. A block whose SEARCH is not in the file is
+    tried again without the lines it leaves unchanged at either end (:func:`_without_context`).
     """
+    located = _located(block, file_text)
+    if located is not None or not block.search.strip():
+        return located
+    for trimmed in _without_context(block):
+        located = _located(trimmed, file_text)
+        if located is not None:
+            return located
+    return None
+
+
+def _without_context(block: EditBlock) -> list[EditBlock]:
+    """``block`` with the unchanged lines at its ends taken off one at a time, first ones first.
+
+    A small model wraps the lines it changes in context that is not in the file as it wrote it:
+    the braces of the object around a JSON field (``{`` and ``}`` where the file has ``},``), a
+    line it misremembers. The lines it changes are in the file; the context is only the anchor.
+    """
+    search = block.search.rstrip("\n").split("\n")
+    replace = block.replace.rstrip("\n").split("\n")
+    found: list[EditBlock] = []
+    while len(search) > 1 and len(replace) > 1:
+        if search[0].strip() == replace[0].strip():
+            search, replace = search[1:], replace[1:]
+        elif search[-1].strip() == replace[-1].strip():
+            search, replace = search[:-1], replace[:-1]
+        else:
+            break
+        if any(line.strip() for line in search):
+            found.append(EditBlock(block.path, "\n".join(search) + "\n", "\n".join(replace) + "\n"))
+    return found
+
+
+def _located(block: EditBlock, file_text: str) -> Located | None:
     if not block.search.strip():
         if not file_text:
             return None

@@ -1,8 +1,11 @@
-"""Fixing a failing test: the suspects' statements filled in one at a time, then rewritten whole.
+"""Fixing a failing test: the suspects' statements changed one at a time, then rewritten whole.
 
-The model fills in one statement of a suspect function at a time (:mod:`.infill`), then, when no
-filling works, rewrites the suspects whole (:mod:`.functions`); each version is tried with the
-tests and undone when they still fail, so attempts never pile up on each other.
+The statements of the suspects, likeliest first, are filled in by the model one at a time
+(:mod:`.infill`), each then with its one-token repairs (:mod:`.mutations`: a test run each, no model
+call) when the model's versions fail; when nothing works the model rewrites the suspects whole
+(:mod:`.functions`). Each version is tried with the tests and undone when they still fail, so
+attempts never pile up on each other. The suspects' order decides, not the cost: a repair that
+only makes a weak test pass (a check turned round) must not come before the likelier line.
 """
 
 from __future__ import annotations
@@ -13,10 +16,13 @@ from dataclasses import dataclass
 
 from nestor.runtime.features.small.acting import prompts
 from nestor.runtime.features.small.acting.infill import Gap, candidates, change_size, gaps, parses
+from nestor.runtime.features.small.acting.mutations import mutants
 from nestor.runtime.features.small.gathering.functions import FunctionSpan, function_at, rewritten_function
+from nestor.runtime.features.small.gathering.languages import language_of
 from nestor.runtime.features.small.gathering.project import is_test_path
 from nestor.runtime.features.small.gathering.reader import ProjectReader
 from nestor.runtime.features.small.gathering.trace import ExecutedLines
+from nestor.runtime.features.small.verifying.verdict import actual_values, holds_literal
 from nestor.runtime.features.small.workspace import (
     EDIT_ATTEMPTS,
     EDIT_MAX_TOKENS,
@@ -33,6 +39,8 @@ INFILL_GAPS = 30
 INFILL_TRIES = 36
 INFILL_SAMPLES = 3
 INTERLEAVED_GAPS = 3
+MUTANT_TRIES = 60
+"""One-token repairs tried with the tests at most, over all the gaps (a test run each)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +68,11 @@ class _GapTrial:
             else PlannedEdit(self.span.path, original, changed)
         )
 
+    def report(self, candidate: str) -> str:
+        """The answer for the fix that put ``candidate`` in the gap: the line before and after, tests pass."""
+        change = f"In {self.span.label}, `{self.cut.strip()}` is now `{candidate.strip()}`."
+        return change_report([self.span.path], change, self.command, passed=True)
+
     def parses(self, candidate: str) -> bool:
         """Whether the file is valid code with ``candidate`` in the gap."""
         edit = self.edit(candidate)
@@ -77,19 +90,25 @@ async def fix_by_infilling(
     executed: ExecutedLines | None = None,
     interleave: bool = False,
 ) -> str | None:
-    """Fix failing tests by having the model fill in one statement of a suspect at a time.
+    """Fix failing tests by changing one statement of a suspect at a time.
 
-    Each version the model writes is tried with the tests and undone unless the tests' outcome
+    The gaps are planned likeliest first (a line holding a value the failing tests got leads);
+    the model fills each in, and when none of its versions works, the gap's one-token repairs
+    are tried. Each version is tried with the tests and undone unless the tests' outcome
     ``settles`` it (by default: they pass). Returns the report of the fix, or None when none
     was found (or the model cannot fill in).
     """
     frames = traceback_locations(failure)
-    asked = tried = 0
-    for span, gap, source in _planned_gaps(work, suspects, frames, executed, interleave=interleave):
+    planned = _planned_gaps(work, suspects, frames, executed, interleave=interleave)
+    trials = [
+        _GapTrial(span, gap, source, command, named, settles)
+        for span, gap, source in _hinted_first(planned, actual_values(failure))
+    ]
+    asked = tried = mutated = 0
+    for trial in trials:
         if asked >= INFILL_GAPS or tried >= INFILL_TRIES:
             return None
-        trial = _GapTrial(span, gap, source, command, named, settles)
-        middle = await work.host.infill(*gap.context(source), max_tokens=INFILL_MAX_TOKENS)
+        middle = await work.host.infill(*trial.gap.context(trial.source), max_tokens=INFILL_MAX_TOKENS)
         if middle is None:
             return None
         asked += 1
@@ -98,9 +117,13 @@ async def fix_by_infilling(
                 continue
             tried += 1
             if await _passes(work, trial, candidate):
-                best = await _smallest_passing(work, trial, candidate)
-                change = f"In {span.label}, `{trial.cut.strip()}` is now `{best.strip()}`."
-                return change_report([span.path], change, command, passed=True)
+                return trial.report(await _smallest_passing(work, trial, candidate))
+        for candidate in mutants(trial.cut, language_of(trial.span.path)):
+            if mutated >= MUTANT_TRIES or not trial.parses(candidate):
+                continue
+            mutated += 1
+            if await _passes(work, trial, candidate):
+                return trial.report(candidate)
     return None
 
 
@@ -134,6 +157,19 @@ def _planned_gaps(
         for items in planned
         for item in items[start : start + INTERLEAVED_GAPS]
     ]
+
+
+def _hinted_first(
+    planned: list[tuple[FunctionSpan, Gap, str]], literals: set[str]
+) -> list[tuple[FunctionSpan, Gap, str]]:
+    """``planned`` with the gaps whose line holds a value the failing tests got first.
+
+    ``1000 !== 1024`` says a ``1000`` was produced: a line that writes one likely made it.
+    """
+    if not literals:
+        return planned
+    hinted = [item for item in planned if holds_literal(item[1].cut(item[2]), literals)]
+    return hinted + [item for item in planned if item not in hinted]
 
 
 async def _passes(work: Workspace, trial: _GapTrial, candidate: str) -> bool:

@@ -112,11 +112,13 @@ def gaps(
 def _line_gaps(lines: list[str], span: FunctionSpan) -> list[Gap]:
     """Each line of a function's body that says something, for languages read without ``ast``.
 
-    The signature line, lines of brackets alone, blank lines and comments are not cut.
+    The signature line, lines of brackets alone, blank lines and comments are not cut; a span of
+    one line (a top-level ``const``) is cut whole.
     """
+    first = span.start if span.start == span.end else span.start + 1
     return [
         Gap(span, number, number)
-        for number in range(span.start + 1, min(span.end, len(lines)) + 1)
+        for number in range(first, min(span.end, len(lines)) + 1)
         if lines[number - 1].strip(" \t(){}[];,")
         and not lines[number - 1].lstrip().startswith(("//", "/*", "*", "#"))
     ]

@@ -15,8 +15,8 @@ from dataclasses import replace
 
 from nestor.runtime.features.small.acting import prompts
 from nestor.runtime.features.small.gathering.calls import (
-    QuotedCall,
     call_script,
+    example_calls,
     import_statement,
     quoted_calls,
 )
@@ -32,6 +32,7 @@ from nestor.runtime.features.small.gathering.messages import message_sources, qu
 from nestor.runtime.features.small.gathering.node_calls import node_calls
 from nestor.runtime.features.small.gathering.project import project_card, user_python
 from nestor.runtime.features.small.gathering.retrieval import gather_evidence
+from nestor.runtime.features.small.gathering.scenario import scenario, scenario_script
 from nestor.runtime.features.small.gathering.symbols import SymbolIndex
 from nestor.runtime.features.small.understanding.intent import Intent, question_parts, search_terms
 from nestor.runtime.features.small.workspace import Workspace
@@ -70,7 +71,7 @@ async def answer(
     evidence = await gather_evidence(
         intent, reader, host.run_tools, symbols=symbols, parts=parts if len(parts) > 1 else ()
     )
-    ran = await _run_quoted_calls(work, prompt, read_only=read_only)
+    ran = await _run_quoted_calls(work, prompt, symbols, read_only=read_only)
     default = asks_for_a_default(prompt)
     signature_defaults = parameter_defaults(prompt, intent, symbols, reader) if default else ""
     message = quoted_message(prompt)
@@ -112,17 +113,33 @@ def _with_earlier_terms(intent: Intent, earlier: Sequence[tuple[str, str]], symb
     return replace(intent, terms=(*intent.terms, *added))
 
 
-async def _run_quoted_calls(work: Workspace, prompt: str, *, read_only: bool) -> str:
-    """Run the calls the question writes out (:mod:`.calls`); what they gave, as evidence."""
+async def _run_quoted_calls(work: Workspace, prompt: str, symbols: SymbolIndex, *, read_only: bool) -> str:
+    """Run the calls the question writes out or implies by an example (:mod:`.calls`); what they gave."""
     if read_only or "bash" not in work.host.tool_names():
         return ""
-    scripts: list[tuple[QuotedCall, str]] = []
+    functions = {
+        name
+        for name in symbols.names()
+        if any(symbol.kind in ("function", "method") for symbol in symbols.definitions(name))
+    }
+    implied = example_calls(prompt, functions)
+    if implied:
+        prompt = f"{prompt}\n" + "\n".join(implied)  # checked as any call the user writes
+    scripts: list[tuple[str, str]] = []
+    told = scenario(prompt)
+    if told is not None:
+        imports = [import_statement(work.reader, name) for name in told.setup.names]
+        if all(found is not None for found in imports):
+            scripts.append((told.label, scenario_script(told, [found for found in imports if found])))
     for call in quoted_calls(prompt):
         imports = [import_statement(work.reader, name) for name in call.names]
+        if scripts and told is not None and call.expression == told.setup.expression:
+            continue  # the object as it is made says less than the scenario's run
         if all(found is not None for found in imports):
-            scripts.append((call, call_script(call, [found for found in imports if found is not None])))
+            found_imports = [found for found in imports if found is not None]
+            scripts.append((call.expression, call_script(call, found_imports)))
     python = user_python()
-    runs = [(call.expression, f"{python} -W ignore -c {shlex.quote(script)}") for call, script in scripts]
+    runs = [(label, f"{python} -W ignore -c {shlex.quote(script)}") for label, script in scripts]
     language = "Python"
     if not runs:
         runs = [

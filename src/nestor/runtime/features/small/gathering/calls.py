@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import json
 import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -78,10 +79,38 @@ def call_texts(prompt: str) -> list[str]:
     for match in _NAME_START.finditer(prompt):
         if match.start() < covered:
             continue
-        end = _call_end(prompt, match.start())
+        end = call_end(prompt, match.start())
         if end is not None:
             found.append(prompt[match.start() : end])
             covered = end
+    return list(dict.fromkeys(found))[:MAX_CALLS]
+
+
+_EXAMPLE = re.compile(
+    r"\b(?:like|such\s+as|e\.g\.|for\s+example|for\s+instance|say)[:,]?\s+(`[^`\n]+`|'[^'\n]+'|\"[^\"\n]+\")"
+)
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+def example_calls(prompt: str, callables: set[str]) -> list[str]:
+    """Calls a question implies with an example: "what does parse do with a value like `a=%E0`?".
+
+    The function is the last name of ``callables`` the question writes before "like", "such as",
+    "e.g." or "for example" and the example quoted after it; the example is passed as the
+    question writes it (a number in backticks as a number, anything else as a string). The calls are then
+    run only as :func:`quoted_calls` (and :mod:`.node_calls`) allow any call the user writes.
+    """
+    found: list[str] = []
+    for example in _EXAMPLE.finditer(prompt):
+        words = re.findall(r"(?<![\w.])[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*", prompt[: example.start()])
+        named = [word for word in words if word in callables or word.rpartition(".")[2] in callables]
+        quoted = example.group(1)
+        text = quoted[1:-1]
+        if not named or not text.strip() or _NAME_START.match(text):
+            continue  # no function named before it, or the example is a call of its own
+        number = quoted.startswith("`") and _NUMBER.fullmatch(text)
+        argument = text if number else json.dumps(text)
+        found.append(f"{named[-1]}({argument})")
     return list(dict.fromkeys(found))[:MAX_CALLS]
 
 
@@ -98,17 +127,17 @@ def quoted_calls(prompt: str) -> list[QuotedCall]:
     for match in _NAME_START.finditer(prompt):
         if match.start() < covered:
             continue  # inside a call already taken
-        end = _call_end(prompt, match.start())
+        end = call_end(prompt, match.start())
         if end is None:
             continue
-        call = _call(prompt[match.start() : end])
+        call = parsed_call(prompt[match.start() : end])
         if call is not None:
             found.setdefault(call.expression, call)
             covered = end
     return list(found.values())[:MAX_CALLS]
 
 
-def _call_end(text: str, start: int) -> int | None:
+def call_end(text: str, start: int) -> int | None:
     """Where the call starting at ``start`` ends (its balanced brackets, then ``.name(...)`` chained)."""
     position = text.index("(", start)
     end: int | None = None
@@ -133,7 +162,8 @@ def _call_end(text: str, start: int) -> int | None:
     return end
 
 
-def _call(code: str) -> QuotedCall | None:
+def parsed_call(code: str) -> QuotedCall | None:
+    """``code`` as a call the harness may run (see :func:`quoted_calls`), or None."""
     try:
         tree = ast.parse(code, mode="eval")
     except SyntaxError:

@@ -28,7 +28,10 @@ MAX_VALUES = 6
 """Assignments listed at most under an answer."""
 MAX_ASSIGNMENT_CHARS = 160
 """A longer assignment is not listed: a table or a long string says nothing at a glance."""
-_CITED_LINE = re.compile(r"(?<![\w./-])([\w./-]+\.py):(\d+)\b")
+_SOURCE_PATH = r"[\w./-]+\.(?:py|js|mjs|cjs|jsx|ts|tsx|rs|go)"
+_CITED_LINE = re.compile(rf"(?<![\w./-])({_SOURCE_PATH}):(\d+)\b")
+_CITED_LINES = re.compile(rf"(?<![\w./-])({_SOURCE_PATH})`?[^.\n:]{{0,40}}?\blines?\s+(\d+)", re.IGNORECASE)
+"""A file, then "at lines 28-47" in the same clause: the form small models cite in."""
 _ASKS_DEFAULT = re.compile(
     r"\bdefaults?\b|\b(?:if|when)\s+(?:i|you|we)\s+(?:have|pass|give|set)\s+no\b|"
     r"\b(?:don'?t|do\s+not|never)\s+(?:pass|set|give|configure)\b|\bwithout\b",
@@ -150,20 +153,26 @@ def _named_by(name: str, words: set[str]) -> bool:
 
 
 def cited_functions(answer: str, symbols: SymbolIndex) -> str:
-    """The function or method each ``path:line`` the answer cites is in, when the answer does not name it.
+    """What each line the answer cites is in (a function, else a top-level definition), when it does not say.
 
-    A cited path may be shorter than the project's (``pkg/mod.py`` for ``src/pkg/mod.py``) when it
-    ends exactly one indexed file's path. A line on a ``def`` itself, or outside every function, adds
-    nothing.
+    A line is cited as ``path:line`` or as a file and then "lines 28-47" in the same clause. A
+    cited path may be shorter than the project's (``pkg/mod.py`` for ``src/pkg/mod.py``) when it
+    ends exactly one indexed file's path. A line on a ``def`` itself, or outside every definition,
+    adds nothing; a line of a top-level table or class outside its functions names that.
     """
     rows: list[str] = []
-    for match in _CITED_LINE.finditer(answer):
+    cited_lines = sorted(
+        [*_CITED_LINE.finditer(answer), *_CITED_LINES.finditer(answer)], key=lambda m: m.start()
+    )
+    for match in cited_lines:
         cited, line = match.group(1), int(match.group(2))
         path = _indexed_path(cited, symbols)
         if path is None:
             continue
-        function = _innermost_function(symbols.in_file(path), line)
-        if function is None or function.line == line:
+        function = _innermost_function(symbols.in_file(path), line) or _outermost_definition(
+            symbols.in_file(path), line
+        )
+        if function is None or (function.line == line and function.kind in ("function", "method")):
             continue
         name = f"{function.owner}.{function.name}" if function.owner else function.name
         row = f"`{cited}:{line}` is in `{name}` ({path}:{function.line})"
@@ -180,6 +189,16 @@ def _indexed_path(cited: str, symbols: SymbolIndex) -> str | None:
         return cited
     ending = [path for path in symbols.paths() if path.endswith("/" + cited)]
     return ending[0] if len(ending) == 1 else None
+
+
+def _outermost_definition(defined: list[Symbol], line: int) -> Symbol | None:
+    """The top-level variable or class ``line`` is in (a table's entry: in ``map``), if any."""
+    around = [
+        symbol
+        for symbol in defined
+        if symbol.kind in ("variable", "class") and symbol.owner is None and symbol.line <= line <= symbol.end
+    ]
+    return min(around, key=lambda symbol: symbol.line, default=None)
 
 
 def _innermost_function(defined: list[Symbol], line: int) -> Symbol | None:

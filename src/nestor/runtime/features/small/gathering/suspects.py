@@ -31,6 +31,9 @@ from nestor.runtime.features.small.verifying.verdict import failing_tests
 from nestor.runtime.features.small.workspace import TEST_TIMEOUT_S, Workspace, traceback_locations
 
 MAX_SUSPECTS = 6
+MAX_DATA_SUSPECTS = 3
+MAX_DATA_LINES = 60
+"""A longer table is data, not code a bug hides in; its lines would crowd out the functions'."""
 CALL_LEVELS = 3
 """How far down from the failing tests' calls suspects are looked for (``matches`` -> ``matches_less``)."""
 CALLED_BONUS = 2.0
@@ -92,7 +95,8 @@ def code_suspects(
 
     The functions of the failure's frames outside the tests come first, innermost first; then
     what the failing tests (named by the runner's output) call, then what those call, and what
-    those call in turn: each level ordered by how much of the request it mentions.
+    those call in turn: each level ordered by how much of the request it mentions. After them,
+    the top-level variables of their files they use (:func:`_data_used`).
     """
     found: list[Definition] = []
     for path, line in reversed(traceback_locations(failure)):
@@ -111,7 +115,29 @@ def code_suspects(
         found.extend(d for d in level if d not in found)
         callees = {call.name for call in index.calls if call.caller in level}
         level = [d for name in callees for d in index.defined(name) if _is_code(d) and d not in found]
-    return [FunctionSpan(d.path, d.name, d.line, d.end) for d in found][:MAX_SUSPECTS]
+    functions = [FunctionSpan(d.path, d.name, d.line, d.end) for d in found][:MAX_SUSPECTS]
+    return functions + _data_used(reader, index, functions)
+
+
+def _data_used(reader: ProjectReader, index: CodeIndex, functions: list[FunctionSpan]) -> list[FunctionSpan]:
+    """The top-level variables of the suspects' files that they use: tables and constants.
+
+    A wrong value in a table (``kb: 1000`` in the map of units) fails the tests of every function
+    that reads it, and is in none of them.
+    """
+    texts: dict[str, str] = {}
+    for span in functions:
+        texts[span.path] = texts.get(span.path, "") + span.text(reader.read_text(span.path) or "")
+    used = [
+        definition
+        for definition in index.definitions
+        if definition.kind == "variable"
+        and definition.owner is None
+        and definition.path in texts
+        and definition.end - definition.line < MAX_DATA_LINES
+        and re.search(rf"(?<![\w$.]){re.escape(definition.name)}(?![\w$])", texts[definition.path])
+    ]
+    return [FunctionSpan(d.path, d.name, d.line, d.end) for d in used][:MAX_DATA_SUSPECTS]
 
 
 def _names_test(name: str, title: str) -> bool:

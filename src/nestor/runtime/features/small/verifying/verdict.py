@@ -26,6 +26,15 @@ _FAILED_TEST = (
     re.compile(r"^(?:FAIL|ERROR): (\S+ \(\S+\))$", re.MULTILINE),  # unittest
 )
 _TAIL_LINES = 15
+_ACTUAL = (
+    re.compile(r"^\s*actual: (.+)$", re.MULTILINE),  # node's assert (TAP), chai
+    re.compile(r"^\s*Received:? +(.+)$", re.MULTILINE),  # jest, vitest
+    re.compile(r"^\s*left: (.+)$", re.MULTILINE),  # Rust's assert_eq!(actual, expected)
+    re.compile(r"^E\s+(?:AssertionError: )?assert (.+?) (?:==|!=|in|is) ", re.MULTILINE),  # pytest
+    re.compile(r"^AssertionError: (.+?) != ", re.MULTILINE),  # unittest's assertEqual(actual, expected)
+    re.compile(r"^\s*got:? +(.+)$", re.MULTILINE),  # go test's "got"
+)
+_LITERAL = re.compile(r"""(?<![\w.])-?\d+(?:\.\d+)?(?![\w.])|"([^"]{2,})"|'([^']{2,})'""")
 
 
 def broken_files(snapshot: Snapshot, read: Callable[[str], str | None]) -> list[str]:
@@ -45,6 +54,31 @@ def broken_files(snapshot: Snapshot, read: Callable[[str], str | None]) -> list[
 def failing_tests(output: str) -> set[str]:
     """The names of the tests a test run's output says failed (empty when it names none)."""
     return {match.strip() for pattern in _FAILED_TEST for match in pattern.findall(output)}
+
+
+def actual_values(output: str) -> set[str]:
+    """The literals a test run's output says the code produced where the tests expected others.
+
+    Numbers (but 0, 1 and -1, which are everywhere) and quoted strings of the "actual" side of the
+    failed assertions, in the forms the common runners print. A suspect line that holds one
+    of them likely made it (a table's ``kb: 1000`` for a ``1000 !== 1024``).
+    """
+    found: set[str] = set()
+    for pattern in _ACTUAL:
+        for value in pattern.findall(output):
+            for match in _LITERAL.finditer(value):
+                literal = match.group(1) or match.group(2) or match.group()
+                if literal not in ("0", "1", "-1"):
+                    found.add(literal)
+    return found
+
+
+def holds_literal(line: str, literals: set[str]) -> bool:
+    """Whether ``line`` has one of ``literals`` as a number or as a quoted string of its own."""
+    for match in _LITERAL.finditer(line):
+        if (match.group(1) or match.group(2) or match.group()) in literals:
+            return True
+    return False
 
 
 async def change_problem(
