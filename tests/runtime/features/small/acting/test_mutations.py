@@ -25,7 +25,8 @@ def test_python_conditions_lose_or_gain_their_equals_and_their_off_by_one() -> N
 
 def test_strings_and_comments_are_never_changed() -> None:
     assert mutants('  if (x < y) s = "a < b"; // when i < 2\n', "javascript") == [
-        '  if (x <= y) s = "a < b"; // when i < 2\n'
+        '  if (x <= y) s = "a < b"; // when i < 2\n',
+        '  if (x > y) s = "a < b"; // when i < 2\n',
     ]
     # Python's // is division, not a comment; its # is one.
     assert mutants("    half = n // 2  # n > 0\n", "python") == [
@@ -40,3 +41,13 @@ def test_arrows_shifts_hex_and_macros_are_not_read_as_operators() -> None:
         "const f = (a) => a << 9;\n",
     ]
     assert mutants('    println!("{}", 0x20);\n', "rust") == []
+
+
+def test_a_comparison_turned_round_is_tried_after_its_equals_slips() -> None:
+    # Found on the semver crate: `<2.0.0` matched 3.0.0 because `ver.major < cmp.major` read `>`.
+    found = mutants("        return ver.major > cmp.major;\n", "rust")
+
+    assert found[:2] == [
+        "        return ver.major >= cmp.major;\n",
+        "        return ver.major < cmp.major;\n",
+    ]

@@ -23,9 +23,10 @@ _MASKED = {
     None: re.compile(_STRING + r"|(?P<comment>//.*$|/\*.*?\*/)"),
 }
 _COMPARISONS = {
-    **{"<=": "<", "<": "<=", ">=": ">", ">": ">="},
-    **{"===": "!==", "!==": "===", "==": "!=", "!=": "=="},
+    **{"<=": ("<", ">="), "<": ("<=", ">"), ">=": (">", "<="), ">": (">=", "<")},
+    **{"===": ("!==",), "!==": ("===",), "==": ("!=",), "!=": ("==",)},
 }
+"""Each comparison's likeliest slips first: its ``=`` lost or added, then the other way round."""
 _COMPARISON = re.compile(r"(?<![<>=!&|-])(===|!==|==|!=|<=|>=|<|>)(?![<>=])")
 _LOGICAL = re.compile(r"&&|\|\||\band\b|\bor\b")
 _LOGICAL_SWAP = {"&&": "||", "||": "&&", "and": "or", "or": "and"}
@@ -42,10 +43,10 @@ def mutants(line: str, language: str | None) -> list[str]:
     """Versions of ``line`` one token away, commonest kinds of bug first, at most :data:`MAX_MUTANTS`.
 
     ``line`` keeps its line end; ``language`` (:func:`.languages.language_of`) says how comments
-    are written. The kinds, in order: a comparison with or without its ``=`` (or
-    the other way round, for equality), ``+ 1``/``- 1`` taken off or added to what a line returns
-    or indexes, ``&&``/``||`` swapped, a negation dropped, ``true``/``false`` swapped, an integer
-    one more or less.
+    are written. The kinds, in order: a comparison with or without its ``=`` (equality turned
+    to inequality and back), then turned round (``<`` for ``>``), ``+ 1``/``- 1`` taken off or
+    added to what a line returns or indexes, ``&&``/``||`` swapped, a negation dropped,
+    ``true``/``false`` swapped, an integer one more or less.
     """
     body, end = (line[:-1], "\n") if line.endswith("\n") else (line, "")
     code = _masked(body, language)
@@ -59,8 +60,12 @@ def mutants(line: str, language: str | None) -> list[str]:
 
 
 def _changes(body: str, code: str) -> Iterator[str]:
-    for match in _COMPARISON.finditer(code):
-        yield _replaced(body, match.start(1), match.end(1), _COMPARISONS[match.group(1)])
+    comparisons = list(_COMPARISON.finditer(code))
+    for slip in range(2):
+        for match in comparisons:
+            others = _COMPARISONS[match.group(1)]
+            if slip < len(others):
+                yield _replaced(body, match.start(1), match.end(1), others[slip])
     for match in _OFF_BY_ONE.finditer(code):
         yield _replaced(body, match.start(), match.end(), "")
         yield _replaced(body, match.start(1), match.start(1) + 1, "-" if match.group(1) == "+" else "+")
