@@ -39,8 +39,9 @@ INFILL_GAPS = 30
 INFILL_TRIES = 36
 INFILL_SAMPLES = 3
 INTERLEAVED_GAPS = 3
-MUTANT_TRIES = 60
-"""One-token repairs tried with the tests at most, over all the gaps (a test run each)."""
+MUTANT_TRIES = 30
+"""One-token repairs tried with the tests at most, over all the gaps: a test run each, so a slow
+suite (pytest on a loaded machine: 2-4 s a run) spends at most a minute or two on them."""
 
 
 @dataclass(frozen=True, slots=True)
