@@ -75,25 +75,37 @@ class AgentTree:
         return depth < self.services.config.max_depth
 
     def check_task(self, args: dict[str, object], depth: int) -> str | None:
-        """Why a ``task`` call with ``args`` from an agent at ``depth`` cannot run (None when it can)."""
+        """Why a ``task`` call with ``args`` from an agent at ``depth`` cannot run (None when it can).
+
+        The delegation guard asks before the call runs; :meth:`run_task` and
+        :meth:`start_background` hold a call to the same rules (one that skipped the guard).
+        """
         prompt = args.get("prompt")
         if not isinstance(prompt, str) or not prompt.strip():
             return "The task prompt is empty. Say what the sub-agent should do, with the context it needs."
-        if not self.can_delegate(depth):
-            return (
-                f"Delegation is limited to {self.services.config.max_depth} level(s) "
-                "([agents] max_depth); do this yourself."
-            )
+        if (too_deep := self._too_deep(depth)) is not None:
+            return too_deep
         if args.get("resume"):
             return None
-        name = args.get("subagent_type") or "general"
+        spec = self._delegable(str(args.get("subagent_type") or "general"))
+        return spec if isinstance(spec, str) else None
+
+    def _too_deep(self, depth: int) -> str | None:
+        """Why an agent at ``depth`` may not delegate (None when it may)."""
+        if self.can_delegate(depth):
+            return None
+        limit = self.services.config.max_depth
+        return f"Delegation is limited to {limit} level(s) ([agents] max_depth); do this yourself."
+
+    def _delegable(self, name: str) -> AgentSpec | str:
+        """The spec named ``name`` (``general`` for none), or why a task cannot run it."""
         try:
-            spec = self.services.registry.get(str(name))
+            spec = self.services.registry.get(name or "general")
         except UnknownAgentError as exc:
             return str(exc)
         if not spec.delegable:
             return f"Agent {spec.name!r} is a primary agent and cannot be delegated to. {self._available()}"
-        return None
+        return spec
 
     def _available(self) -> str:
         return f"Available agents: {agent_names(self.services.registry.delegable())}."
@@ -174,8 +186,8 @@ class AgentTree:
     # -- building a child -------------------------------------------------------------------
 
     async def _prepare(self, parent: SessionAgent, request: TaskRequest, tool_call_id: str) -> Child:
-        if not self.can_delegate(parent.setup.depth):
-            raise ToolError(f"delegation is limited to {self.services.config.max_depth} level(s)")
+        if (too_deep := self._too_deep(parent.setup.depth)) is not None:
+            raise ToolError(too_deep)
         if request.resume:
             child = await self._resume(parent, request)
             child.agent.setup.parent_tool_call_id = tool_call_id
@@ -299,14 +311,9 @@ class AgentTree:
         agent.setup.description = request.description or agent.setup.description
 
     def _spec(self, name: str) -> AgentSpec:
-        try:
-            spec = self.services.registry.get(name or "general")
-        except UnknownAgentError as exc:
-            raise ToolError(str(exc)) from None
-        if not spec.delegable:
-            raise ToolError(
-                f"agent {spec.name!r} is a primary agent and cannot be delegated to. {self._available()}"
-            )
+        spec = self._delegable(name)
+        if isinstance(spec, str):
+            raise ToolError(spec)
         return spec
 
     def _inherited_history(self, parent: SessionAgent, child_id: str) -> list[ModelMessage]:
