@@ -1,4 +1,6 @@
-"""Layer 1: ``"provider:model"`` strings to pydantic-ai models, credentials, and usage with cost.
+"""``"provider:model"`` strings to pydantic-ai models, credentials, and usage with cost.
+
+A layer above ``core``, beside ``store``, ``config`` and ``bus`` (the layers: ``docs/architecture.md``).
 
 - :mod:`nestor.providers.catalog` — the known providers, their environment variables, key checks.
 - :mod:`nestor.providers.build` — :func:`~nestor.providers.build.build_model`, one provider's SDK
