@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from nestor.agents.registry import builtin_spec
 from nestor.agents.spec import AgentSpec
 from nestor.config.sections import AgentsConfig
+from nestor.runtime.factory.recipe import main_tool_names
 from nestor.runtime.features.large_results import LargeResultHook
 from nestor.runtime.kernel.hooks import BudgetHook, Budgets, LoopGuardHook
 from nestor.runtime.kernel.loop import SessionAgent
@@ -21,6 +23,7 @@ from nestor.runtime.tree.subagent_hooks import (
 from nestor.runtime.tree.subagent_result import ToolTracker
 from nestor.runtime.tree.tree_usage import TreeCostHook
 from nestor.testing import ScriptedModel, call, reply
+from nestor.tools.catalogue import ToolCatalogue
 from tests.runtime.tree_support import RoutedScript, TreeHarness, built, children_started
 
 MAIN = AgentSpec(name="coder", description="a main agent", prompt="MAIN", tools=("view", "grep", "task"))
@@ -119,3 +122,25 @@ async def test_the_tree_asks_the_factory_for_children_through_the_child_builder_
 
     fields = set(TreeServices.__dataclass_fields__)
     assert fields == {"registry", "config", "sessions", "messages", "bus", "project_root", "builder"}
+
+
+# Declared by coder.md, built only where a language server runs for the project.
+CODE_INTELLIGENCE = ("definition", "references", "hover", "symbols", "diagnostics")
+
+
+def test_the_main_coder_tools_per_model_size_and_delegation() -> None:
+    catalogue = ToolCatalogue()
+    coder, compact = builtin_spec("coder"), builtin_spec("coder-compact")
+    assert main_tool_names(coder, catalogue, can_delegate=True) == [
+        *("view", "ls", "glob", "grep", *CODE_INTELLIGENCE, "write", "edit", "bash", "fetch", "todo_write"),
+        *("task", "task_status", "task_output", "task_cancel", "agentic_fetch"),
+    ]
+    assert main_tool_names(coder, catalogue, can_delegate=False) == [
+        *("view", "ls", "glob", "grep", *CODE_INTELLIGENCE, "write", "edit", "bash", "fetch", "todo_write"),
+    ]
+    assert main_tool_names(compact, catalogue, can_delegate=True) == [
+        *("view", "ls", "glob", "grep", "edit", "bash", "task"),
+    ]
+    assert main_tool_names(compact, catalogue, can_delegate=False) == [
+        *("view", "ls", "glob", "grep", "edit", "bash"),
+    ]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -26,8 +27,7 @@ from nestor.core.errors import NestorError, ToolError
 from nestor.permissions import PermissionPolicy
 from nestor.permissions.child import ChildPolicy
 from nestor.providers.build import BuiltModel
-from nestor.runtime.factory.prompt import build_system_prompt
-from nestor.runtime.factory.toolset import main_tool_names
+from nestor.runtime.factory.prompt import build_system_prompt, compose_subagent_prompt
 from nestor.runtime.features.checkpoints import CheckpointHook
 from nestor.runtime.features.large_results import LargeResultHook
 from nestor.runtime.features.small.gathering.reader import ProjectReader
@@ -47,13 +47,21 @@ from nestor.runtime.tree.subagent_hooks import (
     SubAgentSafetyHook,
     TimeoutReportHook,
 )
-from nestor.runtime.tree.subagent_prompt import compose_subagent_prompt
 from nestor.runtime.tree.subagent_result import ToolTracker
 from nestor.runtime.tree.tree_usage import TreeCostHook
 from nestor.store.messages import MessageStore
 from nestor.tools.base import Tool
 from nestor.tools.catalogue import ToolCatalogue
 from nestor.tools.mcp.servers import McpServers
+
+
+def main_tool_names(spec: AgentSpec, catalogue: ToolCatalogue, *, can_delegate: bool) -> list[str]:
+    """The main agent's tools: the ones its spec declares (``coder.md``), in that order.
+
+    The delegation tools are left out when ``[agents] max_depth`` allows no sub-agent.
+    """
+    delegation = set(catalogue.names("delegation"))
+    return [name for name in spec.tools or () if can_delegate or name not in delegation]
 
 
 class ModelSource(Protocol):
@@ -384,7 +392,7 @@ class Recipe:
         if config.max_cost_usd is not None:
             hooks.append(TreeCostHook(float(config.max_cost_usd), tree.tree_cost))
         if tree.can_delegate(depth):
-            hooks.append(DelegationGuardHook(lambda args: tree.check_task(args, depth)))
+            hooks.append(DelegationGuardHook(partial(tree.check_task, depth=depth)))
         return hooks
 
     def _checkpoint_hooks(self, root: Path) -> list[Hook]:
