@@ -353,7 +353,7 @@ async def test_the_main_agents_iteration_budget_bounds_its_sub_agents(tmp_path: 
     assert_partial_report(the_task_result(main), "max_turns", "REPORT")
     assert result.stop_reason == "max_iterations"
     assert result.text.startswith("main report")
-    assert "main agent and sub-agents" in result.text
+    assert "main agent and its sub-agents together" in result.text
     assert model.requests[-1].tool_names == []
 
 
