@@ -15,9 +15,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from nestor.agents.frontmatter import FrontMatter, parse_front_matter
-from nestor.agents.mcp_fields import mcp_fields
-from nestor.agents.readers_common import (
+from nestor.agents.fields import (
     AgentFileProblem,
     Fields,
     ReadContext,
@@ -25,6 +23,8 @@ from nestor.agents.readers_common import (
     canonical_rules,
     plain_model,
 )
+from nestor.agents.frontmatter import FrontMatter, parse_front_matter
+from nestor.agents.mcp_fields import mcp_fields
 from nestor.agents.readers_foreign import (
     CODEALLY_KEYS,
     DEEPAGENTS_KEYS,

@@ -12,9 +12,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from nestor.agents.fields import Fields, ReadResult, plain_model
 from nestor.agents.frontmatter import FrontMatter, check_size, too_deep_error
 from nestor.agents.mcp_fields import mcp_fields
-from nestor.agents.readers_common import Fields, ReadResult, plain_model
 from nestor.core.errors import AgentFileError
 
 GEMINI_KEYS = (

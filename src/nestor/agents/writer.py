@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from nestor.agents.readers_common import canonical_rules
+from nestor.agents.fields import canonical_rules
 from nestor.agents.spec import AgentSpec
 
 

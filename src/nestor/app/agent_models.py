@@ -13,9 +13,9 @@ import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from nestor.agents.fields import AgentFileProblem, Severity
 from nestor.agents.frontmatter import parse_front_matter
 from nestor.agents.readers import MAX_AGENT_FILE_BYTES
-from nestor.agents.readers_common import AgentFileProblem, Severity
 from nestor.agents.spec import AgentSpec
 from nestor.config.settings import Settings
 from nestor.core.errors import AgentFileError, ToolError

@@ -20,9 +20,9 @@ from pydantic_ai.settings import ModelSettings
 from nestor.core.errors import ProviderError
 from nestor.providers.local.chat_format import ChatTemplate
 from nestor.providers.local.engine import INSTALL_HINT, LlamaEngine, engine_available
-from nestor.providers.local.generation import EngineOptions
 from nestor.providers.local.gguf import read_gguf_info
 from nestor.providers.local.model import LocalModel
+from nestor.providers.local.text_engine import EngineOptions
 from nestor.providers.local.weights import BUNDLED_MODEL_NAME, ensure_bundled_model
 
 DEFAULT_LOCAL_CONTEXT_WINDOW = 16_384
