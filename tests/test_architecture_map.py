@@ -22,7 +22,7 @@ ROOT = SOURCE.parent.parent
 MAP = ROOT / "docs" / "architecture.md"
 
 # Names the map mentions that other libraries define (pydantic-ai's messages and models).
-EXTERNAL = {"BinaryContent", "UserPromptPart", "FunctionModel", "Model"}
+EXTERNAL = {"BinaryContent", "UserPromptPart", "FunctionModel", "Model", "ModelSettings"}
 
 TOKEN = re.compile(r"`([^`\n]+)`")
 PATH = re.compile(r"^[\w.*-]+(/[\w.*-]*)*$")

@@ -79,9 +79,9 @@ def usage(input_tokens: int = 100, output_tokens: int = 10, cost: float | None =
     )
 
 
-def built(model: ScriptedModel, name: str, *, compact: bool = False) -> BuiltModel:
+def built(model: ScriptedModel, name: str, *, small_profile: bool = False) -> BuiltModel:
     return BuiltModel(
-        model=model, settings={}, name=name, context_window=128_000, priced=False, compact=compact
+        model=model, settings={}, name=name, context_window=128_000, priced=False, small_profile=small_profile
     )
 
 
@@ -135,7 +135,7 @@ class TreeHarness(Harness):
             from nestor.core.errors import UnknownProviderError
 
             raise UnknownProviderError(f"no scripted model for {choice!r}")
-        return built(self.models[choice], f"test:{choice}", compact=self.compact)
+        return built(self.models[choice], f"test:{choice}", small_profile=self.compact)
 
     def build(self, names: Sequence[str], session_id: str, tree: AgentTree) -> list[Tool[Any]]:
         """Fresh tools by name (the factory's tool source)."""

@@ -133,7 +133,7 @@ def read_nestor(fields: Fields) -> ReadResult:
         model=plain_model(fields.string("model")),
         temperature=fields.number("temperature", maximum=2.0),
         max_turns=fields.integer("max_turns"),
-        timeout=fields.positive_number("timeout"),
+        max_time_s=fields.positive_number("timeout"),
         max_context_tokens=fields.integer("max_context_tokens"),
         thoroughness=fields.choice("thoroughness", THOROUGHNESS),
         rule_files=fields.files("rules", "rules"),

@@ -49,7 +49,7 @@ def read_gemini(fields: Fields) -> ReadResult:
         model=_gemini_model(fields.string("model")),
         temperature=fields.number("temperature", maximum=2.0),
         max_turns=fields.integer("max_turns"),
-        timeout=None if minutes is None else minutes * 60.0,
+        max_time_s=None if minutes is None else minutes * 60.0,
         **mcp_fields(fields, "mcpServers"),
     )
 

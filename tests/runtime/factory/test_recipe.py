@@ -98,9 +98,11 @@ async def test_a_childs_plan_takes_its_budgets_from_the_call_then_the_spec_then_
     spec = harness.registry.get("general")
     recipe = harness.factory.recipe
 
-    from_call = await recipe.plan(spec, main, TaskRequest("d", "p", max_turns=3, timeout=7))
-    from_config = await recipe.plan(replace(spec, max_turns=None, timeout=None), main, TaskRequest("d", "p"))
-    from_spec = await recipe.plan(replace(spec, max_turns=4, timeout=40), main, TaskRequest("d", "p"))
+    from_call = await recipe.plan(spec, main, TaskRequest("d", "p", max_turns=3, max_time_s=7))
+    from_config = await recipe.plan(
+        replace(spec, max_turns=None, max_time_s=None), main, TaskRequest("d", "p")
+    )
+    from_spec = await recipe.plan(replace(spec, max_turns=4, max_time_s=40), main, TaskRequest("d", "p"))
 
     assert from_call.budgets == Budgets(max_iterations=3, max_time_s=7.0)
     assert from_spec.budgets == Budgets(max_iterations=4, max_time_s=40.0)

@@ -251,7 +251,7 @@ class AgentFactory:
             priced=built.priced,
             system_prompt=plan.system_prompt,
             tools=parts.tools,
-            brief_tools=built.compact,
+            brief_tools=built.small_profile,
             sessions=self.sessions,
             messages=self.messages,
             bus=self.bus,

@@ -156,7 +156,7 @@ class Recipe:
 
     def main_spec(self, built: BuiltModel) -> AgentSpec:
         """The main agent's spec: the built-in ``coder``, ``coder-compact`` on a small model."""
-        return builtin_spec("coder-compact" if built.compact else "coder")
+        return builtin_spec("coder-compact" if built.small_profile else "coder")
 
     async def plan(
         self,
@@ -207,7 +207,7 @@ class Recipe:
             ),
             budgets=Budgets(
                 max_iterations=task.max_turns or spec.max_turns or config.max_turns,
-                max_time_s=float(task.timeout or spec.timeout or config.timeout_s),
+                max_time_s=float(task.max_time_s or spec.max_time_s or config.timeout_s),
             ),
         )
 
@@ -323,7 +323,7 @@ class Recipe:
         self, plan: AgentPlan, root: Path, parent: SessionAgent | None, *, read_only: bool
     ) -> SmallModelHarness | None:
         """The small-model harness on a small model; only the main agent's names agents to delegate to."""
-        if not plan.built.compact:
+        if not plan.built.small_profile:
             return None
         registry = self.registry
 

@@ -32,7 +32,7 @@ class TaskRequest:
     thoroughness: Thoroughness | None = None
     run_in_background: bool | None = None
     resume: str | None = None
-    timeout: float | None = None
+    max_time_s: float | None = None
     spec: AgentSpec | None = None
     """A spec built in code (``agentic_fetch``'s) instead of ``subagent_type`` from the registry."""
     workspace: Path | None = None

@@ -90,7 +90,7 @@ class TaskTool(Tool[TaskParams]):
             thoroughness=params.thoroughness,
             run_in_background=params.run_in_background,
             resume=params.resume,
-            timeout=params.timeout,
+            max_time_s=params.timeout,
         )
         try:
             if self._in_background(request):
