@@ -78,7 +78,8 @@ class AgentTree:
         """Why a ``task`` call with ``args`` from an agent at ``depth`` cannot run (None when it can).
 
         The delegation guard asks before the call runs; :meth:`run_task` and
-        :meth:`start_background` hold a call to the same rules (one that skipped the guard).
+        :meth:`start_background` refuse a call that skipped it by the same depth and agent rules,
+        in the same words.
         """
         prompt = args.get("prompt")
         if not isinstance(prompt, str) or not prompt.strip():
