@@ -426,6 +426,6 @@ async def test_a_task_that_skipped_the_guard_is_refused_in_the_guards_own_words(
     said = harness.tree.check_task({"prompt": "look", "subagent_type": agent_type}, 0)
 
     with pytest.raises(ToolError) as refused:
-        await harness.tree.run_task(main, TaskRequest("look", "look", subagent_type=agent_type), "call-1")
+        await harness.tree.run_task(main, TaskRequest("look", "look", agent_type=agent_type), "call-1")
 
     assert said is not None and str(refused.value) == said

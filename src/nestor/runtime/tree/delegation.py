@@ -193,7 +193,7 @@ class AgentTree:
             child = await self._resume(parent, request)
             child.agent.setup.parent_tool_call_id = tool_call_id
             return child
-        spec = request.spec or self._spec(request.subagent_type)
+        spec = request.spec or self._spec(request.agent_type)
         plan = await self.services.builder.plan(parent, spec, request)
         persist = spec.persist and request.workspace is None
         key = pool_key(parent.session_id, spec, plan.tool_names, plan.built.name) if persist else None

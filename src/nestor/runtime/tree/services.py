@@ -26,7 +26,7 @@ class TaskRequest:
 
     description: str
     prompt: str
-    subagent_type: str = "general"
+    agent_type: str = "general"
     model: str | None = None
     max_turns: int | None = None
     thoroughness: Thoroughness | None = None
@@ -34,7 +34,7 @@ class TaskRequest:
     resume: str | None = None
     max_time_s: float | None = None
     spec: AgentSpec | None = None
-    """A spec built in code (``agentic_fetch``'s) instead of ``subagent_type`` from the registry."""
+    """A spec built in code (``agentic_fetch``'s) instead of ``agent_type`` from the registry."""
     workspace: Path | None = None
     """Confine the agent to this directory: its own tools (the spec's, not its parent's), reading
     only there, the network without asking (see :meth:`ChildPolicy.for_workspace`)."""
