@@ -23,7 +23,7 @@ from nestor.providers.build import (
     build_model,
     context_window_for,
 )
-from nestor.providers.catalog import parse_model_string
+from nestor.providers.catalogue import parse_model_string
 from nestor.providers.local.engine import LlamaEngine
 from nestor.providers.local.loader import DEFAULT_LOCAL_CONTEXT_WINDOW
 from nestor.providers.local.model import LocalModel
@@ -207,7 +207,7 @@ def test_building_imports_only_the_provider_in_use() -> None:
         "from nestor.config.sections import ModelConfig\n"
         "from nestor.config.settings import Settings\n"
         "from nestor.providers.build import build_model\n"
-        "import nestor.providers.catalog, nestor.providers.usage\n"
+        "import nestor.providers.catalogue, nestor.providers.usage\n"
         "assert not [m for m in sys.modules if m.startswith('pydantic_ai')]\n"
         "settings = Settings(project_root=Path('.'), data_dir=Path('data'))\n"
         "build_model(ModelConfig(model='openai-chat:gpt-4o'), settings, env={'OPENAI_API_KEY': 'k'})\n"

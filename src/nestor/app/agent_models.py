@@ -20,7 +20,7 @@ from nestor.agents.spec import AgentSpec
 from nestor.config.settings import Settings
 from nestor.core.errors import AgentFileError, ToolError
 from nestor.core.files import read_bounded_text
-from nestor.providers.catalog import credential_status, known_providers
+from nestor.providers.catalogue import credential_status, known_providers
 from nestor.runtime.tree.model_choice import resolve_model_choice
 
 _MODEL_KEY = re.compile(r"^model\s*:", re.MULTILINE)

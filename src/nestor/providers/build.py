@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, TypeAlias
 from nestor.config.sections import ModelConfig, NamedProviderConfig
 from nestor.config.settings import Settings
 from nestor.core.errors import ConfigError, ProviderError
-from nestor.providers.catalog import (
+from nestor.providers.catalogue import (
     BUILTIN_PROVIDERS,
     api_key,
     base_url,
