@@ -45,6 +45,7 @@ from nestor.core.tokens import estimate_tokens
 from nestor.permissions import PermissionPolicy
 from nestor.runtime.features.compaction import Compaction, SummaryModel, find_cut
 from nestor.runtime.kernel.context import ContextPolicy, fixed_tokens, messages_tokens
+from nestor.runtime.kernel.hooks import BudgetHook, Budgets, LoopGuardHook
 from nestor.runtime.kernel.loop import SessionAgent
 from nestor.runtime.kernel.setup import AgentSetup
 from nestor.store.db import open_database
@@ -246,6 +247,7 @@ async def run_session(root: Path, label: str, *, compact: bool, turns: int = TUR
         policy=PermissionPolicy(project_root=str(root)),
         asker=None,
         project_root=root,
+        hooks=[BudgetHook(Budgets()), LoopGuardHook()],  # the agent recipe's, as every agent's
         priced=False,
         context=ContextPolicy(context_window=CONTEXT_WINDOW) if compact else None,
         compactor=Compaction(

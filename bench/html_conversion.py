@@ -247,9 +247,9 @@ def content_module_converter() -> Callable[[str], str] | None:
     """
     try:
         content: Any = importlib.import_module("nestor.tools.web.content")
-        client: Any = importlib.import_module("nestor.tools.web.client")
+        pages: Any = importlib.import_module("nestor.tools.web.pages")
         convert_page = content.convert
-        fetched_page = client.FetchedPage
+        fetched_page = pages.FetchedPage
     except (ImportError, AttributeError):
         return None
 

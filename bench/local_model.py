@@ -47,15 +47,15 @@ from pydantic_ai.models import ModelRequestParameters
 
 from nestor.providers.local.chat_format import ChatTemplate
 from nestor.providers.local.engine import LlamaEngine, engine_available
-from nestor.providers.local.generation import (
+from nestor.providers.local.gguf import read_gguf_info
+from nestor.providers.local.model import LocalModel
+from nestor.providers.local.text_engine import (
     EngineOptions,
     Generated,
     InfillMarkers,
     PrefixUse,
     PromptEvaluated,
 )
-from nestor.providers.local.gguf import read_gguf_info
-from nestor.providers.local.model import LocalModel
 from nestor.providers.local.weights import ensure_bundled_model
 
 PROMPT = (

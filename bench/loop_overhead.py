@@ -26,6 +26,7 @@ from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
 
 from nestor.bus import EventBus
 from nestor.permissions import PermissionPolicy
+from nestor.runtime.kernel.hooks import BudgetHook, Budgets, LoopGuardHook
 from nestor.runtime.kernel.loop import SessionAgent
 from nestor.runtime.kernel.setup import AgentSetup
 from nestor.store.db import open_database
@@ -93,6 +94,7 @@ async def nestor_seconds_per_step(steps: int, root: Path) -> float:
         policy=PermissionPolicy(project_root=str(root)),
         asker=None,
         project_root=root,
+        hooks=[BudgetHook(Budgets()), LoopGuardHook()],  # the agent recipe's, as every agent's
     )
     agent = SessionAgent(session.id, setup, history=[])
     started = time.perf_counter()

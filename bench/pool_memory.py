@@ -117,7 +117,7 @@ async def measure(agents: int = AGENTS) -> PoolFigures:
             bench.write_agent(f"pooled-{index:02d}", spec_text(index))
         model = pool_model()
         main = bench.main(model, ("echo",), system_prompt="You are the main bench agent.")
-        await bench.tree.services.environment()  # warm imports outside the measured window
+        await bench.factory.recipe.environment()  # warm imports outside the measured window
 
         gc.collect()
         tracemalloc.start()

@@ -33,7 +33,7 @@ from nestor.providers.build import BuiltModel
 from nestor.runtime.factory.agents import AgentFactory
 from nestor.runtime.factory.prompt import EnvironmentCache
 from nestor.runtime.features.large_results import LargeResultHook
-from nestor.runtime.kernel.hooks import Hook
+from nestor.runtime.kernel.hooks import BudgetHook, Budgets, Hook, LoopGuardHook
 from nestor.runtime.kernel.loop import SessionAgent
 from nestor.runtime.kernel.setup import AgentSetup
 from nestor.runtime.tree.delegation import AgentTree
@@ -206,9 +206,14 @@ class BenchTree:
             project_root=self.project,
             scratch_dir=scratch,
             priced=False,
+            built=BuiltModel(
+                model=model, settings={}, name="bench:main", context_window=128_000, priced=False
+            ),
             hooks=[
+                BudgetHook(Budgets()),
+                LoopGuardHook(),
                 LargeResultHook(scratch, ContextConfig().tool_result_max_tokens),
-                *self.tree.tree_hooks(0),
+                *self.factory.recipe.tree_hooks(0),
             ],
         )
         agent = SessionAgent(session_id, setup)

@@ -69,7 +69,7 @@ async def tool_sets(
         tree = app.tree
         assert tree is not None
         sets = {"main": [tool.name for tool in main.setup.tools]}
-        requests = [TaskRequest(description=name, prompt="look", subagent_type=name) for name in SUBAGENTS]
+        requests = [TaskRequest(description=name, prompt="look", agent_type=name) for name in SUBAGENTS]
         workspace = root / "workspace"
         workspace.mkdir()
         requests.append(

@@ -641,7 +641,7 @@ def test_mistakes_in_keys_that_do_not_apply_yet_are_still_reported(project: Path
 
 
 def test_builtin_provider_names_match_the_provider_catalog() -> None:
-    from nestor.providers.catalog import BUILTIN_PROVIDERS
+    from nestor.providers.catalogue import BUILTIN_PROVIDERS
 
     assert frozenset(BUILTIN_PROVIDERS) == BUILTIN_PROVIDER_NAMES
     keys = {variable for provider in BUILTIN_PROVIDERS.values() for variable in provider.key_env_vars}

@@ -79,7 +79,7 @@ Review carefully.
     assert spec.prompt == "Review carefully."
     assert spec.tools == ("view", "grep", "web_search", "web_fetch")
     assert spec.disallowed_tools == ("grep",)
-    assert (spec.model, spec.temperature, spec.max_turns, spec.timeout) == ("small", 0.2, 12, 90.0)
+    assert (spec.model, spec.temperature, spec.max_turns, spec.max_time_s) == ("small", 0.2, 12, 90.0)
     assert spec.max_context_tokens == 32000
     assert spec.thoroughness == "thorough"
     assert spec.rule_files == (nestor_dir / "rules" / "style.md",)
@@ -394,7 +394,7 @@ Investigate.
     spec = _spec(result)
     assert spec.tools == ("view", "bash")
     assert spec.model == "google:gemini-2.5-pro"
-    assert (spec.temperature, spec.max_turns, spec.timeout) == (0.3, 20, 150.0)
+    assert (spec.temperature, spec.max_turns, spec.max_time_s) == (0.3, 20, 150.0)
     assert {(problem.key, problem.severity) for problem in result.problems} == {("tools", "warning")}
     assert spec.own_mcp_servers[0][0] == "x" and spec.own_mcp_servers[0][1].command == "y"
 

@@ -48,7 +48,7 @@ def test_full_spec_round_trips(tmp_path: Path) -> None:
         model="anthropic:claude-sonnet-4-20250514",
         temperature=0.25,
         max_turns=9,
-        timeout=120.5,
+        max_time_s=120.5,
         max_context_tokens=40_000,
         thoroughness="medium",
         rule_files=(rule, elsewhere),

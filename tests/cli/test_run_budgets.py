@@ -76,7 +76,7 @@ def test_max_iterations_bounds_the_main_agent_and_its_sub_agents(repo: Path, tmp
     assert len(requests) == 5
     assert code == 3 and outcome["stop_reason"] == "max_iterations"
     assert outcome["result"].startswith("MAIN REPORT: a child read files")
-    assert "the main agent and sub-agents made" in outcome["result"]
+    assert "model requests of the main agent and its sub-agents together" in outcome["result"]
     assert "(max_iterations = 3)" in outcome["result"]
     assert not offers_tools(requests[-1])
 

@@ -23,7 +23,7 @@ from nestor.providers.build import (
     build_model,
     context_window_for,
 )
-from nestor.providers.catalog import parse_model_string
+from nestor.providers.catalogue import parse_model_string
 from nestor.providers.local.engine import LlamaEngine
 from nestor.providers.local.loader import DEFAULT_LOCAL_CONTEXT_WINDOW
 from nestor.providers.local.model import LocalModel
@@ -207,7 +207,7 @@ def test_building_imports_only_the_provider_in_use() -> None:
         "from nestor.config.sections import ModelConfig\n"
         "from nestor.config.settings import Settings\n"
         "from nestor.providers.build import build_model\n"
-        "import nestor.providers.catalog, nestor.providers.usage\n"
+        "import nestor.providers.catalogue, nestor.providers.usage\n"
         "assert not [m for m in sys.modules if m.startswith('pydantic_ai')]\n"
         "settings = Settings(project_root=Path('.'), data_dir=Path('data'))\n"
         "build_model(ModelConfig(model='openai-chat:gpt-4o'), settings, env={'OPENAI_API_KEY': 'k'})\n"
@@ -298,7 +298,7 @@ def test_a_local_gguf_builds_an_unpriced_in_process_model(tmp_path: Path) -> Non
     assert built.name == f"local:{path}"
     assert built.model.model_name == str(path)
     assert built.priced is False  # nobody's price table applies to your own CPU
-    assert built.compact is True and built.in_process is True
+    assert built.small_profile is True and built.in_process is True
     assert built.context_window == DEFAULT_LOCAL_CONTEXT_WINDOW
     assert built.settings == {"max_retries": 0, "max_tokens": 512, "temperature": 0.1}
     assert built.model.settings == built.settings
@@ -310,7 +310,7 @@ def test_a_local_model_gets_the_configured_window_and_threads(tmp_path: Path) ->
 
     built = build_model(ModelConfig(model="local:big.gguf", context_window=65_536), settings, env={})
 
-    assert (built.name, built.compact, built.context_window) == ("local:big.gguf", False, 65_536)
+    assert (built.name, built.small_profile, built.context_window) == ("local:big.gguf", False, 65_536)
     assert isinstance(built.model, LocalModel) and isinstance(built.model.engine, LlamaEngine)
     assert built.model.engine.model_path == path
     assert (built.model.engine.options.threads, built.model.engine.options.context_window) == (2, 65_536)
@@ -321,15 +321,15 @@ def test_the_profile_setting_overrides_the_size_rule(tmp_path: Path) -> None:
     env = {"OPENAI_BASE_URL": "http://127.0.0.1:8000/v1"}
     settings = make_settings(tmp_path)
 
-    def compact(model: str, profile: str) -> bool:
+    def small_profile(model: str, profile: str) -> bool:
         return build_model(
             ModelConfig.model_validate({"model": model, "profile": profile}), settings, env=env
-        ).compact
+        ).small_profile
 
-    assert compact(f"local:{small_local}", "auto") is True
-    assert compact(f"local:{small_local}", "full") is False
-    assert compact("openai-chat:qwen2.5-coder:1.5b", "auto") is False
-    assert compact("openai-chat:qwen2.5-coder:1.5b", "small") is True
+    assert small_profile(f"local:{small_local}", "auto") is True
+    assert small_profile(f"local:{small_local}", "full") is False
+    assert small_profile("openai-chat:qwen2.5-coder:1.5b", "auto") is False
+    assert small_profile("openai-chat:qwen2.5-coder:1.5b", "small") is True
     with pytest.raises(ValueError, match="profile"):
         ModelConfig.model_validate({"model": "openai-chat:x", "profile": "tiny"})
 
@@ -338,7 +338,7 @@ def test_a_named_local_provider_overrides_the_builtin_one(tmp_path: Path) -> Non
     settings = make_settings(tmp_path, local=NamedProviderConfig(base_url="http://127.0.0.1:8000/v1"))
     built = build_model(ModelConfig(model="local:qwen"), settings, env={})
     assert type(built.model).__name__ == "OpenAIChatModel"
-    assert (built.name, built.compact, built.in_process) == ("local:qwen", False, False)
+    assert (built.name, built.small_profile, built.in_process) == ("local:qwen", False, False)
 
 
 def test_local_alone_names_the_model_the_loader_fetches() -> None:

@@ -24,7 +24,7 @@ from nestor.permissions import PermissionPolicy
 from nestor.runtime.features.compaction import Compaction, SummaryModel
 from nestor.runtime.features.small.harness import SmallModelHarness
 from nestor.runtime.kernel.context import ContextPolicy
-from nestor.runtime.kernel.hooks import Budgets, Hook
+from nestor.runtime.kernel.hooks import BudgetHook, Budgets, Hook, LoopGuardHook
 from nestor.runtime.kernel.loop import SessionAgent
 from nestor.runtime.kernel.permission_gate import PermissionAsker
 from nestor.runtime.kernel.setup import AgentSetup
@@ -222,7 +222,7 @@ class Harness:
             compactor=Compaction(summarizer),
             brief_tools=brief_tools,
             budgets=budgets or Budgets(),
-            hooks=hooks,
+            hooks=[BudgetHook(budgets or Budgets()), LoopGuardHook(), *hooks],  # as the agent recipe's
             sleep=self.fake_sleep,
             harness=harness,
         )

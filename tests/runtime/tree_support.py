@@ -19,7 +19,7 @@ from nestor.providers.build import BuiltModel
 from nestor.runtime.factory.agents import AgentFactory
 from nestor.runtime.factory.prompt import read_instructions
 from nestor.runtime.features.small.harness import SmallModelHarness
-from nestor.runtime.kernel.hooks import Budgets, Hook, TreeBudget
+from nestor.runtime.kernel.hooks import BudgetHook, Budgets, Hook, LoopGuardHook, TreeBudget
 from nestor.runtime.kernel.loop import SessionAgent
 from nestor.runtime.kernel.permission_gate import PermissionAsker
 from nestor.runtime.kernel.setup import AgentSetup
@@ -79,9 +79,9 @@ def usage(input_tokens: int = 100, output_tokens: int = 10, cost: float | None =
     )
 
 
-def built(model: ScriptedModel, name: str, *, compact: bool = False) -> BuiltModel:
+def built(model: ScriptedModel, name: str, *, small_profile: bool = False) -> BuiltModel:
     return BuiltModel(
-        model=model, settings={}, name=name, context_window=128_000, priced=False, compact=compact
+        model=model, settings={}, name=name, context_window=128_000, priced=False, small_profile=small_profile
     )
 
 
@@ -135,7 +135,7 @@ class TreeHarness(Harness):
             from nestor.core.errors import UnknownProviderError
 
             raise UnknownProviderError(f"no scripted model for {choice!r}")
-        return built(self.models[choice], f"test:{choice}", compact=self.compact)
+        return built(self.models[choice], f"test:{choice}", small_profile=self.compact)
 
     def build(self, names: Sequence[str], session_id: str, tree: AgentTree) -> list[Tool[Any]]:
         """Fresh tools by name (the factory's tool source)."""
@@ -170,6 +170,7 @@ class TreeHarness(Harness):
         if session_id is None:
             session_id = self.sessions.create(str(self.root), model="test:main").id
         names = list(dict.fromkeys([*tool_names, *self.catalogue.names("delegation")]))
+        tree_budget = TreeBudget(budgets or Budgets())
         setup = AgentSetup(
             model=model,
             model_name="test:main",
@@ -181,9 +182,15 @@ class TreeHarness(Harness):
             policy=policy or PermissionPolicy(project_root=str(self.root)),
             asker=asker,
             project_root=self.root,
+            built=built(model, "test:main"),
             budgets=budgets or Budgets(),
-            tree_budget=TreeBudget(budgets or Budgets()),
-            hooks=[*hooks, *self.tree.tree_hooks(0)],
+            tree_budget=tree_budget,
+            hooks=[
+                BudgetHook(budgets or Budgets(), tree_budget),
+                LoopGuardHook(),
+                *hooks,
+                *self.factory.recipe.tree_hooks(0),
+            ],
             sleep=self.fake_sleep,
             harness=harness,
         )
@@ -196,3 +203,16 @@ class TreeHarness(Harness):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
         return path
+
+
+def children_started(harness: TreeHarness, main_id: str) -> list[SessionAgent]:
+    """The agents other than ``main_id`` that start on ``harness``'s bus from now on, as they start."""
+    children: list[SessionAgent] = []
+    harness.bus.subscribe(
+        lambda event: (
+            children.append(harness.tree.live[event.agent_id])
+            if event.type == "agent_started" and event.agent_id != main_id
+            else None
+        )
+    )
+    return children

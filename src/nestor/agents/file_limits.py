@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from nestor.agents.readers_common import AgentFileProblem
+from nestor.agents.fields import AgentFileProblem
 
 
 @dataclass(frozen=True, slots=True)

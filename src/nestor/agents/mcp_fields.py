@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from nestor.agents.readers_common import Fields
+from nestor.agents.fields import Fields
 from nestor.config.sections import MCP_SERVER_NAME, McpServerConfig
 
 _CLAUDE_KEYS = {"type": "transport"}

@@ -15,9 +15,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from nestor.agents.frontmatter import FrontMatter, parse_front_matter
-from nestor.agents.mcp_fields import mcp_fields
-from nestor.agents.readers_common import (
+from nestor.agents.fields import (
     AgentFileProblem,
     Fields,
     ReadContext,
@@ -25,6 +23,8 @@ from nestor.agents.readers_common import (
     canonical_rules,
     plain_model,
 )
+from nestor.agents.frontmatter import FrontMatter, parse_front_matter
+from nestor.agents.mcp_fields import mcp_fields
 from nestor.agents.readers_foreign import (
     CODEALLY_KEYS,
     DEEPAGENTS_KEYS,
@@ -133,7 +133,7 @@ def read_nestor(fields: Fields) -> ReadResult:
         model=plain_model(fields.string("model")),
         temperature=fields.number("temperature", maximum=2.0),
         max_turns=fields.integer("max_turns"),
-        timeout=fields.positive_number("timeout"),
+        max_time_s=fields.positive_number("timeout"),
         max_context_tokens=fields.integer("max_context_tokens"),
         thoroughness=fields.choice("thoroughness", THOROUGHNESS),
         rule_files=fields.files("rules", "rules"),

@@ -12,9 +12,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from nestor.agents.fields import Fields, ReadResult, plain_model
 from nestor.agents.frontmatter import FrontMatter, check_size, too_deep_error
 from nestor.agents.mcp_fields import mcp_fields
-from nestor.agents.readers_common import Fields, ReadResult, plain_model
 from nestor.core.errors import AgentFileError
 
 GEMINI_KEYS = (
@@ -49,7 +49,7 @@ def read_gemini(fields: Fields) -> ReadResult:
         model=_gemini_model(fields.string("model")),
         temperature=fields.number("temperature", maximum=2.0),
         max_turns=fields.integer("max_turns"),
-        timeout=None if minutes is None else minutes * 60.0,
+        max_time_s=None if minutes is None else minutes * 60.0,
         **mcp_fields(fields, "mcpServers"),
     )
 

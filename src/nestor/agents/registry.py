@@ -34,11 +34,11 @@ from importlib import resources
 from pathlib import Path
 from typing import TypeAlias
 
+from nestor.agents.fields import AgentFileProblem, ReadContext, ReadResult
 from nestor.agents.file_limits import PROJECT_LIMITS, AgentFileLimits, LimitTally
 from nestor.agents.listing import agent_names
 from nestor.agents.locations import AgentLocation, agent_locations, list_agent_files
 from nestor.agents.readers import ECOSYSTEMS, read_agent_file, read_agent_text
-from nestor.agents.readers_common import AgentFileProblem, ReadContext, ReadResult
 from nestor.agents.spec import AgentSource, AgentSpec
 from nestor.config.paths import default_user_config_path
 from nestor.core.errors import UnknownAgentError

@@ -43,7 +43,8 @@ class AgentSpec:
             alias (``haiku``/``sonnet``/``opus``/``inherit``) or ``provider:model``; None inherits.
         temperature: Sampling temperature; None leaves the model's.
         max_turns: Model requests per task; None takes the configured default.
-        timeout: Seconds per task; None takes the configured default.
+        max_time_s: The time budget of a task, in seconds (the agent file's ``timeout``); None takes
+            the configured default.
         max_context_tokens: The most context a task may grow to; None takes the default.
         thoroughness: Default search depth when the task does not say.
         rule_files: Files whose text joins the prompt under "Rules".
@@ -76,7 +77,7 @@ class AgentSpec:
     model: str | None = None
     temperature: float | None = None
     max_turns: int | None = None
-    timeout: float | None = None
+    max_time_s: float | None = None
     max_context_tokens: int | None = None
     thoroughness: Thoroughness | None = None
     rule_files: tuple[Path, ...] = ()

@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from nestor.agents.readers_common import canonical_rules
+from nestor.agents.fields import canonical_rules
 from nestor.agents.spec import AgentSpec
 
 
@@ -54,7 +54,7 @@ def _front_matter(spec: AgentSpec) -> dict[str, Any]:
         ("disallowed_tools", list(spec.disallowed_tools), []),
         ("temperature", spec.temperature, None),
         ("max_turns", spec.max_turns, None),
-        ("timeout", spec.timeout, None),
+        ("timeout", spec.max_time_s, None),
         ("max_context_tokens", spec.max_context_tokens, None),
         ("thoroughness", spec.thoroughness, None),
         ("rules", [_reference(path, "rules") for path in spec.rule_files], []),

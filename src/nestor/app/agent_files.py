@@ -11,9 +11,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from nestor.agents.fields import NAME_PATTERN, AgentFileProblem, ReadContext
 from nestor.agents.frontmatter import parse_front_matter
 from nestor.agents.readers import ReadResult, read_agent_text
-from nestor.agents.readers_common import NAME_PATTERN, AgentFileProblem, ReadContext
 from nestor.agents.registry import AgentRegistry, project_registry
 from nestor.agents.spec import AgentSpec
 from nestor.agents.writer import render_spec_markdown

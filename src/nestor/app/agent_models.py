@@ -13,14 +13,14 @@ import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from nestor.agents.fields import AgentFileProblem, Severity
 from nestor.agents.frontmatter import parse_front_matter
 from nestor.agents.readers import MAX_AGENT_FILE_BYTES
-from nestor.agents.readers_common import AgentFileProblem, Severity
 from nestor.agents.spec import AgentSpec
 from nestor.config.settings import Settings
 from nestor.core.errors import AgentFileError, ToolError
 from nestor.core.files import read_bounded_text
-from nestor.providers.catalog import credential_status, known_providers
+from nestor.providers.catalogue import credential_status, known_providers
 from nestor.runtime.tree.model_choice import resolve_model_choice
 
 _MODEL_KEY = re.compile(r"^model\s*:", re.MULTILINE)

@@ -134,11 +134,15 @@ class Conversation:
             NestorError: The prompt has images and the main agent's model takes none.
 
         """
+        self._accept(prompt)
+        return self._coordinator.submit(self.session_id, prompt)
+
+    def _accept(self, prompt: UserPrompt) -> None:
+        """Check a prompt's images against the model, and title the session by its first prompt."""
         check_prompt_files(self._agent.setup.model, self.model, prompt)
         if self._needs_title:
             self._needs_title = False
             self._sessions.set_title(self.session_id, title_from_prompt(prompt_text(prompt, name_files=True)))
-        return self._coordinator.submit(self.session_id, prompt)
 
     async def wait(self) -> RunResult | None:
         """Wait for the run going on to end; None when there is none."""
@@ -256,12 +260,9 @@ class Conversation:
         self._coordinator.remove(self.session_id)
 
     async def _run(self, prompt: UserPrompt | None) -> RunResult:
-        task = self.submit(prompt) if prompt is not None else self._coordinator.submit(self.session_id, None)
-        if task is None:
-            result = await self._coordinator.wait(self.session_id)
-            assert result is not None
-            return result
-        return await task
+        if prompt is not None:
+            self._accept(prompt)
+        return await self._coordinator.run(self.session_id, prompt)
 
 
 def title_from_prompt(prompt: str) -> str:

@@ -70,7 +70,7 @@ def agent_tool(tree: AgentTree, main: SessionAgent, agent_type: str) -> Callable
         description: Annotated[str, Field(description="A few words on the task, for the logs.")] = "",
     ) -> str:
         request = TaskRequest(
-            description=description.strip() or agent_type, prompt=prompt, subagent_type=agent_type
+            description=description.strip() or agent_type, prompt=prompt, agent_type=agent_type
         )
         try:
             result = await tree.run_task(main, request, new_id("call"))

@@ -28,14 +28,13 @@ from nestor.app.mcp_approvals import approval_asker
 from nestor.app.mcp_config import unconfigured_server_notices
 from nestor.app.notices import MOST_NAMED, ignored_settings_notices
 from nestor.bus import EventBus, EventHandler
-from nestor.config.paths import default_user_config_path
+from nestor.config.paths import default_user_config_path, mcp_log_dir, scratch_dir
 from nestor.config.settings import Settings
 from nestor.core.errors import NestorError, SessionNotFoundError
 from nestor.providers.models import ModelBuilder
 from nestor.runtime.factory.agents import AgentFactory
-from nestor.runtime.factory.prompt import EnvironmentCache, read_instructions
 from nestor.runtime.factory.tools import ToolBuilder
-from nestor.runtime.features.titles import TitleHook, TitleWriter
+from nestor.runtime.features.titles import TitleWriter
 from nestor.runtime.kernel.coordinator import Coordinator
 from nestor.runtime.kernel.hooks import Hook
 from nestor.runtime.kernel.loop import SessionAgent
@@ -175,7 +174,7 @@ class App:
             self._mcp = McpServers(
                 self.settings.mcp_servers,
                 catalogue=self.catalogue,
-                log_dir=mcp_log_dir(self.settings),
+                log_dir=mcp_log_dir(self.settings.data_dir),
                 project_root=Path(self.settings.project_root),
                 notify=self.notify,
                 project=self.settings.project_mcp_servers,
@@ -268,14 +267,14 @@ class App:
         if session is not None:
             self.hold(session.id)  # before anything slow: a session in use is refused at once
         built = self.models.build(self.models.config("large", environment), environment)
-        hooks = list(hooks)
+        titles: TitleWriter | None = None
         if session is None:
             session = self.sessions.create(
                 str(settings.project_root), agent_name=agent_type or "coder", model=built.name, title=title
             )
             self._created.add(session.id)
             self.hold(session.id)
-            hooks.extend(self._title_hooks(environment))
+            titles = self._title_writer(environment)
         project_root = Path(settings.project_root)
         user_config_dir = default_user_config_path(environment).parent
         recorder = recorder_for(settings, self.database, session.id, project_root, self.notify)
@@ -291,8 +290,6 @@ class App:
             bus=self.bus,
             env=environment,
             asker=asker,
-            environment=EnvironmentCache(project_root).get,
-            instructions=lambda: read_instructions(project_root, user_config_dir),
             user_config_dir=user_config_dir,
             subagent_hooks=subagent_hooks,
             mcp=self.mcp_servers(),
@@ -304,7 +301,7 @@ class App:
         self._factories.append(factory)
         self.tree = factory.tree
         spec = factory.registry.get(agent_type) if agent_type else None
-        main = await factory.main(session, built, spec=spec, hooks=hooks)
+        main = await factory.main(session, built, spec=spec, hooks=hooks, titles=titles)
         self.coordinator.add(main)
         return main
 
@@ -387,7 +384,7 @@ class App:
 
     def scratch_dir(self, session_id: str) -> Path:
         """The directory where a session keeps temporary files (large tool results); made on first use."""
-        return self.settings.data_dir / "scratch" / session_id
+        return scratch_dir(self.settings.data_dir, session_id)
 
     def delete_session(self, session_id: str) -> None:
         """Delete a session, its sub-agent sessions and their scratch directories.
@@ -410,16 +407,16 @@ class App:
                 prune_old_checkpoints(self.settings, self.database), name="prune-checkpoints"
             )
 
-    def _title_hooks(self, env: Mapping[str, str]) -> list[Hook]:
-        """The hook that titles a new session; none when the small model cannot be built."""
+    def _title_writer(self, env: Mapping[str, str]) -> TitleWriter | None:
+        """What titles a new session; None when the small model cannot be built."""
         if self.titles is None:
             try:
                 small = self.models.build(self.models.config("small", env), env)
             except Exception:  # no credentials for the small model: the first-line title stays
-                return []
+                return None
             if small.in_process:
                 # On the CPU, a title costs seconds that the user's next turn would wait for.
-                return []
+                return None
             self.titles = TitleWriter(
                 small.model,
                 sessions=self.sessions,
@@ -427,12 +424,7 @@ class App:
                 model_settings=small.settings,
                 priced=small.priced,
             )
-        return [TitleHook(self.titles, self.messages)]
-
-
-def mcp_log_dir(settings: Settings) -> Path:
-    """Where MCP servers' stderr logs go: ``<data dir>/mcp/logs/<server>.log``."""
-    return settings.data_dir / "mcp" / "logs"
+        return self.titles
 
 
 def _start_notices(settings: Settings, registry: AgentRegistry) -> list[str]:

@@ -1,1 +1,4 @@
-"""Layer 5: the command line (headless runs, the REPL, sessions and models commands)."""
+"""The command line (headless runs, the REPL, the TUI, ``nestor acp``, sessions and models commands).
+
+The top layer, beside ``api`` and ``extensions``; it imports only ``app``, ``core`` and ``config``.
+"""

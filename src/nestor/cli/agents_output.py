@@ -30,7 +30,7 @@ def spec_to_dict(spec: AgentSpec) -> dict[str, Any]:
     return spec_summary(spec) | {
         "temperature": spec.temperature,
         "max_turns": spec.max_turns,
-        "timeout": spec.timeout,
+        "timeout": spec.max_time_s,
         "max_context_tokens": spec.max_context_tokens,
         "thoroughness": spec.thoroughness,
         "rules": [str(path) for path in spec.rule_files],

@@ -24,6 +24,16 @@ def resolve_data_dir(env: Mapping[str, str] = os.environ) -> Path:
     return _xdg_dir(env, "XDG_DATA_HOME", ".local/share") / "nestor"
 
 
+def scratch_dir(data_dir: Path, session_id: str) -> Path:
+    """Where a session keeps temporary files (large tool results): made on first use, deleted with it."""
+    return data_dir / "scratch" / session_id
+
+
+def mcp_log_dir(data_dir: Path) -> Path:
+    """Where MCP servers' stderr logs go: ``<data dir>/mcp/logs/<server>.log``."""
+    return data_dir / "mcp" / "logs"
+
+
 def _home(env: Mapping[str, str]) -> Path:
     return Path(env["HOME"]) if env.get("HOME") else Path.home()
 

@@ -32,7 +32,7 @@ BUILTIN_KEY_VARIABLES = frozenset(
 BUILTIN_PROVIDER_NAMES = frozenset(
     {"anthropic", "openai", "openai-chat", "google", "openrouter", "ollama", "local"}
 )
-"""Providers nestor knows without configuration (``nestor.providers.catalog`` describes them)."""
+"""Providers nestor knows without configuration (``nestor.providers.catalogue`` describes them)."""
 _SANDBOX_STRICTNESS = {"off": 0, "workspace-write": 1, "read-only": 2}
 
 

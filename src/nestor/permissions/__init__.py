@@ -1,4 +1,7 @@
-"""Layer 2: allow / ask / deny rules for tool calls, session grants, and the decisions they give."""
+"""Allow / ask / deny rules for tool calls, session grants, and the decisions they give.
+
+A layer above ``tools``, beside ``agents`` and ``checkpoints`` (the layers: ``docs/architecture.md``).
+"""
 
 from nestor.permissions.policy import Decision, PermissionPolicy
 from nestor.permissions.rules import Rule, parse_rule

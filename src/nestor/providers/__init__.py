@@ -1,6 +1,8 @@
-"""Layer 1: ``"provider:model"`` strings to pydantic-ai models, credentials, and usage with cost.
+"""``"provider:model"`` strings to pydantic-ai models, credentials, and usage with cost.
 
-- :mod:`nestor.providers.catalog` — the known providers, their environment variables, key checks.
+A layer above ``core``, beside ``store``, ``config`` and ``bus`` (the layers: ``docs/architecture.md``).
+
+- :mod:`nestor.providers.catalogue` — the known providers, their environment variables, key checks.
 - :mod:`nestor.providers.build` — :func:`~nestor.providers.build.build_model`, one provider's SDK
   imported only when that provider is built.
 - :mod:`nestor.providers.usage` — a response's tokens and cost as :class:`~nestor.core.usage.Usage`.

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, TypeAlias
 from nestor.config.sections import ModelConfig, NamedProviderConfig
 from nestor.config.settings import Settings
 from nestor.core.errors import ConfigError, ProviderError
-from nestor.providers.catalog import (
+from nestor.providers.catalogue import (
     BUILTIN_PROVIDERS,
     api_key,
     base_url,
@@ -81,8 +81,9 @@ class BuiltModel:
         priced: Whether public price tables apply. Not for named providers and local servers:
             a vLLM or proxy serving a model under a familiar name does not charge that vendor's
             prices, and a guessed cost is worse than none.
-        compact: A small model (a local one of a few billion parameters): agents on it get the
-            compact prompt and tool set.
+        small_profile: A small model (a local one of a few billion parameters): agents on it get
+            the small-model profile (``coder-compact``'s prompt and tools, brief tool definitions,
+            the small-model harness).
         in_process: The model runs in this process, on the CPU (``local:``): every request costs
             time the user waits for, so optional requests (titles) are skipped.
 
@@ -93,7 +94,7 @@ class BuiltModel:
     name: str
     context_window: int
     priced: bool = True
-    compact: bool = False
+    small_profile: bool = False
     in_process: bool = False
 
 
@@ -169,7 +170,7 @@ def _with_profile(built: BuiltModel, model_config: ModelConfig) -> BuiltModel:
     """Apply a configured ``profile``: ``small`` and ``full`` override what the model's size chose."""
     if model_config.profile == "auto":
         return built
-    return replace(built, compact=model_config.profile == "small")
+    return replace(built, small_profile=model_config.profile == "small")
 
 
 def _build_local(
@@ -202,7 +203,7 @@ def _build_local(
         name=f"local:{model_name}",
         context_window=local.context_window,
         priced=False,
-        compact=local.compact,
+        small_profile=local.small_profile,
         in_process=True,
     )
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from nestor.config.sections import BUNDLED_LOCAL_MODEL, ModelConfig, ModelRole
 from nestor.config.settings import Settings
 from nestor.core.errors import ConfigError
-from nestor.providers.catalog import keyed_providers
+from nestor.providers.catalogue import keyed_providers
 from nestor.providers.local.engine import engine_available
 
 

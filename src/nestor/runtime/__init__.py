@@ -1,1 +1,5 @@
-"""Layer 3: the agent loop and everything that composes the layers below it."""
+"""The agent loop and everything that composes it: ``kernel``, ``tree``, ``features``, ``factory``.
+
+A layer above ``permissions``, ``agents`` and ``checkpoints``, below ``app`` (the layers:
+``docs/architecture.md``).
+"""

@@ -1,4 +1,6 @@
-"""Layer 1: the session store, one SQLite file holding every session and message.
+"""The session store, one SQLite file holding every session and message.
+
+A layer above ``core``, beside ``providers``, ``config`` and ``bus``.
 
 ``open_database`` opens (and migrates) the file; ``SessionStore`` keeps the tree of sessions
 with their live usage totals; ``MessageStore`` appends each message the moment it completes.

@@ -1,4 +1,6 @@
-"""Layer 2: the tools agents call.
+"""The tools agents call.
+
+A layer above ``providers``, ``store``, ``config`` and ``bus``, below ``permissions`` and ``agents``.
 
 One module per tool, with the model-facing description in a ``.md`` file beside it.
 """

@@ -16,33 +16,19 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, Field
 
-from nestor.tools.base import PermissionRequest, Tool, ToolContext, ToolError, ToolResult, clamp_timeout
-from nestor.tools.web.cache import CachedPage, WebCache
-from nestor.tools.web.client import (
-    MAX_BODY_BYTES,
-    MAX_REDIRECTS,
-    USER_AGENT,
-    FetchedPage,
-    FetchError,
-    SafeHttpClient,
-    check_url,
-)
-from nestor.tools.web.content import (
-    NOISE_SELECTORS,
-    ConvertedPage,
-    HtmlConversionError,
-    convert,
-    error_report,
-    page_text,
-)
-from nestor.tools.web.pages import network_permission
+from nestor.tools.base import ToolContext, ToolError, ToolResult, clamp_timeout
+from nestor.tools.web.cache import WebCache
+from nestor.tools.web.client import MAX_BODY_BYTES, MAX_REDIRECTS, USER_AGENT, SafeHttpClient
+from nestor.tools.web.content import NOISE_SELECTORS, ConvertedPage, HtmlConversionError, convert, page_text
+from nestor.tools.web.page_tool import PageTool, UrlParams
+from nestor.tools.web.pages import FetchedPage
 from nestor.tools.web.saved import CACHED_NOTE, LARGE_CONTENT_BYTES, PageFiles, page_result_text
 
 DEFAULT_TIMEOUT_SECONDS = 30
 MAX_TIMEOUT_SECONDS = 120
 
 
-class FetchParams(BaseModel):
+class FetchParams(UrlParams):
     """Parameters of the ``fetch`` tool."""
 
     url: str = Field(description="The http:// or https:// URL to fetch.")
@@ -58,7 +44,7 @@ class FetchParams(BaseModel):
     )
 
 
-class FetchTool(Tool[FetchParams]):
+class FetchTool(PageTool[FetchParams]):
     """Fetches a URL and returns its content as Markdown, plain text, raw HTML or pretty JSON.
 
     Args:
@@ -73,48 +59,22 @@ class FetchTool(Tool[FetchParams]):
     params_model: ClassVar[type[BaseModel]] = FetchParams
 
     def __init__(self, *, client: SafeHttpClient | None = None, cache: WebCache | None = None) -> None:
-        self._client = client
-        self.cache = WebCache() if cache is None else cache
+        super().__init__(client=client, cache=cache)
         self._files = PageFiles()
-
-    @property
-    def client(self) -> SafeHttpClient:
-        """The HTTP client, made on first use when none was given."""
-        if self._client is None:
-            self._client = SafeHttpClient()
-        return self._client
-
-    def permission(self, params: FetchParams, ctx: ToolContext) -> PermissionRequest | None:
-        """Network access needs the user's approval; a session grant covers one scheme and host."""
-        return network_permission(self.name, params.url)
 
     async def run(self, params: FetchParams, ctx: ToolContext) -> ToolResult:
         """Download the URL (or take it from the session's cache) and render it for the model."""
-        url = check_url(params.url)
         notes: list[str] = []
         timeout = clamp_timeout(params.timeout, MAX_TIMEOUT_SECONDS, notes)
-        self.cache.record_visit(url)
-        entry = self.cache.get(url, params.format)
-        from_cache = entry is not None
-        if entry is None:
-            try:
-                page = await self.client.get(url, timeout_s=timeout, text_only=True)
-            except FetchError as error:
-                if error.page is None:
-                    raise
-                return await _error_result(url, error.page)
-            rendered = await asyncio.to_thread(_render, page, params.format)
-            entry = CachedPage(
-                page.url,
-                rendered,
-                page.truncated,
-                page.redirects,
-                page.status,
-                page.media_type,
-                len(page.body),
-            )
-            self.cache.put(url, entry, params.format)
-            self.cache.record_visit(page.url)
+        output_format = params.format
+
+        def render(page: FetchedPage) -> ConvertedPage:
+            return _render(page, output_format)
+
+        found = await self.page(params.url, render, rendering=output_format, timeout_s=timeout)
+        if isinstance(found, ToolResult):
+            return found
+        url, entry, from_cache = found
         body = await asyncio.to_thread(self._files.body, entry.url, entry.page, ctx, params.format)
         metadata: dict[str, object] = {
             "url": url,
@@ -130,22 +90,6 @@ class FetchTool(Tool[FetchParams]):
             entry, body, from_cache=from_cache, max_bytes=self.client.max_bytes, notes=notes
         )
         return ToolResult(content=text, metadata=metadata)
-
-
-async def _error_result(url: str, page: FetchedPage) -> ToolResult:
-    report = await asyncio.to_thread(error_report, page)
-    return ToolResult(content=report, is_error=True, metadata=_metadata(url, page))
-
-
-def _metadata(url: str, page: FetchedPage) -> dict[str, object]:
-    return {
-        "url": url,
-        "final_url": page.url,
-        "status": page.status,
-        "content_type": page.media_type,
-        "bytes": len(page.body),
-        "body_truncated": page.truncated,
-    }
 
 
 def _render(page: FetchedPage, output_format: Literal["markdown", "text", "html"]) -> ConvertedPage:

@@ -33,9 +33,9 @@ from pydantic_ai.models import ModelRequestParameters
 from nestor.core.errors import ProviderError
 from nestor.providers.local.chat_format import ChatTemplate, tools_for_template
 from nestor.providers.local.engine import LlamaEngine
-from nestor.providers.local.generation import EngineOptions, Generated, InfillMarkers, PromptEvaluated
 from nestor.providers.local.model import LocalModel
 from nestor.providers.local.prefix_cache import PrefixCache
+from nestor.providers.local.text_engine import EngineOptions, Generated, InfillMarkers, PromptEvaluated
 from nestor.providers.local.weights import ensure_bundled_model, find_bundled_parts
 from tests.providers.local.tools import GREP, QWEN_TEMPLATE, VIEW
 

@@ -9,8 +9,8 @@ from pydantic_ai.settings import ModelSettings
 from nestor.core.errors import ProviderError
 from nestor.providers.local.engine import LlamaEngine
 from nestor.providers.local.loader import (
-    COMPACT_MAX_PARAMETERS,
     DEFAULT_LOCAL_CONTEXT_WINDOW,
+    SMALL_PROFILE_MAX_PARAMETERS,
     LocalBuild,
     build_local_model,
 )
@@ -107,26 +107,28 @@ def test_context_window_is_configured_or_default_capped_by_training(
 
 
 @pytest.mark.parametrize(
-    ("tensors", "compact"),
+    ("tensors", "small"),
     [
         (COMPACT_TENSORS, True),  # 1.5e9 parameters
         (LARGE_TENSORS, False),  # 8e9 parameters
-        ([("w", [2, COMPACT_MAX_PARAMETERS // 2])], True),  # exactly at the limit
-        ([("w", [2, COMPACT_MAX_PARAMETERS // 2]), ("b", [1])], False),  # one past it
+        ([("w", [2, SMALL_PROFILE_MAX_PARAMETERS // 2])], True),  # exactly at the limit
+        ([("w", [2, SMALL_PROFILE_MAX_PARAMETERS // 2]), ("b", [1])], False),  # one past it
     ],
 )
-def test_compact_follows_the_parameter_count(tmp_path: Path, tensors: Tensors, compact: bool) -> None:
+def test_the_small_model_profile_follows_the_parameter_count(
+    tmp_path: Path, tensors: Tensors, small: bool
+) -> None:
     built = build(str(write_chat_gguf(tmp_path / "m.gguf", tensors)), tmp_path)
 
-    assert built.compact is compact
+    assert built.small_profile is small
     # A small model is pushed to look with a tool before it answers.
-    assert built.model.call_first is compact
+    assert built.model.call_first is small
 
 
-def test_a_header_without_tensors_is_not_compact(tmp_path: Path) -> None:
+def test_a_header_without_tensors_gets_no_small_model_profile(tmp_path: Path) -> None:
     # An unknown size is not evidence of a small model.
     built = build(str(write_chat_gguf(tmp_path / "m.gguf", [])), tmp_path)
-    assert (built.compact, built.model.call_first) == (False, False)
+    assert (built.small_profile, built.model.call_first) == (False, False)
 
 
 def test_a_missing_file_is_a_provider_error_with_a_hint(tmp_path: Path) -> None:

@@ -22,8 +22,8 @@ from pydantic_ai.messages import (
 from pydantic_ai.models import ModelRequestParameters
 
 from nestor.providers.local.chat_format import ChatTemplate
-from nestor.providers.local.generation import Generated, InfillMarkers, PromptEvaluated, PromptTooLongError
 from nestor.providers.local.model import LocalModel, call_intent, starts_user_turn, system_turn_length
+from nestor.providers.local.text_engine import Generated, InfillMarkers, PromptEvaluated, PromptTooLongError
 from tests.providers.local.tools import GREP, QWEN_TEMPLATE
 
 PARAMETERS = ModelRequestParameters(

@@ -8,10 +8,9 @@ from nestor.agents.spec import AgentSpec
 from nestor.config.sections import AgentsConfig
 from nestor.runtime.features.compaction import Compaction
 from nestor.runtime.features.large_results import LargeResultHook
-from nestor.runtime.kernel.loop import SessionAgent
 from nestor.runtime.tree.subagent_hooks import TimeoutReportHook
 from nestor.testing import ScriptedModel, call, reply
-from tests.runtime.tree_support import RoutedScript, TreeHarness, built
+from tests.runtime.tree_support import RoutedScript, TreeHarness, built, children_started
 
 SPEC = AgentSpec(
     name="coder", description="a main agent", prompt="MAIN-PROMPT", tools=("view", "grep", "task")
@@ -36,14 +35,7 @@ async def test_the_main_agent_is_built_from_its_spec_and_its_sub_agents_by_the_s
     )
     harness = TreeHarness(tmp_path, models={"small": model})
     session = harness.sessions.create(str(tmp_path), agent_name="coder", model="test:large")
-    children: list[SessionAgent] = []
-    harness.bus.subscribe(
-        lambda event: (
-            children.append(harness.tree.live[event.agent_id])
-            if event.type == "agent_started" and event.agent_id != session.id
-            else None
-        )
-    )
+    children = children_started(harness, session.id)
 
     main = await harness.factory.main(session, built(model, "test:large"), spec=SPEC)
     result = await main.run("USER")

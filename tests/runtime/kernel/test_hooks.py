@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic_ai.messages import ModelMessage, ModelRequest, SystemPromptPart
 
+from nestor.runtime.kernel.hooks import Budgets, Stop, TreeBudget, over_budget
 from nestor.testing import ScriptedModel, call, reply
 from tests.runtime.support import EchoTool, Harness
 
@@ -82,3 +83,17 @@ async def test_parallel_calls_in_any_order_count_as_one_step_of_a_cycle(harness:
     result = await harness.agent(model, [EchoTool()]).run("go")
     assert result.stop_reason == "completed"  # the reminder came, and the model answered
     assert reminders(model.requests[6].messages)
+
+
+def test_a_run_and_its_tree_are_held_to_their_budgets_by_the_same_checks() -> None:
+    budgets = Budgets(max_iterations=3, max_total_tokens=100)
+    tree = TreeBudget(budgets)
+    tree.requests, tree.total_tokens = 2, 100
+
+    assert over_budget(budgets, 2, 99) is None
+    run_stop = over_budget(budgets, 3, 0)
+    tree_stop = tree.spent()
+
+    assert run_stop == Stop("max_iterations", "Stopped after 3 model requests (max_iterations = 3).")
+    together = "of the main agent and its sub-agents together"
+    assert tree_stop == Stop("token_budget", f"Stopped after 100 tokens {together} (max_tokens = 100).")

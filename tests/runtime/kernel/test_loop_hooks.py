@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 from pydantic import BaseModel
 from pydantic_ai.exceptions import ModelAuthenticationError
@@ -12,6 +13,7 @@ from pydantic_ai.models.function import AgentInfo
 from nestor.core.events import AgentFinished, ErrorEvent, ToolFinished
 from nestor.core.permission import PermissionRequest
 from nestor.runtime.kernel.hooks import Budgets, Hook, Remind, RunState, StopReason
+from nestor.runtime.kernel.loop import SessionAgent
 from nestor.runtime.kernel.permission_gate import PermissionAnswer
 from nestor.runtime.kernel.setup import RunResult
 from nestor.testing import ScriptedModel, Step, StepFunction, call, fail, reply
@@ -358,3 +360,16 @@ async def test_a_tool_call_in_the_final_answer_is_not_run_and_the_next_run_goes_
     assert second.stop_reason == "completed" and second.text == "Next run."
     repaired = tool_results(model.requests[2].messages[-2])
     assert [(part.tool_call_id, part.outcome) for part in repaired] == [("scripted-call-2", "interrupted")]
+
+
+async def test_the_kernel_runs_the_hooks_it_is_given_and_adds_none_of_its_own(harness: Harness) -> None:
+    # The budget hook and the loop guard are the agent recipe's (runtime/factory/recipe.py): an
+    # agent set up without them is not stopped by its budgets, whatever they say.
+    model = ScriptedModel([call("echo", {"text": "one"}), call("echo", {"text": "two"}), reply("done")])
+    given = harness.agent(model, [EchoTool()], budgets=Budgets(max_iterations=1))
+    agent = SessionAgent(given.session_id, replace(given.setup, hooks=()))
+
+    result = await agent.run("go")
+
+    assert (result.stop_reason, result.text) == ("completed", "done")
+    assert len(model.requests) == 3

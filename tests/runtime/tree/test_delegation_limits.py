@@ -11,9 +11,11 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo
 
 from nestor.config.sections import AgentsConfig
+from nestor.core.errors import ToolError
 from nestor.core.events import AgentFinished
 from nestor.runtime.kernel.hooks import Budgets, Hook, RunState, StopReason
 from nestor.runtime.kernel.loop import SessionAgent
+from nestor.runtime.tree.services import TaskRequest
 from nestor.testing import RecordedRequest, ScriptedModel, Step, StepFunction, call, reply
 from tests.runtime.tree_support import RoutedScript, TreeHarness, first_prompt, usage
 
@@ -351,7 +353,7 @@ async def test_the_main_agents_iteration_budget_bounds_its_sub_agents(tmp_path: 
     assert_partial_report(the_task_result(main), "max_turns", "REPORT")
     assert result.stop_reason == "max_iterations"
     assert result.text.startswith("main report")
-    assert "main agent and sub-agents" in result.text
+    assert "main agent and its sub-agents together" in result.text
     assert model.requests[-1].tool_names == []
 
 
@@ -410,3 +412,20 @@ async def test_a_background_child_counts_in_the_tree_budget(tmp_path: Path) -> N
     await harness.tree.background.wait_all()
 
     assert len(requests_of(model, "CHILD")) < 8
+
+
+@pytest.mark.parametrize(
+    ("agent_type", "config"),
+    [("coder", AgentsConfig()), ("no-such-agent", AgentsConfig()), ("general", AgentsConfig(max_depth=0))],
+)
+async def test_a_task_that_skipped_the_guard_is_refused_in_the_guards_own_words(
+    tmp_path: Path, agent_type: str, config: AgentsConfig
+) -> None:
+    harness = TreeHarness(tmp_path, models={}, config=config)
+    main = harness.main(ScriptedModel([reply("unused")]))
+    said = harness.tree.check_task({"prompt": "look", "subagent_type": agent_type}, 0)
+
+    with pytest.raises(ToolError) as refused:
+        await harness.tree.run_task(main, TaskRequest("look", "look", agent_type=agent_type), "call-1")
+
+    assert said is not None and str(refused.value) == said

@@ -9,15 +9,8 @@ import pytest
 
 from nestor.tools.base import ToolError
 from nestor.tools.web.addresses import AddressPolicy
-from nestor.tools.web.client import (
-    MAX_RETRY_AFTER_S,
-    USER_AGENT,
-    FetchedPage,
-    FetchError,
-    SafeHttpClient,
-    origin_of,
-    retry_delay,
-)
+from nestor.tools.web.client import MAX_RETRY_AFTER_S, USER_AGENT, SafeHttpClient, retry_delay
+from nestor.tools.web.pages import FetchedPage, FetchError, origin_of
 from tests.tools.web.server import ARTICLE_HTML, LOOPBACK, PNG, SleepRecorder, WebServer, serve
 
 

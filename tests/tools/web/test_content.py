@@ -5,7 +5,7 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
-from nestor.tools.web.client import FetchedPage, FetchError, SafeHttpClient
+from nestor.tools.web.client import SafeHttpClient
 from nestor.tools.web.content import (
     ConvertedPage,
     HtmlConversionError,
@@ -15,6 +15,7 @@ from nestor.tools.web.content import (
     error_report,
     page_text,
 )
+from nestor.tools.web.pages import FetchedPage, FetchError
 from tests.tools.web.server import FRENCH, JSON_DATA, LOOPBACK, NOISE, WebServer, serve
 
 

@@ -7,7 +7,7 @@
 - :mod:`nestor.providers.local.weights` — finds the bundled model's installed parts, joins them
   once into the models directory, verifies size and sha256, and reuses the file after.
 - :mod:`nestor.providers.local.engine` — llama.cpp on one worker thread, streaming tokens.
-- :mod:`nestor.providers.local.generation` — what a generation yields (the prompt's size, text,
+- :mod:`nestor.providers.local.text_engine` — what a generation yields (the prompt's size, text,
   the end), the engine's options and errors, and the ``TextEngine`` protocol the model needs.
 - :mod:`nestor.providers.local.llama_context` — llama.cpp's context through its C API: prompt
   tokens, a prefix's KV cells saved and restored, the fill-in-the-middle markers.

@@ -31,14 +31,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nestor.core.errors import ProviderError
-from nestor.providers.local.generation import (
-    EngineOptions,
-    Generated,
-    InfillMarkers,
-    PrefixUse,
-    PromptEvaluated,
-    PromptTooLongError,
-)
 from nestor.providers.local.llama_context import (
     common_prefix,
     engine_version,
@@ -48,6 +40,14 @@ from nestor.providers.local.llama_context import (
     tokenize,
 )
 from nestor.providers.local.prefix_cache import PrefixCache, model_identity, prefix_key
+from nestor.providers.local.text_engine import (
+    EngineOptions,
+    Generated,
+    InfillMarkers,
+    PrefixUse,
+    PromptEvaluated,
+    PromptTooLongError,
+)
 
 if TYPE_CHECKING:
     from llama_cpp import Llama, LlamaGrammar

@@ -11,7 +11,7 @@ import ctypes
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from nestor.providers.local.generation import InfillMarkers
+from nestor.providers.local.text_engine import InfillMarkers
 
 if TYPE_CHECKING:
     from llama_cpp import Llama

@@ -20,17 +20,17 @@ from pydantic_ai.settings import ModelSettings
 from nestor.core.errors import ProviderError
 from nestor.providers.local.chat_format import ChatTemplate
 from nestor.providers.local.engine import INSTALL_HINT, LlamaEngine, engine_available
-from nestor.providers.local.generation import EngineOptions
 from nestor.providers.local.gguf import read_gguf_info
 from nestor.providers.local.model import LocalModel
+from nestor.providers.local.text_engine import EngineOptions
 from nestor.providers.local.weights import BUNDLED_MODEL_NAME, ensure_bundled_model
 
 DEFAULT_LOCAL_CONTEXT_WINDOW = 16_384
 PREFIX_CACHE_DIR = Path("cache") / "llama-state"
 """Where, inside the data directory, the engine keeps evaluated prompt prefixes between runs."""
-# Models up to this size get the compact prompt and tool set: they lose the thread in long
+# Models up to this size get the small-model profile (its prompt and tool set): they lose the thread in long
 # instructions and mix up similar tools, and every prompt token costs time on a CPU.
-COMPACT_MAX_PARAMETERS = 4_000_000_000
+SMALL_PROFILE_MAX_PARAMETERS = 4_000_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,14 +40,14 @@ class LocalBuild:
     Attributes:
         model: The pydantic-ai model.
         context_window: The context llama.cpp is given (the configured one, capped by training).
-        compact: A small model: give it the compact prompt and tool set.
+        small_profile: A small model: give it the small-model profile.
         path: The GGUF file.
 
     """
 
     model: LocalModel
     context_window: int
-    compact: bool
+    small_profile: bool
     path: Path
 
 
@@ -108,6 +108,6 @@ def build_local_model(
     template = ChatTemplate(
         info.chat_template, bos_token=info.bos_token or "", eos_token=info.eos_token or ""
     )
-    compact = 0 < info.parameter_count <= COMPACT_MAX_PARAMETERS
-    model = LocalModel(engine, template, name=model_name, settings=settings, call_first=compact)
-    return LocalBuild(model=model, context_window=window, compact=compact, path=path)
+    small_profile = 0 < info.parameter_count <= SMALL_PROFILE_MAX_PARAMETERS
+    model = LocalModel(engine, template, name=model_name, settings=settings, call_first=small_profile)
+    return LocalBuild(model=model, context_window=window, small_profile=small_profile, path=path)

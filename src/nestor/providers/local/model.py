@@ -42,7 +42,7 @@ from pydantic_ai.usage import RequestUsage
 
 from nestor.core.errors import ProviderError
 from nestor.providers.local.chat_format import ChatTemplate, to_chat_messages, tools_for_template
-from nestor.providers.local.generation import Generated, PromptEvaluated, PromptTooLongError, TextEngine
+from nestor.providers.local.text_engine import Generated, PromptEvaluated, PromptTooLongError, TextEngine
 from nestor.providers.local.tool_calls import call_json_schema, parse_tool_calls
 from nestor.providers.local.visible_text import TOOL_CALL_OPEN, TOOL_RESPONSE_OPEN, VisibleText
 

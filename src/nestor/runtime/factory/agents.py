@@ -1,11 +1,10 @@
-"""The agent factory: every agent of a tree, the main one and each sub-agent, built one way.
+"""The agent factory: every agent of a tree, the main one and each sub-agent, assembled one way.
 
-An agent is made from an :class:`~nestor.agents.spec.AgentSpec` (the main agent's is the built-in
-``coder``, or ``coder-compact`` on a small model; a sub-agent's comes from the registry), a built
-model, its tool names, its system prompt and its permissions. The factory adds what every agent
-gets: its tools (from the :class:`ToolSource`), large results to a file, the hooks of its tools
-(the todo list's completion check), the tree's hooks (cost cap, delegation guard), compaction on
-the large model, the small-model harness on a small model, and attaches it to the tree.
+What an agent is made of (its model, tools, prompt, permissions, budgets, hooks and harness) is
+decided by the agent recipe, ``recipe.py``, for the main agent and each sub-agent alike; the
+factory assembles what it decides into a :class:`SessionAgent`, starts and stops the agent files'
+own MCP servers, and makes the tree, which asks it for children through
+:class:`~nestor.runtime.tree.services.ChildBuilder`.
 """
 
 from __future__ import annotations
@@ -14,66 +13,36 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from pydantic_ai.messages import ModelMessage
 from pydantic_ai.settings import ModelSettings
 
-from nestor.agents.registry import AgentRegistry, builtin_spec
+from nestor.agents.registry import AgentRegistry
 from nestor.agents.spec import AgentSpec
 from nestor.bus import EventBus
 from nestor.checkpoints.recorder import CheckpointRecorder
+from nestor.config.paths import mcp_log_dir, scratch_dir
 from nestor.config.settings import ProjectServer, Settings
-from nestor.permissions import PermissionPolicy
-from nestor.permissions.child import ChildPolicy
 from nestor.providers.build import BuiltModel
-from nestor.runtime.factory.prompt import build_system_prompt
-from nestor.runtime.factory.toolset import main_tool_names
-from nestor.runtime.features.checkpoints import CheckpointHook
+from nestor.runtime.factory.prompt import EnvironmentCache, read_instructions
+from nestor.runtime.factory.recipe import AgentParts, ModelSource, Recipe, ToolSource
 from nestor.runtime.features.compaction import Compaction, SummaryModel
-from nestor.runtime.features.large_results import LargeResultHook
-from nestor.runtime.features.small.gathering.reader import ProjectReader
-from nestor.runtime.features.small.harness import SmallModelHarness
+from nestor.runtime.features.titles import TitleWriter
 from nestor.runtime.kernel.context import ContextPolicy
-from nestor.runtime.kernel.hooks import Budgets, Hook, TreeBudget
+from nestor.runtime.kernel.hooks import Hook
 from nestor.runtime.kernel.loop import SessionAgent
 from nestor.runtime.kernel.permission_gate import PermissionAsker
 from nestor.runtime.kernel.setup import AgentSetup
 from nestor.runtime.tree.delegation import AgentTree
 from nestor.runtime.tree.mcp_tools import allowed_mcp_tools, own_project_servers
-from nestor.runtime.tree.services import ChildRequest, TreeServices
-from nestor.runtime.tree.subagent_hooks import (
-    MAIN_AGENT_REPORT,
-    SearchBudgetHook,
-    SubAgentSafetyHook,
-    TimeoutReportHook,
-)
+from nestor.runtime.tree.services import AgentPlan, ChildRequest, TaskRequest, TreeServices
 from nestor.store.messages import MessageStore
 from nestor.store.sessions import Session, SessionStore
 from nestor.tools.base import Tool
 from nestor.tools.catalogue import ToolCatalogue
 from nestor.tools.mcp.approval import AskApproval, ServerApprovals
 from nestor.tools.mcp.servers import McpServers
-
-
-class ModelSource(Protocol):
-    """Built models by role (``large``/``small``) or ``provider:model`` (the process's model builder)."""
-
-    def choose(self, choice: str, env: Mapping[str, str]) -> BuiltModel:
-        """The model of ``choice``; raises a ``NestorError`` when it cannot be built."""
-        ...
-
-
-class ToolSource(Protocol):
-    """Fresh tools by name for a new agent, and the hooks that come with them."""
-
-    def build(self, names: Sequence[str], session_id: str, tree: AgentTree) -> list[Tool[Any]]:
-        """The tools named ``names`` (in that order) for session ``session_id``."""
-        ...
-
-    def hooks(self, names: Sequence[str], session_id: str) -> list[Hook]:
-        """Hooks the tools named ``names`` bring (the todo list's completion check)."""
-        ...
 
 
 @dataclass
@@ -91,8 +60,10 @@ class AgentFactory:
         bus: Where every agent's events go.
         env: The environment models are built with (credentials).
         asker: The root UI's permission asker (None headless); children's questions go there.
-        environment: The ``<environment>`` section of system prompts.
-        instructions: The instruction files' text (read anew for each task); None gives none.
+        environment: The ``<environment>`` section of sub-agents' system prompts (None: the
+            project's, cached a few seconds).
+        instructions: The instruction files' text, read anew for each task (None: the user's and
+            the project's ``AGENTS.md`` files).
         user_config_dir: nestor's user config directory (the user's ``AGENTS.md``); None reads none.
         mcp: The process's MCP servers (None without any): the main agent gets all their tools.
         mcp_approvals: The user's approvals of a project's MCP servers: an agent file of the
@@ -121,7 +92,7 @@ class AgentFactory:
     bus: EventBus
     env: Mapping[str, str]
     asker: PermissionAsker | None
-    environment: Callable[[], Awaitable[str]]
+    environment: Callable[[], Awaitable[str]] | None = None
     instructions: Callable[[], str] | None = None
     user_config_dir: Path | None = None
     summarizer: SummaryModel | None = None
@@ -132,11 +103,13 @@ class AgentFactory:
     subagent_hooks: Callable[[], Sequence[Hook]] | None = None
     checkpoints: CheckpointRecorder | None = None
     tree: AgentTree = field(init=False)
+    recipe: Recipe = field(init=False)
     _own_servers: dict[str, McpServers] = field(default_factory=dict[str, McpServers])
     _closing: set[asyncio.Task[None]] = field(default_factory=set[asyncio.Task[None]])
 
     def __post_init__(self) -> None:
         settings = self.settings
+        project_root = Path(settings.project_root)
         self.tree = AgentTree(
             TreeServices(
                 registry=self.registry,
@@ -144,30 +117,33 @@ class AgentFactory:
                 sessions=self.sessions,
                 messages=self.messages,
                 bus=self.bus,
-                project_root=Path(settings.project_root),
-                environment=self.environment,
+                project_root=project_root,
                 builder=self,
-                instructions=self.instructions,
-                catalogue=self.catalogue,
             )
+        )
+        user_config_dir = self.user_config_dir
+        self.recipe = Recipe(
+            settings=settings,
+            registry=self.registry,
+            catalogue=self.catalogue,
+            models=self.models,
+            tools=self.tools,
+            messages=self.messages,
+            tree=self.tree,
+            env=self.env,
+            asker=self.asker,
+            environment=self.environment or EnvironmentCache(project_root).get,
+            instructions=self.instructions or (lambda: read_instructions(project_root, user_config_dir)),
+            user_config_dir=user_config_dir,
+            mcp=self.mcp,
+            subagent_hooks=self.subagent_hooks,
+            checkpoints=self.checkpoints,
         )
 
     @property
     def project_root(self) -> Path:
         """The project every agent of the tree works in."""
         return Path(self.settings.project_root)
-
-    def scratch_dir(self, session_id: str) -> Path:
-        """The directory where a session keeps temporary files (large tool results); made on first use."""
-        return self.settings.data_dir / "scratch" / session_id
-
-    def _large_results(self, session_id: str) -> LargeResultHook:
-        """Tool results over ``[context] tool_result_max_tokens`` go to a file in the scratch dir."""
-        return LargeResultHook(self.scratch_dir(session_id), self.settings.context.tool_result_max_tokens)
-
-    def model(self, choice: str) -> BuiltModel:
-        """The model of a role or ``provider:model``."""
-        return self.models.choose(choice, self.env)
 
     async def main(
         self,
@@ -176,18 +152,13 @@ class AgentFactory:
         *,
         spec: AgentSpec | None = None,
         hooks: Sequence[Hook] = (),
+        titles: TitleWriter | None = None,
     ) -> SessionAgent:
-        """The main agent on ``session``, from ``spec`` (the built-in ``coder`` by default).
+        """The main agent on ``session``, from ``spec`` (the recipe's by default), attached to the tree.
 
-        The default is ``coder-compact`` on a small model, whatever the user's or the project's
-        files define.
-
-        Its tools are the spec's (without delegation when ``max_depth`` allows none), its prompt
-        the spec's with the environment and the instruction files, its budgets the run's limits,
-        shared by the whole tree.
+        ``hooks`` are the embedder's own; ``titles`` titles a new session.
         """
-        settings = self.settings
-        spec = spec or builtin_spec("coder-compact" if built.compact else "coder")
+        spec = spec or self.recipe.main_spec(built)
         # The main agent runs on the large model, which also writes its summaries (its own and
         # its sub-agents').
         self.summarizer = SummaryModel(
@@ -197,117 +168,29 @@ class AgentFactory:
             priced=built.priced,
             context_window=built.context_window,
         )
-        system_prompt = await build_system_prompt(
-            spec.prompt, self.project_root, user_config_dir=self.user_config_dir
-        )
-        permissions = settings.permissions
-        policy = PermissionPolicy.from_config(
-            permissions.allow,
-            permissions.ask,
-            permissions.deny,
-            project_root=str(self.project_root),
-            yolo=settings.yolo,
-        )
-        limits = settings.limits
-        # The run flags bound the whole tree: every sub-agent spends the main agent's budget too.
-        budgets = Budgets(
-            max_iterations=limits.max_iterations,
-            max_total_tokens=limits.max_tokens,
-            max_time_s=limits.max_time_s,
-        )
-        registry = self.registry
-        tool_names = main_tool_names(spec, self.catalogue, can_delegate=self.tree.can_delegate(0))
-        if self.mcp is not None:
-            tool_names += await self.mcp.tool_names()
-        agent = self._build(
-            spec,
-            session,
-            built,
-            tools=self.tools.build(tool_names, session.id, self.tree),
-            system_prompt=system_prompt,
-            policy=policy,
-            asker=self.asker,
-            budgets=budgets,
-            tree_budget=TreeBudget(budgets),
-            hooks=[
-                self._large_results(session.id),
-                TimeoutReportHook(MAIN_AGENT_REPORT),
-                *hooks,
-                *self.tools.hooks(tool_names, session.id),
-                *self.tree.tree_hooks(0),
-                *self._checkpoint_hooks(self.project_root),
-            ],
-            harness=SmallModelHarness(
-                ProjectReader(self.project_root),
-                agent_names=lambda: [delegable.name for delegable in registry.delegable()],
-            )
-            if built.compact
-            else None,
-        )
+        plan = await self.recipe.plan(spec, None, built=built)
+        parts = self.recipe.parts(spec, plan, session.id, None, hooks=hooks, titles=titles)
+        agent = self._build(spec, session, plan, parts)
         self.tree.attach(agent)
         return agent
 
+    async def plan(self, parent: SessionAgent, spec: AgentSpec, task: TaskRequest) -> AgentPlan:
+        """A sub-agent's model, tools, prompt and budgets, as the recipe decides them."""
+        return await self.recipe.plan(spec, parent, task)
+
     async def child(self, request: ChildRequest) -> SessionAgent:
-        """A sub-agent for a task: the spec's tools within its parent's, permissions never wider.
+        """A sub-agent as the recipe decides it, from the tree's request.
 
         An agent file's own MCP servers start here, for this agent alone; :meth:`release` stops them.
         """
         spec, parent, session = request.spec, request.parent, request.session
-        tools = self.tools.build(request.tool_names, session.id, self.tree)
+        own_tools: list[Tool[Any]] = []
         if spec.own_mcp_servers and request.workspace is None:
-            tools += await self._own_mcp_tools(spec, parent, session.id)
-        read_only = (
-            spec.is_read_only(self.catalogue)
-            or all(self.catalogue.has(tool.name, "read_only") for tool in tools)
-            or request.workspace is not None
+            own_tools = await self._own_mcp_tools(spec, parent, session.id)
+        parts = self.recipe.parts(
+            spec, request.plan, session.id, parent, workspace=request.workspace, own_tools=own_tools
         )
-        if request.workspace is not None:
-            policy: PermissionPolicy = ChildPolicy.for_workspace(
-                parent.setup.policy, str(request.workspace), label=f"agent {spec.name}"
-            )
-        else:
-            policy = ChildPolicy.for_spec(
-                parent.setup.policy,
-                [(rule.action, rule.rule) for rule in spec.permission],
-                read_only=read_only,
-                label=f"agent {spec.name}",
-                source=str(spec.path) if spec.path else f"agent {spec.name}",
-            )
-        config = self.settings.agents
-        root = request.workspace or self.project_root
-        built = request.built
-        return self._build(
-            spec,
-            session,
-            built,
-            tools=tools,
-            system_prompt=request.system_prompt,
-            policy=policy,
-            asker=None if read_only else self.asker,
-            budgets=Budgets(),
-            tree_budget=parent.setup.tree_budget,
-            hooks=[
-                request.tracker,
-                SubAgentSafetyHook(spec.max_context_tokens or config.max_context_tokens, self.catalogue),
-                SearchBudgetHook(config.search_budget, self.catalogue),
-                TimeoutReportHook(),
-                self._large_results(session.id),
-                *self.tree.tree_hooks(parent.setup.depth + 1),
-                *self.tools.hooks(request.tool_names, session.id),
-                *(self.subagent_hooks() if self.subagent_hooks is not None else ()),
-                *(self._checkpoint_hooks(root) if not read_only else ()),
-            ],
-            harness=SmallModelHarness(ProjectReader(root), read_only=read_only) if built.compact else None,
-            parent=parent,
-            history=request.history,
-            project_root=root,
-        )
-
-    def _checkpoint_hooks(self, root: Path) -> list[Hook]:
-        """The snapshots' hook, for an agent that can change the project's files."""
-        if self.checkpoints is None or root.resolve() != self.checkpoints.project_root:
-            return []
-        return [CheckpointHook(self.checkpoints, self.catalogue, root)]
+        return self._build(spec, session, request.plan, parts, parent=parent, history=request.history)
 
     async def _own_mcp_tools(self, spec: AgentSpec, parent: SessionAgent, session_id: str) -> list[Tool[Any]]:
         approvals, ask = self.mcp_approvals, self.ask_approval
@@ -318,7 +201,7 @@ class AgentFactory:
         servers = McpServers(
             dict(spec.own_mcp_servers),
             catalogue=self.catalogue,
-            log_dir=self.settings.data_dir / "mcp" / "logs",
+            log_dir=mcp_log_dir(self.settings.data_dir),
             project_root=self.project_root,
             notify=self.notify,
             owner=f"agent {spec.name}'s own MCP servers",
@@ -350,49 +233,42 @@ class AgentFactory:
         self,
         spec: AgentSpec,
         session: Session,
-        built: BuiltModel,
+        plan: AgentPlan,
+        parts: AgentParts,
         *,
-        tools: Sequence[Tool[Any]],
-        system_prompt: str,
-        policy: PermissionPolicy,
-        asker: PermissionAsker | None,
-        budgets: Budgets,
-        tree_budget: TreeBudget | None,
-        hooks: Sequence[Hook],
-        harness: SmallModelHarness | None,
         parent: SessionAgent | None = None,
         history: list[ModelMessage] | None = None,
-        project_root: Path | None = None,
     ) -> SessionAgent:
-        """The one place an agent is assembled: what every agent gets, around what is its own."""
+        """The one assembly of an agent, from what the recipe decided."""
         settings = self.settings
-        depth = 0 if parent is None else parent.setup.depth + 1
+        built = plan.built
         idle_timeout = None if built.in_process else settings.limits.stream_idle_timeout_s or None
         setup = AgentSetup(
             model=built.model,
             model_name=built.name,
+            built=built,
             model_settings=_with_temperature(built.settings, spec.temperature),
             priced=built.priced,
-            system_prompt=system_prompt,
-            tools=tools,
-            brief_tools=built.compact,
+            system_prompt=plan.system_prompt,
+            tools=parts.tools,
+            brief_tools=built.small_profile,
             sessions=self.sessions,
             messages=self.messages,
             bus=self.bus,
-            policy=policy,
-            asker=asker,
-            project_root=project_root or self.project_root,
-            scratch_dir=self.scratch_dir(session.id),
+            policy=parts.policy,
+            asker=parts.asker,
+            project_root=parts.project_root,
+            scratch_dir=scratch_dir(settings.data_dir, session.id),
             context=ContextPolicy.configured(built.context_window, settings.context),
             compactor=Compaction(self.summarizer),
-            budgets=budgets,
-            tree_budget=tree_budget,
+            budgets=plan.budgets,
+            tree_budget=parts.tree_budget,
             stream_idle_timeout_s=idle_timeout,
-            hooks=hooks,
-            harness=harness,
+            hooks=parts.hooks,
+            harness=parts.harness,
             agent_type=spec.name if parent is not None else "coder",
             parent_id=None if parent is None else parent.session_id,
-            depth=depth,
+            depth=0 if parent is None else parent.setup.depth + 1,
             description=session.title if parent is not None else "",
         )
         if parent is not None:

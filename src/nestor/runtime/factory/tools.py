@@ -11,8 +11,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from nestor.config.sections import SandboxConfig
 from nestor.config.settings import Settings
-from nestor.runtime.factory.toolset import sandbox_policy
 from nestor.runtime.features.agentic_fetch import AgenticFetchTool
 from nestor.runtime.features.todos import CompletionCheckHook, persist_todos, todo_list_from_metadata
 from nestor.runtime.kernel.hooks import Hook
@@ -22,6 +22,7 @@ from nestor.store.sessions import SessionStore
 from nestor.tools.base import Tool
 from nestor.tools.bash import BashTool
 from nestor.tools.catalogue import ToolCatalogue
+from nestor.tools.sandbox.policy import SandboxPolicy
 from nestor.tools.todo import TodoList, TodoWriteTool
 
 if TYPE_CHECKING:
@@ -220,3 +221,30 @@ def _language_tools(lsp: LspManager, names: Sequence[str], files: EditorFiles | 
         "diagnostics": DiagnosticsTool,
     }
     return {name: makers[name](lsp) for name in names if name in makers}
+
+
+def sandbox_policy(
+    tool_names: Sequence[str],
+    config: SandboxConfig,
+    *,
+    kept_read_only: Sequence[Path] = (),
+    catalogue: ToolCatalogue | None = None,
+) -> SandboxPolicy:
+    """The sandbox of an agent's ``bash``: read-only and offline without a write tool, else as configured.
+
+    A write tool is one ``catalogue`` (the built-ins by default) says writes files.
+
+    A read-only agent stays read-only even with ``mode = "off"``: its lack of write tools would
+    otherwise be all that kept its shell from writing. ``kept_read_only`` (nestor's data and
+    config dirs) stay read-only when the project or a temp dir holds them: a command must not
+    trust a folder or write the user's config.
+    """
+    tools = catalogue or ToolCatalogue()
+    if not any(tools.has(name, "writes_files") for name in tool_names):
+        return SandboxPolicy.read_only()
+    return SandboxPolicy(
+        mode=config.mode,
+        network=config.network,
+        kept_read_only=tuple(kept_read_only),
+        writable_git=config.writable_git,
+    )

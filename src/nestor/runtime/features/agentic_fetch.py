@@ -84,7 +84,7 @@ class AgenticFetchTool(Tool[AgenticFetchParams]):
             request = TaskRequest(
                 description=_description(params),
                 prompt=prompt,
-                subagent_type="agentic_fetch",
+                agent_type="agentic_fetch",
                 spec=research_spec(),
                 workspace=workspace,
             )

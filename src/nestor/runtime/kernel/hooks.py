@@ -120,6 +120,9 @@ class Budgets:
     max_time_s: float = 0.0
 
 
+TREE_SPENDING = " of the main agent and its sub-agents together"
+
+
 @dataclass(slots=True)
 class TreeBudget:
     """The main agent's run budgets, spent by the main agent and every sub-agent together.
@@ -155,20 +158,21 @@ class TreeBudget:
 
     def spent(self) -> Stop | None:
         """The stop of an agent of this tree once a request or token limit is reached, else None."""
-        budgets = self.budgets
-        if budgets.max_iterations and self.requests >= budgets.max_iterations:
-            return Stop(
-                "max_iterations",
-                f"Stopped: the main agent and sub-agents made {self.requests} model requests together "
-                f"(max_iterations = {budgets.max_iterations}).",
-            )
-        if budgets.max_total_tokens and self.total_tokens >= budgets.max_total_tokens:
-            return Stop(
-                "token_budget",
-                f"Stopped: the main agent and sub-agents used {self.total_tokens} tokens together "
-                f"(max_tokens = {budgets.max_total_tokens}).",
-            )
-        return None
+        return over_budget(self.budgets, self.requests, self.total_tokens, by=TREE_SPENDING)
+
+
+def over_budget(budgets: Budgets, requests: int, total_tokens: int, *, by: str = "") -> Stop | None:
+    """The stop once ``requests`` or ``total_tokens`` reach their limit in ``budgets``, else None.
+
+    ``by`` says whose spending it is when it is not the run's own (a tree's).
+    """
+    if budgets.max_iterations and requests >= budgets.max_iterations:
+        said = f"Stopped after {requests} model requests{by} (max_iterations = {budgets.max_iterations})."
+        return Stop("max_iterations", said)
+    if budgets.max_total_tokens and total_tokens >= budgets.max_total_tokens:
+        said = f"Stopped after {total_tokens} tokens{by} (max_tokens = {budgets.max_total_tokens})."
+        return Stop("token_budget", said)
+    return None
 
 
 class BudgetHook(Hook):
@@ -180,20 +184,10 @@ class BudgetHook(Hook):
 
     async def before_request(self, state: RunState) -> HookAction:
         """Stop before a request that would exceed a budget."""
-        budgets = self.budgets
-        if budgets.max_iterations and state.num_turns >= budgets.max_iterations:
-            return Stop(
-                "max_iterations",
-                f"Stopped after {state.num_turns} model requests "
-                f"(max_iterations = {budgets.max_iterations}).",
-            )
-        if budgets.max_total_tokens and state.usage.total_tokens >= budgets.max_total_tokens:
-            return Stop(
-                "token_budget",
-                f"Stopped after using {state.usage.total_tokens} tokens "
-                f"(max_tokens = {budgets.max_total_tokens}).",
-            )
-        return self.tree.spent() if self.tree is not None else None
+        stop = over_budget(self.budgets, state.num_turns, state.usage.total_tokens)
+        if stop is None and self.tree is not None:
+            return self.tree.spent()
+        return stop
 
 
 class LoopGuardHook(Hook):

@@ -37,7 +37,6 @@ from nestor.runtime.kernel.hooks import (
     BudgetHook,
     Budgets,
     Hook,
-    LoopGuardHook,
     Remind,
     RunState,
     Stop,
@@ -65,8 +64,7 @@ class SessionAgent:
         )
         self._tool_definitions = tool_definitions(setup.tools, brief=setup.brief_tools)
         self.set_system_prompt(setup.system_prompt)
-        self._budget_hook = BudgetHook(setup.budgets, setup.tree_budget)
-        self._hooks: list[Hook] = [self._budget_hook, LoopGuardHook(), *setup.hooks]
+        self._hooks: list[Hook] = list(setup.hooks)
         gate = PermissionGate(setup.policy, setup.asker, setup.bus, session_id)
         self._tools = ToolRunner(session_id, setup, self._hooks, gate)
         self._requests = Requests(self)
@@ -122,7 +120,9 @@ class SessionAgent:
     def set_budgets(self, budgets: Budgets) -> None:
         """Use ``budgets`` from the next run on (each task of a sub-agent brings its own)."""
         self.setup.budgets = budgets
-        self._budget_hook.budgets = budgets
+        for hook in self._hooks:
+            if isinstance(hook, BudgetHook):
+                hook.budgets = budgets
 
     def cancel(self) -> None:
         """Stop the current run (and every descendant) as soon as possible; completed messages are kept."""

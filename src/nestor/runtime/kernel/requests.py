@@ -15,6 +15,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from pydantic_ai.messages import (
+    ModelMessage,
     ModelRequest,
     ModelResponse,
     SystemPromptPart,
@@ -106,19 +107,9 @@ class Requests:
         tool_less = ModelRequestParameters(
             function_tools=[], allow_text_output=True, instruction_parts=parameters.instruction_parts
         )
-        call = ModelCall(
-            setup.model,
-            setup.model_settings,
-            tool_less,
-            setup.retry,
-            setup.sleep,
-            setup.stream_idle_timeout_s,
-        )
         try:
             async with asyncio.timeout(FINAL_TURN_TIMEOUT_S):
-                response = await call.request(
-                    agent.history, agent_id=agent.session_id, publish=setup.bus.publish, stream_text=True
-                )
+                response = await self._call(tool_less, agent.history)
         except (ModelRequestError, TimeoutError) as exc:
             setup.bus.publish(
                 ErrorEvent(agent_id=agent.session_id, message=f"the final report request failed: {exc}")
@@ -183,6 +174,11 @@ class Requests:
                 *messages,
                 ModelRequest(parts=[SystemPromptPart(f"<system-reminder>{reminder}</system-reminder>")]),
             ]
+        return await self._call(parameters, messages)
+
+    async def _call(self, parameters: ModelRequestParameters, messages: list[ModelMessage]) -> ModelResponse:
+        """One streamed, retried request of ``messages`` with ``parameters``."""
+        agent = self._agent
         setup = agent.setup
         # Built per request: the setup's model and settings may be changed between requests.
         call = ModelCall(

@@ -19,6 +19,7 @@ from nestor.core.errors import ModelRequestError
 from nestor.core.events import AgentFinished, Compacted, ErrorEvent
 from nestor.core.usage import Usage
 from nestor.permissions import PermissionPolicy
+from nestor.providers.build import BuiltModel
 from nestor.providers.retry import RetryPolicy
 from nestor.runtime.kernel.compaction_mark import CompactionTrigger
 from nestor.runtime.kernel.context import ContextPolicy
@@ -97,6 +98,8 @@ class AgentSetup:
         project_root: Working directory of tools.
         scratch_dir: This session's directory for temporary files (large tool results, ...);
             tools may read it without asking. Created on first use.
+        built: The model as built, with its facts (context window, pricing, profile): what a
+            sub-agent that names no model of its own shares; None outside the factory.
         model_settings: Per-model options (max_tokens, temperature, thinking, ...).
         priced: Whether public price tables apply to this model (see ``BuiltModel.priced``).
         context: When to compact the history; None never compacts on its own (``compact()`` still
@@ -105,7 +108,8 @@ class AgentSetup:
             (``compact()`` finds nothing to do).
         brief_tools: Describe tools in one line each and drop schema titles (small local models,
             where every prompt token costs time).
-        hooks: Extra hooks, after the built-in budget hook.
+        hooks: Every hook the agent runs, in order: the agent recipe (``runtime/factory/recipe.py``)
+            decides them, the budget hook and the loop guard included; the kernel adds none.
         budgets: Iteration, token and time limits of a run.
         tree_budget: The main agent's budgets, shared by every agent of its tree (the main agent
             starts it with each prompt); None for an agent outside a tree.
@@ -135,6 +139,7 @@ class AgentSetup:
     asker: PermissionAsker | None
     project_root: Path
     scratch_dir: Path | None = None
+    built: BuiltModel | None = None
     model_settings: ModelSettings | None = None
     priced: bool = True
     context: ContextPolicy | None = None

@@ -48,7 +48,7 @@ class BackgroundRecord:
         line = f"{self.agent_id} ({self.agent_type}) {self.status}, {elapsed:.1f}s: {self.description}"
         if self.result is not None:
             tools = sum(self.result.tools_used.values())
-            line += f" [{tools} tools, {self.result.iterations} turns]"
+            line += f" [{tools} tools, {self.result.num_turns} turns]"
         return line
 
 

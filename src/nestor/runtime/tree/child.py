@@ -71,7 +71,7 @@ def task_result(
         summary=summary,
         files_explored=list(child.tracker.files),
         tools_used=dict(child.tracker.tools_used),
-        iterations=run.num_turns,
+        num_turns=run.num_turns,
         execution_time=elapsed,
         usage=usage.to_dict(),
         cost_usd=usage.cost_usd,

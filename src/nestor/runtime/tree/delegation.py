@@ -1,10 +1,9 @@
 """The agent tree: how a parent agent starts, resumes and reuses sub-agents.
 
 One :class:`AgentTree` serves every agent under one root. For a ``task`` call it picks the spec
-from the registry, the model (the call's, the spec's, else the parent's), the tools (the spec's,
-never more than the parent's, never ``task`` past ``max_depth``), the permissions (the spec's
-intersected with the parent's), the budgets (call, then spec, then ``[agents]``), opens a child
-session, and runs a child :class:`SessionAgent` on it. Every response of the child rolls its usage
+from the registry, asks the factory for the child's plan (its model, tools, prompt and budgets:
+``runtime/factory/recipe.py`` decides them), takes an idle pooled agent that fits or opens a child
+session and asks the factory for a new agent on it, and runs it. Every response of the child rolls its usage
 up to every ancestor as it is stored, so totals are live; a failed or cancelled child still
 counts what it spent.
 """
@@ -15,7 +14,6 @@ import asyncio
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
 
@@ -23,21 +21,14 @@ from nestor.agents.listing import agent_names
 from nestor.agents.spec import AgentSpec
 from nestor.core.errors import DelegationError, NestorError, ToolError, UnknownAgentError
 from nestor.core.events import ErrorEvent
-from nestor.providers.build import BuiltModel
 from nestor.runtime.kernel.history import load_visible_history
-from nestor.runtime.kernel.hooks import Budgets, Hook
 from nestor.runtime.kernel.loop import SessionAgent
 from nestor.runtime.tree.background import BackgroundAgents
 from nestor.runtime.tree.child import Child, pool_key, task_result, tracker_of, wait_ignoring_cancel
-from nestor.runtime.tree.mcp_tools import allowed_mcp_tools
-from nestor.runtime.tree.model_choice import resolve_model_choice
 from nestor.runtime.tree.pool import AgentPool, PoolKey
-from nestor.runtime.tree.services import ChildRequest, TaskRequest, TreeServices
-from nestor.runtime.tree.subagent_hooks import DelegationGuardHook
-from nestor.runtime.tree.subagent_prompt import compose_subagent_prompt
-from nestor.runtime.tree.subagent_result import SubAgentResult, ToolTracker
-from nestor.runtime.tree.tree_usage import TreeCostHook, TreeUsage
-from nestor.store.sessions import Session
+from nestor.runtime.tree.services import AgentPlan, ChildRequest, TaskRequest, TreeServices
+from nestor.runtime.tree.subagent_result import SubAgentResult
+from nestor.runtime.tree.tree_usage import TreeUsage
 
 
 @dataclass
@@ -79,39 +70,43 @@ class AgentTree:
             return None
         return TreeUsage(self.services.sessions).cost(self.root_id)
 
-    def tree_hooks(self, depth: int) -> list[Hook]:
-        """Hooks every agent of the tree gets: the cost cap, and the delegation guard where allowed."""
-        hooks: list[Hook] = []
-        if self.services.config.max_cost_usd is not None:
-            hooks.append(TreeCostHook(float(self.services.config.max_cost_usd), self.tree_cost))
-        if self.can_delegate(depth):
-            hooks.append(DelegationGuardHook(lambda args: self.check_task(args, depth)))
-        return hooks
-
     def can_delegate(self, depth: int) -> bool:
         """True when an agent at ``depth`` may start sub-agents."""
         return depth < self.services.config.max_depth
 
     def check_task(self, args: dict[str, object], depth: int) -> str | None:
-        """Why a ``task`` call with ``args`` from an agent at ``depth`` cannot run (None when it can)."""
+        """Why a ``task`` call with ``args`` from an agent at ``depth`` cannot run (None when it can).
+
+        The delegation guard asks before the call runs; :meth:`run_task` and
+        :meth:`start_background` refuse a call that skipped it by the same depth and agent rules,
+        in the same words.
+        """
         prompt = args.get("prompt")
         if not isinstance(prompt, str) or not prompt.strip():
             return "The task prompt is empty. Say what the sub-agent should do, with the context it needs."
-        if not self.can_delegate(depth):
-            return (
-                f"Delegation is limited to {self.services.config.max_depth} level(s) "
-                "([agents] max_depth); do this yourself."
-            )
+        if (too_deep := self._too_deep(depth)) is not None:
+            return too_deep
         if args.get("resume"):
             return None
-        name = args.get("subagent_type") or "general"
+        spec = self._delegable(str(args.get("subagent_type") or "general"))
+        return spec if isinstance(spec, str) else None
+
+    def _too_deep(self, depth: int) -> str | None:
+        """Why an agent at ``depth`` may not delegate (None when it may)."""
+        if self.can_delegate(depth):
+            return None
+        limit = self.services.config.max_depth
+        return f"Delegation is limited to {limit} level(s) ([agents] max_depth); do this yourself."
+
+    def _delegable(self, name: str) -> AgentSpec | str:
+        """The spec named ``name`` (``general`` for none), or why a task cannot run it."""
         try:
-            spec = self.services.registry.get(str(name))
+            spec = self.services.registry.get(name or "general")
         except UnknownAgentError as exc:
             return str(exc)
         if not spec.delegable:
             return f"Agent {spec.name!r} is a primary agent and cannot be delegated to. {self._available()}"
-        return None
+        return spec
 
     def _available(self) -> str:
         return f"Available agents: {agent_names(self.services.registry.delegable())}."
@@ -192,39 +187,27 @@ class AgentTree:
     # -- building a child -------------------------------------------------------------------
 
     async def _prepare(self, parent: SessionAgent, request: TaskRequest, tool_call_id: str) -> Child:
-        depth = parent.setup.depth + 1
-        if not self.can_delegate(parent.setup.depth):
-            raise ToolError(f"delegation is limited to {self.services.config.max_depth} level(s)")
+        if (too_deep := self._too_deep(parent.setup.depth)) is not None:
+            raise ToolError(too_deep)
         if request.resume:
-            child = await self._resume(parent, request, depth)
+            child = await self._resume(parent, request)
             child.agent.setup.parent_tool_call_id = tool_call_id
             return child
-        spec = request.spec or self._spec(request.subagent_type)
-        built = self._model(request.model or spec.model, parent)
-        if request.workspace is not None:
-            never = self._never_inherited()
-            tool_names = [name for name in spec.tools or () if name not in never]
-            environment = instructions = ""  # the project is not where this agent works
-        else:
-            tool_names = self._tool_names(spec, parent, depth)
-            environment = await self.services.environment()
-            instructions = self._instructions(spec)
-        system_prompt = compose_subagent_prompt(
-            spec, thoroughness=request.thoroughness, environment=environment, instructions=instructions
-        )
+        spec = request.spec or self._spec(request.agent_type)
+        plan = await self.services.builder.plan(parent, spec, request)
         persist = spec.persist and request.workspace is None
-        key = pool_key(parent.session_id, spec, tool_names, built.name) if persist else None
+        key = pool_key(parent.session_id, spec, plan.tool_names, plan.built.name) if persist else None
         if key is not None:
             self._forget(self.pool.expire())
             pooled = self.pool.take(key)
             if pooled is not None:
                 self.services.sessions.set_title(pooled.session_id, request.description)
                 pooled.setup.parent_tool_call_id = tool_call_id
-                return self._reuse(pooled, parent, spec, request, system_prompt, key)
+                return self._reuse(pooled, parent, spec, request, plan, key)
         session = self.services.sessions.create(
             self.services.project_root,
             agent_name=spec.name,
-            model=built.name,
+            model=plan.built.name,
             title=request.description,
             parent_id=parent.session_id,
             parent_tool_call_id=tool_call_id,
@@ -232,10 +215,8 @@ class AgentTree:
         history: list[ModelMessage] = []
         if spec.inherit_context:
             history = self._inherited_history(parent, session.id)
-        child = await self._build(
-            parent, session, spec, built, tool_names, system_prompt, history, key, request.workspace
-        )
-        self._configure_run(child.agent, spec, request)
+        child = await self._build(ChildRequest(parent, session, spec, plan, history, request.workspace), key)
+        self._configure_run(child.agent, plan, request)
         child.agent.setup.parent_tool_call_id = tool_call_id
         if history:
             await self._fit_inherited(child.agent, spec)
@@ -262,7 +243,7 @@ class AgentTree:
                 )
             )
 
-    async def _resume(self, parent: SessionAgent, request: TaskRequest, depth: int) -> Child:
+    async def _resume(self, parent: SessionAgent, request: TaskRequest) -> Child:
         agent_id = request.resume or ""
         try:
             session = self.services.sessions.get(agent_id)
@@ -285,26 +266,19 @@ class AgentTree:
             )
         spec = self._spec(session.agent_name)
         pooled = self.pool.take_by_id(session.id)
-        built = self._model(request.model or spec.model, parent)
-        tool_names = self._tool_names(spec, parent, depth)
-        system_prompt = compose_subagent_prompt(
-            spec,
-            thoroughness=request.thoroughness,
-            environment=await self.services.environment(),
-            instructions=self._instructions(spec),
-        )
+        plan = await self.services.builder.plan(parent, spec, request)
         if session.parent_id != parent.session_id:
             self.services.sessions.reparent(session.id, parent.session_id)
         if request.description:
             self.services.sessions.set_title(session.id, request.description)
-        key = pool_key(parent.session_id, spec, tool_names, built.name) if spec.persist else None
+        key = pool_key(parent.session_id, spec, plan.tool_names, plan.built.name) if spec.persist else None
         if pooled is not None:
-            child = self._reuse(pooled, parent, spec, request, system_prompt, key)
+            child = self._reuse(pooled, parent, spec, request, plan, key)
             child.resumed = True
             return child
         history = load_visible_history(self.services.messages, session.id)
-        child = await self._build(parent, session, spec, built, tool_names, system_prompt, history, key)
-        self._configure_run(child.agent, spec, request)
+        child = await self._build(ChildRequest(parent, session, spec, plan, history), key)
+        self._configure_run(child.agent, plan, request)
         child.resumed = True
         return child
 
@@ -314,105 +288,34 @@ class AgentTree:
         parent: SessionAgent,
         spec: AgentSpec,
         request: TaskRequest,
-        system_prompt: str,
+        plan: AgentPlan,
         key: PoolKey | None,
     ) -> Child:
         """Take an idle pooled agent for a new task: fresh system prompt, budgets and tracker."""
-        agent.set_system_prompt(system_prompt)
-        self._configure_run(agent, spec, request)
+        agent.set_system_prompt(plan.system_prompt)
+        self._configure_run(agent, plan, request)
         tracker = tracker_of(agent)
         tracker.reset()
         self.live[agent.session_id] = agent
         self._children_of.setdefault(parent.session_id, set()).add(agent.session_id)
         return Child(agent, spec, tracker, key)
 
-    async def _build(
-        self,
-        parent: SessionAgent,
-        session: Session,
-        spec: AgentSpec,
-        built: BuiltModel,
-        tool_names: Sequence[str],
-        system_prompt: str,
-        history: list[ModelMessage],
-        key: PoolKey | None,
-        workspace: Path | None = None,
-    ) -> Child:
-        tracker = ToolTracker()
-        request = ChildRequest(
-            parent, session, spec, built, tool_names, system_prompt, history, tracker, workspace
-        )
+    async def _build(self, request: ChildRequest, key: PoolKey | None) -> Child:
+        """A new child from the factory, attached to the tree under its parent."""
         agent = await self.services.builder.child(request)
         self.attach(agent)
-        self._children_of.setdefault(parent.session_id, set()).add(session.id)
-        return Child(agent, spec, tracker, key)
+        self._children_of.setdefault(request.parent.session_id, set()).add(agent.session_id)
+        return Child(agent, request.spec, tracker_of(agent), key)
 
-    def _configure_run(self, agent: SessionAgent, spec: AgentSpec, request: TaskRequest) -> None:
-        config = self.services.config
-        agent.set_budgets(
-            Budgets(
-                max_iterations=request.max_turns or spec.max_turns or config.max_turns,
-                max_time_s=float(request.timeout or spec.timeout or config.timeout_s),
-            )
-        )
+    def _configure_run(self, agent: SessionAgent, plan: AgentPlan, request: TaskRequest) -> None:
+        agent.set_budgets(plan.budgets)
         agent.setup.description = request.description or agent.setup.description
 
-    def _instructions(self, spec: AgentSpec) -> str:
-        """The instruction files for an agent of ``spec`` ('' when it opted out, or there are none)."""
-        read = self.services.instructions
-        return read() if read is not None and spec.project_instructions else ""
-
     def _spec(self, name: str) -> AgentSpec:
-        try:
-            spec = self.services.registry.get(name or "general")
-        except UnknownAgentError as exc:
-            raise ToolError(str(exc)) from None
-        if not spec.delegable:
-            raise ToolError(
-                f"agent {spec.name!r} is a primary agent and cannot be delegated to. {self._available()}"
-            )
+        spec = self._delegable(name)
+        if isinstance(spec, str):
+            raise ToolError(spec)
         return spec
-
-    def _never_inherited(self) -> set[str]:
-        """Tools a child never inherits: delegation goes by depth, user-facing tools never to a child."""
-        catalogue = self.services.catalogue
-        return {*catalogue.names("delegation"), *catalogue.names("user_facing")}
-
-    def _tool_names(self, spec: AgentSpec, parent: SessionAgent, depth: int) -> list[str]:
-        catalogue = self.services.catalogue
-        parent_names = [tool.name for tool in parent.setup.tools]
-        # The tools that come with the parent's (web_search and web_fetch with fetch: the same
-        # capability, through the same client) are the child's to take too.
-        parent_names.extend(name for name in catalogue.companions(parent_names) if name not in parent_names)
-        never = self._never_inherited()
-        names = list(spec.tool_names(tuple(name for name in parent_names if name not in never)))
-        names = allowed_mcp_tools(names, spec, parent.setup.policy, catalogue)
-        if self.can_delegate(depth):
-            delegation = catalogue.names("delegation")
-            wanted = set(delegation) if spec.tools is None else set(spec.tools)
-            wanted.update(catalogue.companions(wanted))  # task_status, ... come with task
-            names.extend(name for name in delegation if name in wanted)
-        return names
-
-    def _model(self, choice: str | None, parent: SessionAgent) -> BuiltModel:
-        """The model for ``choice`` (role, tier, Claude alias, ``provider:model``; None inherits)."""
-        resolved = resolve_model_choice(choice, self.services.config)
-        if resolved is None:
-            setup = parent.setup
-            window = setup.context.context_window if setup.context else 0
-            return BuiltModel(
-                model=setup.model,
-                settings=setup.model_settings or {},
-                name=setup.model_name,
-                context_window=window or 128_000,
-                priced=setup.priced,
-                compact=setup.brief_tools,
-                in_process=setup.model.system == "local",
-            )
-        try:
-            return self.services.builder.model(resolved)
-        except NestorError as exc:
-            raise ToolError(f"cannot use model {choice!r} for the sub-agent: {exc}") from None
 
     def _inherited_history(self, parent: SessionAgent, child_id: str) -> list[ModelMessage]:
         """The parent's conversation up to (not including) the response that made this task call."""

@@ -1,9 +1,9 @@
-"""What the agent tree is given: its shared services, a task's request, and the builder of its children."""
+"""What the agent tree is given: its shared services, a task's request, its children's builder."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -14,11 +14,10 @@ from nestor.agents.spec import AgentSpec, Thoroughness
 from nestor.bus import EventBus
 from nestor.config.sections import AgentsConfig
 from nestor.providers.build import BuiltModel
+from nestor.runtime.kernel.hooks import Budgets
 from nestor.runtime.kernel.loop import SessionAgent
-from nestor.runtime.tree.subagent_result import ToolTracker
 from nestor.store.messages import MessageStore
 from nestor.store.sessions import Session, SessionStore
-from nestor.tools.catalogue import ToolCatalogue
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,33 +26,48 @@ class TaskRequest:
 
     description: str
     prompt: str
-    subagent_type: str = "general"
+    agent_type: str = "general"
     model: str | None = None
     max_turns: int | None = None
     thoroughness: Thoroughness | None = None
     run_in_background: bool | None = None
     resume: str | None = None
-    timeout: float | None = None
+    max_time_s: float | None = None
     spec: AgentSpec | None = None
-    """A spec built in code (``agentic_fetch``'s) instead of ``subagent_type`` from the registry."""
+    """A spec built in code (``agentic_fetch``'s) instead of ``agent_type`` from the registry."""
     workspace: Path | None = None
     """Confine the agent to this directory: its own tools (the spec's, not its parent's), reading
     only there, the network without asking (see :meth:`ChildPolicy.for_workspace`)."""
 
 
 @dataclass(frozen=True, slots=True)
+class AgentPlan:
+    """What the agent recipe decides about an agent before its session exists.
+
+    Attributes:
+        built: Its model (a sub-agent's: the call's, the spec's, else its parent's).
+        tool_names: Its tools' names (a sub-agent's: the spec's within its parent's).
+        system_prompt: Its system prompt.
+        budgets: Its run's turn, token and time budgets.
+
+    """
+
+    built: BuiltModel
+    tool_names: Sequence[str]
+    system_prompt: str
+    budgets: Budgets
+
+
+@dataclass(frozen=True, slots=True)
 class ChildRequest:
-    """What the tree decided about a new sub-agent; the :class:`ChildBuilder` makes the agent.
+    """A new sub-agent the tree wants built, as its plan says.
 
     Attributes:
         parent: The agent whose task call starts it.
         session: Its session (new, or the one resumed).
         spec: Its agent spec.
-        built: Its model.
-        tool_names: Its tools: the spec's within the parent's.
-        system_prompt: Its system prompt.
+        plan: What the recipe decided (:meth:`ChildBuilder.plan`).
         history: The conversation it starts from ([] for a new task).
-        tracker: Records the files and tools it uses, for its result.
         workspace: The directory it is confined to (``agentic_fetch``), else None.
 
     """
@@ -61,19 +75,21 @@ class ChildRequest:
     parent: SessionAgent
     session: Session
     spec: AgentSpec
-    built: BuiltModel
-    tool_names: Sequence[str]
-    system_prompt: str
+    plan: AgentPlan
     history: list[ModelMessage]
-    tracker: ToolTracker
     workspace: Path | None = None
 
 
 class ChildBuilder(Protocol):
-    """Builds the models and agents the tree starts (the agent factory)."""
+    """How the tree gets its children: the agent factory, which follows the agent recipe."""
 
-    def model(self, choice: str) -> BuiltModel:
-        """The model of a role or ``provider:model``; raises a ``NestorError`` when it cannot."""
+    async def plan(self, parent: SessionAgent, spec: AgentSpec, task: TaskRequest) -> AgentPlan:
+        """The model, tools, prompt and budgets of a sub-agent of ``spec`` for ``task``.
+
+        Raises:
+            ToolError: Its model cannot be built.
+
+        """
         ...
 
     async def child(self, request: ChildRequest) -> SessionAgent:
@@ -96,12 +112,7 @@ class TreeServices:
         messages: Message rows.
         bus: Where every agent's events go.
         project_root: The project all agents work in.
-        environment: The ``<environment>`` section of system prompts.
-        builder: Builds the sub-agents' models and agents (the agent factory).
-        instructions: The instruction files' text (read anew for each task, inside the project's
-            bounds: see :func:`~nestor.runtime.factory.prompt.read_instructions`); None gives none.
-        catalogue: The tools the tree knows (the built-ins, and any registered at run time):
-            which ones delegate, face the user, search the web or are read-only.
+        builder: Plans and builds the sub-agents (the agent factory).
 
     """
 
@@ -111,7 +122,4 @@ class TreeServices:
     messages: MessageStore
     bus: EventBus
     project_root: Path
-    environment: Callable[[], Awaitable[str]]
     builder: ChildBuilder
-    instructions: Callable[[], str] | None = None
-    catalogue: ToolCatalogue = field(default_factory=ToolCatalogue)

@@ -40,7 +40,7 @@ class SubAgentResult:
     summary: str
     files_explored: list[str] = field(default_factory=list[str])
     tools_used: dict[str, int] = field(default_factory=dict[str, int])
-    iterations: int = 0
+    num_turns: int = 0
     execution_time: float = 0.0
     usage: dict[str, Any] = field(default_factory=dict[str, Any])
     cost_usd: float | None = None
@@ -57,7 +57,7 @@ class SubAgentResult:
             "summary": self.summary,
             "files_explored": self.files_explored,
             "tools_used": self.tools_used,
-            "iterations": self.iterations,
+            "iterations": self.num_turns,  # the stored spelling (the glossary's)
             "execution_time": round(self.execution_time, 3),
             "usage": self.usage,
             "cost_usd": self.cost_usd,

@@ -84,19 +84,19 @@ class TaskTool(Tool[TaskParams]):
         request = TaskRequest(
             description=params.description.strip() or params.subagent_type,
             prompt=params.prompt,
-            subagent_type=params.subagent_type,
+            agent_type=params.subagent_type,
             model=params.model,
             max_turns=params.max_turns,
             thoroughness=params.thoroughness,
             run_in_background=params.run_in_background,
             resume=params.resume,
-            timeout=params.timeout,
+            max_time_s=params.timeout,
         )
         try:
             if self._in_background(request):
                 agent_id = await self.tree.start_background(parent, request, ctx.tool_call_id)
                 return ToolResult(
-                    f"Started sub-agent {agent_id} ({request.subagent_type}) in the background: "
+                    f"Started sub-agent {agent_id} ({request.agent_type}) in the background: "
                     f"{request.description}. You will get a notice when it ends; task_status, "
                     "task_output and task_cancel take this id.",
                     metadata={"subagent": {"agent_id": agent_id, "background": True}},
@@ -114,7 +114,7 @@ class TaskTool(Tool[TaskParams]):
         if request.resume:
             return False
         try:
-            return self.tree.services.registry.get(request.subagent_type).background
+            return self.tree.services.registry.get(request.agent_type).background
         except NestorError:
             return False
 

@@ -2,7 +2,8 @@
 
 - :mod:`~nestor.tools.web.addresses`: :class:`AddressPolicy`, which addresses may be fetched.
 - :mod:`~nestor.tools.web.client`: :class:`SafeHttpClient`, the SSRF-safe HTTP client.
-- :mod:`~nestor.tools.web.pages`: :class:`FetchedPage`, :class:`FetchError` (also in ``client``).
+- :mod:`~nestor.tools.web.pages`: :class:`FetchedPage`, :class:`FetchError`.
+- :mod:`~nestor.tools.web.page_tool`: :class:`PageTool`, what ``fetch`` and ``web_fetch`` share.
 - :mod:`~nestor.tools.web.content`: :func:`convert` a page to Markdown, JSON or text.
 - :mod:`~nestor.tools.web.cache`: :class:`WebCache`, pages a session has fetched.
 - :mod:`~nestor.tools.web.saved`: the 50 KB rule: a larger page goes to a file.

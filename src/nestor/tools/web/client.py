@@ -37,7 +37,6 @@ from nestor.tools.web.pages import (
     http_error,
     is_textual,
     media_type,
-    origin_of,
 )
 
 DEFAULT_TIMEOUT_S = 30.0
@@ -362,16 +361,8 @@ __all__ = [
     "MAX_BODY_BYTES",
     "MAX_REDIRECTS",
     "USER_AGENT",
-    "FetchError",
-    "FetchedPage",
     "Resolver",
     "SafeHttpClient",
-    "binary_refusal",
-    "check_url",
-    "http_error",
-    "is_textual",
-    "media_type",
-    "origin_of",
     "read_capped",
     "resolve",
     "retry_delay",

@@ -1,4 +1,4 @@
-"""What every agent-file reader shares: problems, the read context, and typed key access.
+"""An agent file's fields as every reader reads them: typed key access, problems, the read context.
 
 A reader never raises for a bad file: it collects :class:`AgentFileProblem` entries (errors skip
 the file, warnings do not) so one broken file never hides the others and every mistake is reported

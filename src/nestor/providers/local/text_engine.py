@@ -1,4 +1,4 @@
-"""What a generation of the local engine yields and needs: its items, options and errors.
+"""``TextEngine``, what the local model needs of an engine: what a generation yields, its options and errors.
 
 :class:`TextEngine` is what :class:`~nestor.providers.local.model.LocalModel` needs of an engine;
 :class:`~nestor.providers.local.engine.LlamaEngine` is the real one, tests script their own.

@@ -5,7 +5,7 @@ import pytest
 from nestor.config.sections import NamedProviderConfig
 from nestor.config.settings import Settings
 from nestor.core.errors import ConfigError, MissingCredentialsError, UnknownProviderError
-from nestor.providers.catalog import (
+from nestor.providers.catalogue import (
     BUILTIN_PROVIDERS,
     CredentialStatus,
     api_key,
