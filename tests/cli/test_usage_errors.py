@@ -28,7 +28,7 @@ def usage_error(args: list[str], tmp_path: Path) -> str:
     ("group", "commands"),
     [
         ([], "run, undo, models, acp, trust, sessions, agents"),
-        (["sessions"], "list, show, export, delete, fork"),
+        (["sessions"], "list, show, export, import, delete, fork"),
         (["agents"], "list, show, validate, create, delete"),
     ],
 )

@@ -171,7 +171,7 @@ class AttemptCounter:
 
 def provider_environment(env: Mapping[str, str], settings: Settings | None = None) -> dict[str, str]:
     """The provider variables of ``env``: built-in providers' keys and base URLs, named providers' keys."""
-    from nestor.providers.catalog import BUILTIN_PROVIDERS
+    from nestor.providers.catalogue import BUILTIN_PROVIDERS
 
     names: set[str] = set()
     for provider in BUILTIN_PROVIDERS.values():
