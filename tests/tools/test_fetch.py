@@ -435,6 +435,36 @@ async def test_fetch_and_web_fetch_share_the_session_cache(web_server: WebServer
     assert result.content.startswith(CACHED_NOTE)
 
 
+async def test_a_client_and_cache_given_as_makers_are_made_on_the_first_fetch_and_shared(
+    web_server: WebServer, ctx: ToolContext
+) -> None:
+    # An agent that never fetches builds no client and no cache (issue 32's prompt walk).
+    url = web_server.url("/data.json")
+    made: list[str] = []
+    shared = WebCache()
+    async with SafeHttpClient(LOOPBACK) as client:
+
+        def make_client() -> SafeHttpClient:
+            made.append("client")
+            return client
+
+        def session_cache() -> WebCache:
+            made.append("cache")
+            return shared
+
+        fetch_tool = FetchTool(client=make_client, cache=session_cache)
+        web_fetch_tool = WebFetchTool(make_client, session_cache)
+        assert made == []
+        await web_fetch_tool.run(WebFetchParams(url=url), ctx)
+        hits = web_server.state.hits["/data.json"]
+        result = await fetch_tool.run(FetchParams(url=url), ctx)
+        await fetch_tool.run(FetchParams(url=url), ctx)
+
+    assert web_server.state.hits["/data.json"] == hits  # the page web_fetch cached
+    assert result.content.startswith(CACHED_NOTE)
+    assert sorted(made) == ["cache", "cache", "client", "client"]  # once per tool
+
+
 async def test_a_page_over_50_kb_is_saved_to_a_file_as_web_fetch_does(
     web_server: WebServer, ctx: ToolContext, tmp_path: Path
 ) -> None:

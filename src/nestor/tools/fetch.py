@@ -12,6 +12,7 @@ downloads a URL once per session (and format), and saves content over 50 KB to a
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import ClassVar, Literal
 
 from pydantic import BaseModel, Field
@@ -48,17 +49,23 @@ class FetchTool(PageTool[FetchParams]):
     """Fetches a URL and returns its content as Markdown, plain text, raw HTML or pretty JSON.
 
     Args:
-        client: The HTTP client (shared with other web tools to pool connections and to apply the
-            user's ``[web]`` allow-lists); by default one that allows public addresses only, made
-            on first use.
-        cache: The session's page cache, shared with ``web_fetch``; by default the tool's own.
+        client: The HTTP client, or what makes it (shared with other web tools to pool connections
+            and to apply the user's ``[web]`` allow-lists); by default one that allows public
+            addresses only. Made on first use.
+        cache: The session's page cache, or what gives it, shared with ``web_fetch``; by default
+            the tool's own.
 
     """
 
     name: ClassVar[str] = "fetch"
     params_model: ClassVar[type[BaseModel]] = FetchParams
 
-    def __init__(self, *, client: SafeHttpClient | None = None, cache: WebCache | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        client: SafeHttpClient | Callable[[], SafeHttpClient] | None = None,
+        cache: WebCache | Callable[[], WebCache] | None = None,
+    ) -> None:
         super().__init__(client=client, cache=cache)
         self._files = PageFiles()
 

@@ -8,6 +8,7 @@ saved to a file and the model gets its path, to read with ``view`` and search wi
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import ClassVar
 
 from pydantic import BaseModel, Field
@@ -47,7 +48,11 @@ class WebFetchTool(PageTool[WebFetchParams]):
     name: ClassVar[str] = "web_fetch"
     params_model: ClassVar[type[BaseModel]] = WebFetchParams
 
-    def __init__(self, client: SafeHttpClient | None = None, cache: WebCache | None = None) -> None:
+    def __init__(
+        self,
+        client: SafeHttpClient | Callable[[], SafeHttpClient] | None = None,
+        cache: WebCache | Callable[[], WebCache] | None = None,
+    ) -> None:
         super().__init__(client=client, cache=cache)
         self._files = PageFiles()
 

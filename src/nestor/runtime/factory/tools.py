@@ -145,14 +145,14 @@ class ToolBuilder:
         from nestor.tools.web_fetch import WebFetchTool
         from nestor.tools.web_search import SearchCache, WebSearchTool
 
+        def pages() -> WebCache:  # the session's, made when a web tool first needs it
+            return self._web_caches.setdefault(session_id, WebCache())
+
         tools: dict[str, Tool[Any]] = {}
         if "fetch" in names:
-            pages = self._web_caches.setdefault(session_id, WebCache())
-            tools["fetch"] = FetchTool(client=self.web_client(), cache=pages)
+            tools["fetch"] = FetchTool(client=self.web_client, cache=pages)
         if "web_fetch" in names:
-            tools["web_fetch"] = WebFetchTool(
-                self.web_client(), self._web_caches.setdefault(session_id, WebCache())
-            )
+            tools["web_fetch"] = WebFetchTool(self.web_client, pages)
         if "web_search" in names:
             tools["web_search"] = WebSearchTool(
                 self.search_backend,

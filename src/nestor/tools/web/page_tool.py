@@ -35,28 +35,39 @@ class PageTool(Tool[UrlParamsT]):
 
     Args:
         client: The HTTP client (shared with other web tools to pool connections and to apply the
-            user's ``[web]`` allow-lists); by default one allowing public addresses only.
-        cache: The session's page cache (shared by the web tools of one session); by default the
-            tool's own. Both are made on first use when not given.
+            user's ``[web]`` allow-lists), or what makes it; by default one allowing public
+            addresses only.
+        cache: The session's page cache (shared by the web tools of one session), or what gives
+            it; by default the tool's own. Both are made or asked for on first use: an agent that
+            never fetches builds neither.
 
     """
 
-    def __init__(self, *, client: SafeHttpClient | None = None, cache: WebCache | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        client: SafeHttpClient | Callable[[], SafeHttpClient] | None = None,
+        cache: WebCache | Callable[[], WebCache] | None = None,
+    ) -> None:
         self._client = client
         self._cache = cache
 
     @property
     def client(self) -> SafeHttpClient:
-        """The HTTP client, made on first use when none was given."""
+        """The HTTP client, made (or asked for) on first use."""
         if self._client is None:
             self._client = SafeHttpClient()
+        elif not isinstance(self._client, SafeHttpClient):
+            self._client = self._client()
         return self._client
 
     @property
     def cache(self) -> WebCache:
-        """The session's page cache, made on first use when none was given."""
+        """The session's page cache, made (or asked for) on first use."""
         if self._cache is None:
             self._cache = WebCache()
+        elif not isinstance(self._cache, WebCache):
+            self._cache = self._cache()
         return self._cache
 
     def permission(self, params: UrlParamsT, ctx: ToolContext) -> PermissionRequest | None:
