@@ -12,18 +12,16 @@ downloads a URL once per session (and format), and saves content over 50 KB to a
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from typing import ClassVar, Literal
 
 from pydantic import BaseModel, Field
 
 from nestor.tools.base import ToolContext, ToolError, ToolResult, clamp_timeout
-from nestor.tools.web.cache import WebCache
-from nestor.tools.web.client import MAX_BODY_BYTES, MAX_REDIRECTS, USER_AGENT, SafeHttpClient
+from nestor.tools.web.client import MAX_BODY_BYTES, MAX_REDIRECTS, USER_AGENT
 from nestor.tools.web.content import NOISE_SELECTORS, ConvertedPage, HtmlConversionError, convert, page_text
 from nestor.tools.web.page_tool import PageTool, UrlParams
 from nestor.tools.web.pages import FetchedPage
-from nestor.tools.web.saved import CACHED_NOTE, LARGE_CONTENT_BYTES, PageFiles, page_result_text
+from nestor.tools.web.saved import CACHED_NOTE, LARGE_CONTENT_BYTES, page_result_text
 
 DEFAULT_TIMEOUT_SECONDS = 30
 MAX_TIMEOUT_SECONDS = 120
@@ -59,15 +57,6 @@ class FetchTool(PageTool[FetchParams]):
 
     name: ClassVar[str] = "fetch"
     params_model: ClassVar[type[BaseModel]] = FetchParams
-
-    def __init__(
-        self,
-        *,
-        client: SafeHttpClient | Callable[[], SafeHttpClient] | None = None,
-        cache: WebCache | Callable[[], WebCache] | None = None,
-    ) -> None:
-        super().__init__(client=client, cache=cache)
-        self._files = PageFiles()
 
     async def run(self, params: FetchParams, ctx: ToolContext) -> ToolResult:
         """Download the URL (or take it from the session's cache) and render it for the model."""

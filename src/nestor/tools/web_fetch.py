@@ -8,21 +8,18 @@ saved to a file and the model gets its path, to read with ``view`` and search wi
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from typing import ClassVar
 
 from pydantic import BaseModel, Field
 
 from nestor.tools.base import ToolContext, ToolResult
-from nestor.tools.web.cache import CachedPage, WebCache
-from nestor.tools.web.client import SafeHttpClient
+from nestor.tools.web.cache import CachedPage
 from nestor.tools.web.content import ConvertedPage, convert
 from nestor.tools.web.page_tool import PageTool, UrlParams
 from nestor.tools.web.pages import FetchedPage
 from nestor.tools.web.saved import (
     CACHED_NOTE,
     LARGE_CONTENT_BYTES,
-    PageFiles,
     file_name_for,
     page_result_text,
 )
@@ -47,14 +44,6 @@ class WebFetchTool(PageTool[WebFetchParams]):
 
     name: ClassVar[str] = "web_fetch"
     params_model: ClassVar[type[BaseModel]] = WebFetchParams
-
-    def __init__(
-        self,
-        client: SafeHttpClient | Callable[[], SafeHttpClient] | None = None,
-        cache: WebCache | Callable[[], WebCache] | None = None,
-    ) -> None:
-        super().__init__(client=client, cache=cache)
-        self._files = PageFiles()
 
     async def run(self, params: WebFetchParams, ctx: ToolContext) -> ToolResult:
         """Fetch the page (or take it from the cache) and return it inline or as a saved file."""

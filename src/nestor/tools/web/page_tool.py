@@ -19,6 +19,7 @@ from nestor.tools.web.cache import CachedPage, WebCache
 from nestor.tools.web.client import SafeHttpClient
 from nestor.tools.web.content import ConvertedPage, error_report
 from nestor.tools.web.pages import FetchedPage, FetchError, check_url, network_permission
+from nestor.tools.web.saved import PageFiles
 
 
 class UrlParams(BaseModel):
@@ -45,12 +46,12 @@ class PageTool(Tool[UrlParamsT]):
 
     def __init__(
         self,
-        *,
         client: SafeHttpClient | Callable[[], SafeHttpClient] | None = None,
         cache: WebCache | Callable[[], WebCache] | None = None,
     ) -> None:
         self._client = client
         self._cache = cache
+        self._files = PageFiles()  # where a page too large for a model is saved
 
     @property
     def client(self) -> SafeHttpClient:
