@@ -169,8 +169,7 @@ def _hinted_first(
     """
     if not literals:
         return planned
-    hinted = [item for item in planned if holds_literal(item[1].cut(item[2]), literals)]
-    return hinted + [item for item in planned if item not in hinted]
+    return sorted(planned, key=lambda item: not holds_literal(item[1].cut(item[2]), literals))  # stable
 
 
 async def _passes(work: Workspace, trial: _GapTrial, candidate: str) -> bool:

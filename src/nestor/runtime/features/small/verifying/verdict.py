@@ -63,22 +63,18 @@ def actual_values(output: str) -> set[str]:
     failed assertions, in the forms the common runners print. A suspect line that holds one
     of them likely made it (a table's ``kb: 1000`` for a ``1000 !== 1024``).
     """
-    found: set[str] = set()
-    for pattern in _ACTUAL:
-        for value in pattern.findall(output):
-            for match in _LITERAL.finditer(value):
-                literal = match.group(1) or match.group(2) or match.group()
-                if literal not in ("0", "1", "-1"):
-                    found.add(literal)
-    return found
+    values = (value for pattern in _ACTUAL for value in pattern.findall(output))
+    return {literal for value in values for literal in _literals(value) if literal not in ("0", "1", "-1")}
 
 
 def holds_literal(line: str, literals: set[str]) -> bool:
     """Whether ``line`` has one of ``literals`` as a number or as a quoted string of its own."""
-    for match in _LITERAL.finditer(line):
-        if (match.group(1) or match.group(2) or match.group()) in literals:
-            return True
-    return False
+    return any(literal in literals for literal in _literals(line))
+
+
+def _literals(text: str) -> list[str]:
+    """The numbers of ``text`` and the contents of its quoted strings."""
+    return [match.group(1) or match.group(2) or match.group() for match in _LITERAL.finditer(text)]
 
 
 async def change_problem(
