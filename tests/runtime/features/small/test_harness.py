@@ -408,6 +408,35 @@ async def test_of_the_versions_that_pass_the_smallest_change_is_kept(
     assert "`total = a - b` is now `total = a + b`" in result.text, result.text
 
 
+COMPAT = 'def compatible(have, want):\n    """Whether have serves want."""\n    return have > want\n'
+
+TEST_COMPAT = """from compat import compatible
+
+
+def test_compatible():
+    assert compatible(1, 1)
+    assert not compatible(1, 2)
+"""
+
+
+async def test_a_one_token_repair_smaller_than_the_models_passing_version_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found on semver: the model's `other.minor == self.minor` passed a suite that never tried a
+    # newer minor, where the one-token `>=` for `>` was the fix.
+    root = _calc_project(tmp_path / "project", monkeypatch)
+    (root / "calc.py").write_text(CALC.replace("a - b", "a + b"))
+    (root / "compat.py").write_text(COMPAT)
+    (root / "tests" / "test_compat.py").write_text(TEST_COMPAT)
+    model = FillingModel(["    return have == want\n"] * 3)
+    agent = _coder(Harness(root), model, root)
+
+    result = await agent.run("test_compatible in tests/test_compat.py fails. Fix the code.")
+
+    assert (root / "compat.py").read_text() == COMPAT.replace("have > want", "have >= want")
+    assert "`return have > want` is now `return have >= want`" in result.text, result.text
+
+
 COUNTER = '''class Counter:
     """Counts things."""
 

@@ -11,7 +11,7 @@ only makes a weak test pass (a check turned round) must not come before the like
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from nestor.runtime.features.small.acting import prompts
@@ -186,10 +186,12 @@ async def _passes(work: Workspace, trial: _GapTrial, candidate: str) -> bool:
 
 
 async def _smallest_passing(work: Workspace, trial: _GapTrial, passing: str) -> str:
-    """Of ``passing`` (in place) and what more samples of the gap pass, the smallest change.
+    """Of ``passing`` (in place), more samples of the gap and its one-token repairs, the smallest that passes.
 
     Tests pass with many changes, some of them wrong for the cases the tests leave out
     (``a > b`` made ``a == b`` where ``a >= b`` was meant); the smallest is likeliest right.
+    The repairs cost a test run each and no model call, and only those smaller than the best
+    so far are tried.
     """
     best = passing
     for attempt in range(1, INFILL_SAMPLES):
@@ -197,15 +199,21 @@ async def _smallest_passing(work: Workspace, trial: _GapTrial, passing: str) -> 
         middle = await work.host.infill(*context, max_tokens=INFILL_MAX_TOKENS, attempt=attempt)
         if middle is None:
             break
-        for candidate in candidates(middle, trial.cut):
-            smaller = change_size(candidate, trial.cut) < change_size(best, trial.cut)
-            if not smaller or not trial.parses(candidate):
-                continue
-            await work.run_edits([trial.edit(best, undo=True)], [])
-            if await _passes(work, trial, candidate):
-                best = candidate
-            else:
-                await work.run_edits([trial.edit(best)], [])
+        best = await _smaller_passing(work, trial, best, candidates(middle, trial.cut))
+    return await _smaller_passing(work, trial, best, mutants(trial.cut, language_of(trial.span.path)))
+
+
+async def _smaller_passing(work: Workspace, trial: _GapTrial, best: str, versions: Iterable[str]) -> str:
+    """``best`` (in place), or the last of ``versions``, each smaller than the one before, that passes."""
+    for candidate in versions:
+        smaller = change_size(candidate, trial.cut) < change_size(best, trial.cut)
+        if not smaller or not trial.parses(candidate):
+            continue
+        await work.run_edits([trial.edit(best, undo=True)], [])
+        if await _passes(work, trial, candidate):
+            best = candidate
+        else:
+            await work.run_edits([trial.edit(best)], [])
     return best
 
 
