@@ -1,6 +1,7 @@
 import pytest
 
 from nestor.runtime.features.small.understanding.intent import (
+    BOUND_WEIGHT,
     delegated_task,
     question_parts,
     read_intent,
@@ -182,3 +183,14 @@ def test_the_agent_gets_the_prompt_without_the_words_that_ask_for_it(prompt: str
 )
 def test_a_change_is_read_where_its_verb_is_not_the_first_word(prompt: str, kind: str) -> None:
     assert request_kind(prompt) == kind
+
+
+def test_a_question_about_a_bound_searches_the_bound_joined_to_its_words() -> None:
+    # Found on semver (Rust): "how many comparators ... at most" is answered by `MAX_COMPARATORS`,
+    # a line the words "comparators" and "most" alone never ranked into view.
+    terms = {t.text: t for t in search_terms("How many comparators can one VersionReq have at most?")}
+    assert terms["max_comparator"].weight == BOUND_WEIGHT and not terms["max_comparator"].exact
+    assert "many" not in terms and not any(text.startswith("min_") for text in terms)
+    shortest = {t.text for t in search_terms("What is the shortest key length allowed?")}
+    assert "min_length" in shortest and "min_shortest" not in shortest
+    assert not any(t.text.startswith("max_") for t in search_terms("Where are comparators parsed?"))

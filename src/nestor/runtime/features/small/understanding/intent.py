@@ -99,7 +99,7 @@ _STOPWORDS_TEXT = """
     hasn now kind sort agent agents quick report back try point fix fixes fixed fixing fail fails
     failed failing pass passes passed passing bug bugs broken library hey hi hello actually
     basically really right exactly pretty something somewhere anything everything stuff okay
-    wanna gonna lot lots bit
+    wanna gonna lot lots bit many much
 """
 _STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
 # Words too common to search alone that still name things in a phrase (digest method -> digest_method).
@@ -110,6 +110,16 @@ _PHRASE_ONLY_TEXT = """
     returned
 """
 _PHRASE_ONLY = frozenset(_PHRASE_ONLY_TEXT.split())
+_MAX_WORDS = r"at most|max(?:imum|imal)?|upper (?:bound|limit)|longest|largest|biggest"
+_MIN_WORDS = r"at least|min(?:imum|imal)?|lower (?:bound|limit)|shortest|smallest|fewest"
+_BOUNDS = (
+    ("max", re.compile(rf"(?i)\b(?:{_MAX_WORDS})\b")),
+    ("min", re.compile(rf"(?i)\b(?:{_MIN_WORDS})\b")),
+    ("limit", re.compile(r"(?i)\blimit(?:s|ed)?\b")),
+)
+"""A question about a bound names it by a word code writes with what it bounds (``MAX_COMPARATORS``)."""
+BOUND_WEIGHT = 1.2
+"""A bound joined to a word of the question: more than a word, less than a phrase the user wrote."""
 PROJECT_NAME_WEIGHT = 2.0
 """A plain word the project defines as a name: more than a word (1.0), less than code (3.0)."""
 
@@ -273,6 +283,11 @@ def search_terms(prompt: str, project_names: Container[str] = frozenset()) -> tu
     for word in words:
         if word and word not in _PHRASE_ONLY:
             add(SearchTerm(_stem(word), 1.0, exact=False, prose=True))
+    for bound, asked in _BOUNDS:
+        if asked.search(prose):
+            for word in dict.fromkeys(words):
+                if word and word not in _PHRASE_ONLY and not asked.fullmatch(word):
+                    add(SearchTerm(f"{bound}_{_stem(word)}", BOUND_WEIGHT, exact=False, prose=True))
     return tuple(sorted(found.values(), key=lambda t: -t.weight))
 
 
