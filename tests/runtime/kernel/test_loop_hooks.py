@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import replace
 
 from pydantic import BaseModel
@@ -13,7 +14,7 @@ from pydantic_ai.models.function import AgentInfo
 from nestor.core.events import AgentFinished, ErrorEvent, ToolFinished
 from nestor.core.permission import PermissionRequest
 from nestor.runtime.kernel.hooks import Budgets, Hook, Remind, RunState, StopReason
-from nestor.runtime.kernel.loop import SessionAgent
+from nestor.runtime.kernel.loop import REPORT_GRACE_MIN_S, SessionAgent
 from nestor.runtime.kernel.permission_gate import PermissionAnswer
 from nestor.runtime.kernel.setup import RunResult
 from nestor.testing import ScriptedModel, Step, StepFunction, call, fail, reply
@@ -243,6 +244,23 @@ async def test_a_timeout_during_a_model_request_gets_a_final_report(harness: Har
     assert hook.calls == [("timeout", "Stopped after 0.2 s (max_time_s).")]
     assert [request.tool_names for request in model.requests] == [["echo"], []]
     assert user_prompts(model.requests[1].messages) == ["go", "Write your report now, without tools."]
+
+
+async def test_the_report_of_a_timed_out_run_gets_a_bounded_grace_and_then_the_stop_stands(
+    harness: Harness,
+) -> None:
+    # Found on the eval: the embedded model, loaded, spent over a minute on the report of a run
+    # stopped at its 600 s limit, and the run was killed (`--max-time` is what the user waits).
+    model = ScriptedModel([reply("never sent", delay=30), reply("A report too slow.", delay=30)])
+    agent = harness.agent(model, [EchoTool()], hooks=[AskReport()], budgets=Budgets(max_time_s=0.2))
+
+    started = time.monotonic()
+    result = await agent.run("go")
+
+    assert result.stop_reason == "timeout" and not result.is_error
+    assert result.text == "[Stopped after 0.2 s (max_time_s).]"
+    assert time.monotonic() - started < 0.2 + REPORT_GRACE_MIN_S + 5
+    assert len(model.requests) == 2  # the report was asked for
 
 
 async def test_a_timeout_during_a_tool_call_gets_a_final_report_after_the_interrupted_result(

@@ -51,6 +51,9 @@ from nestor.runtime.kernel.tool_schema import tool_definitions
 from nestor.store.messages import prompt_metadata
 
 _REPORTABLE_STOPS = frozenset({"max_iterations", "token_budget", "timeout", "loop"})
+REPORT_GRACE_MIN_S = 2.0
+REPORT_GRACE_MAX_S = 45.0
+"""The report turn of a run with a time limit ends this long past the limit at most (a tenth of it)."""
 
 
 class SessionAgent:
@@ -211,11 +214,12 @@ class SessionAgent:
         prompts = self._take_queue() + ([UserPromptPart(prompt)] if prompt is not None else [])
         # Marked when a prompt starts it: the prompts of a session are what /rewind and undo name.
         self.append(ModelRequest(parts=prompts, metadata=prompt_metadata() if prompt is not None else None))
-        deadline = (time.monotonic() + setup.budgets.max_time_s) if setup.budgets.max_time_s else None
+        time_limit_s = setup.budgets.max_time_s
+        deadline = (time.monotonic() + time_limit_s) if time_limit_s else None
         tree_deadline = setup.tree_budget.deadline if setup.tree_budget is not None else None
         tree_time_is_shorter = tree_deadline is not None and (deadline is None or tree_deadline < deadline)
-        if tree_time_is_shorter:
-            deadline = tree_deadline
+        if tree_time_is_shorter and setup.tree_budget is not None:
+            deadline, time_limit_s = tree_deadline, setup.tree_budget.budgets.max_time_s
         stop_reason: StopReason = "completed"
         stop_message: str | None = None
         error: BaseException | None = None
@@ -237,9 +241,9 @@ class SessionAgent:
                 stop_reason = "timeout"
                 stop_message = (
                     f"Stopped: the main agent and sub-agents reached the time limit of "
-                    f"{setup.tree_budget.budgets.max_time_s:g} s (max_time_s)."
-                    if tree_time_is_shorter and setup.tree_budget is not None
-                    else f"Stopped after {setup.budgets.max_time_s:g} s (max_time_s)."
+                    f"{time_limit_s:g} s (max_time_s)."
+                    if tree_time_is_shorter
+                    else f"Stopped after {time_limit_s:g} s (max_time_s)."
                 )
         except asyncio.CancelledError:
             self._absorb_cancel()
@@ -247,10 +251,16 @@ class SessionAgent:
         except Exception as exc:  # the run ends; the error is reported, never a crash of the caller
             stop_reason, error = "error", exc
         if stop_reason in _REPORTABLE_STOPS:
+            report_limit = asyncio.timeout_at(_loop_deadline(_report_deadline(deadline, time_limit_s)))
             try:
-                state.last_text = (
-                    await self._final_turn(state, stop_reason, stop_message or "") or state.last_text
-                )
+                async with report_limit:
+                    state.last_text = (
+                        await self._final_turn(state, stop_reason, stop_message or "") or state.last_text
+                    )
+            except TimeoutError:
+                if not report_limit.expired():
+                    raise
+                # The report's own time is up too: the run ends with the stop message.
             except asyncio.CancelledError:
                 self._absorb_cancel()
                 stop_reason, stop_message = "cancelled", "Cancelled by the user."
@@ -338,6 +348,19 @@ class SessionAgent:
 def _prompt_text(parts: Sequence[ModelRequestPart]) -> str:
     """The text of a turn's prompts (and queued notices), in order; images and files left out."""
     return "\n\n".join(prompt_text(part.content) for part in parts if isinstance(part, UserPromptPart))
+
+
+def _report_deadline(deadline: float | None, time_limit_s: float) -> float | None:
+    """When the report turn of a stopped run must end: a little past the run's deadline, if it has one.
+
+    A run stopped by its time limit still writes its report, but a slow model (the embedded one,
+    on a loaded machine) must not take minutes over it: ``--max-time`` is the time the user waits.
+    The report gets a tenth of the time limit past the deadline, between 2 and 45 seconds.
+    """
+    if deadline is None:
+        return None
+    grace = min(REPORT_GRACE_MAX_S, max(REPORT_GRACE_MIN_S, time_limit_s / 10))
+    return max(deadline, time.monotonic()) + grace
 
 
 def _loop_deadline(deadline: float | None) -> float | None:
