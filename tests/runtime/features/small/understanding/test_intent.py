@@ -1,7 +1,7 @@
 import pytest
 
+from nestor.runtime.features.small.understanding.code_words import BOUND_WEIGHT
 from nestor.runtime.features.small.understanding.intent import (
-    BOUND_WEIGHT,
     delegated_task,
     question_parts,
     read_intent,

@@ -14,6 +14,13 @@ from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from nestor.runtime.features.small.understanding.code_words import (
+    BOUND_WEIGHT,
+    PROTOCOL_WEIGHT,
+    bound_names,
+    protocol_names,
+)
+
 RequestKind = Literal["question", "tour", "change"]
 
 _CHANGE_VERBS = (
@@ -110,16 +117,6 @@ _PHRASE_ONLY_TEXT = """
     returned
 """
 _PHRASE_ONLY = frozenset(_PHRASE_ONLY_TEXT.split())
-_MAX_WORDS = r"at most|max(?:imum|imal)?|upper (?:bound|limit)|longest|largest|biggest"
-_MIN_WORDS = r"at least|min(?:imum|imal)?|lower (?:bound|limit)|shortest|smallest|fewest"
-_BOUNDS = (
-    ("max", re.compile(rf"(?i)\b(?:{_MAX_WORDS})\b")),
-    ("min", re.compile(rf"(?i)\b(?:{_MIN_WORDS})\b")),
-    ("limit", re.compile(r"(?i)\blimit(?:s|ed)?\b")),
-)
-"""A question about a bound names it by a word code writes with what it bounds (``MAX_COMPARATORS``)."""
-BOUND_WEIGHT = 1.2
-"""A bound joined to a word of the question: more than a word, less than a phrase the user wrote."""
 PROJECT_NAME_WEIGHT = 2.0
 """A plain word the project defines as a name: more than a word (1.0), less than code (3.0)."""
 
@@ -283,11 +280,11 @@ def search_terms(prompt: str, project_names: Container[str] = frozenset()) -> tu
     for word in words:
         if word and word not in _PHRASE_ONLY:
             add(SearchTerm(_stem(word), 1.0, exact=False, prose=True))
-    for bound, asked in _BOUNDS:
-        if asked.search(prose):
-            for word in dict.fromkeys(words):
-                if word and word not in _PHRASE_ONLY and not asked.fullmatch(word):
-                    add(SearchTerm(f"{bound}_{_stem(word)}", BOUND_WEIGHT, exact=False, prose=True))
+    subjects = [_stem(word) for word in dict.fromkeys(words) if word and word not in _PHRASE_ONLY]
+    for name in bound_names(prose, subjects):
+        add(SearchTerm(name, BOUND_WEIGHT, exact=False, prose=True))
+    for name in protocol_names(prose):
+        add(SearchTerm(name, PROTOCOL_WEIGHT))
     return tuple(sorted(found.values(), key=lambda t: -t.weight))
 
 
