@@ -5,10 +5,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from pydantic_ai.messages import ModelMessage
 
 from nestor.testing import ScriptedModel, reply
 from tests.runtime.features.small.test_harness import _calc_project, _coder, _prompt_of
-from tests.runtime.support import Harness
+from tests.runtime.support import Harness, scripted
 
 INDEX_JS = """function pad(text, width) {
   return text.padStart(width);
@@ -195,3 +196,17 @@ async def test_a_question_with_an_example_is_answered_with_the_call_run_on_it(tm
     ran = "Run in the project's JavaScript (node):\n>>> format(\"ab\")\n'    ab'"
     assert ran in result.text, result.text
     assert ran in _prompt_of(model.requests[0].messages)  # the answer step saw it
+
+
+async def test_the_function_a_questions_example_calls_is_shown_whole_and_run(tmp_path: Path) -> None:
+    # Found on cookie: "what does parse do with a value like `a=%E0%A4%A`" was shown the file's
+    # header, where "format" (here) is on many comment lines, instead of the function it ran.
+    root = _js_project(tmp_path / "project")
+    header = "".join(f"// format note {n}: format, format and format again\n" for n in range(40))
+    (root / "index.js").write_text(header + INDEX_JS)
+    seen: list[list[ModelMessage]] = []
+    model = scripted(["It pads the value to 6 characters."], requests=seen)
+    result = await _coder(Harness(root), model, root).run("What does format do with a value like `12`?")
+    prompt = _prompt_of(seen[0])
+    assert "index.js lines 45-47 (function format):" in prompt, prompt
+    assert ">>> format(12)\n'    12'" in prompt and result.text.startswith("It pads")

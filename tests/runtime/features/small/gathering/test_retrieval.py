@@ -280,3 +280,47 @@ def test_a_variable_of_a_function_is_not_a_definition(tmp_path: Path) -> None:
         hits, read_intent("Which function builds the `key=` when I use @cached?"), ProjectReader(tmp_path)
     )
     assert [hit.line for hit in ranked] == [7, 3]
+
+
+COOKIE_JS = """'use strict';
+
+exports.parse = parse;
+
+{filler}
+
+function parse(str) {
+  var obj = {};
+  var pairs = str.split(';');
+  for (var i = 0; i < pairs.length; i++) {
+    var pair = pairs[i].split('=');
+    obj[pair[0]] = tryDecode(pair[1]);
+  }
+  return obj;
+}
+
+function tryDecode(str) {
+  try {
+    return decodeURIComponent(str);
+  } catch (e) {
+    return str;
+  }
+}
+"""
+
+
+async def test_a_line_known_to_matter_is_shown_with_its_whole_function_in_any_language(
+    tmp_path: Path,
+) -> None:
+    # Found on cookie (JavaScript): the definition of the function the question's example calls
+    # was found by the search for "parse" too, so it kept a search hit's score and the file's
+    # header comments were shown instead; and a JavaScript hit got a window of lines, not its function.
+    filler = "\n".join(f"// parse note {n}" for n in range(12))
+    source = COOKIE_JS.replace("{filler}", filler)
+    (tmp_path / "index.js").write_text(source)
+    start = source.splitlines().index("function parse(str) {") + 1
+    evidence = await _evidence(
+        tmp_path, "What does parse do with a broken cookie value?", extra_hits=[("index.js", start)]
+    )
+    assert evidence.regions[0].path == "index.js"
+    assert (evidence.regions[0].start, evidence.regions[0].end) == (start, start + 8)
+    assert evidence.regions[0].label == "function parse"

@@ -194,3 +194,11 @@ def test_a_question_about_a_bound_searches_the_bound_joined_to_its_words() -> No
     shortest = {t.text for t in search_terms("What is the shortest key length allowed?")}
     assert "min_length" in shortest and "min_shortest" not in shortest
     assert not any(t.text.startswith("max_") for t in search_terms("Where are comparators parsed?"))
+
+
+def test_a_name_of_one_or_two_letters_in_code_is_not_searched() -> None:
+    # Found on cookie: `a=%E0%A4%A` (a cookie's text) made "A" the strongest term, and the search
+    # for it ranked LICENSE's "AS IS" above the parser.
+    terms = {t.text for t in search_terms("What does parse do with a value like `a=%E0%A4%A`?")}
+    assert not {"a", "A", "A4", "E0"} & terms
+    assert "LRUCache" in {t.text for t in search_terms("With `c = LRUCache(2)`, what does c hold?")}

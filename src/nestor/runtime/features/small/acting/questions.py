@@ -16,6 +16,7 @@ from dataclasses import replace
 from nestor.runtime.features.small.acting import prompts
 from nestor.runtime.features.small.gathering.calls import (
     call_script,
+    call_texts,
     example_calls,
     import_statement,
     quoted_calls,
@@ -30,7 +31,7 @@ from nestor.runtime.features.small.gathering.facts import (
 )
 from nestor.runtime.features.small.gathering.messages import message_sources, quoted_message
 from nestor.runtime.features.small.gathering.node_calls import node_calls
-from nestor.runtime.features.small.gathering.project import project_card, user_python
+from nestor.runtime.features.small.gathering.project import is_test_path, project_card, user_python
 from nestor.runtime.features.small.gathering.retrieval import gather_evidence
 from nestor.runtime.features.small.gathering.scenario import scenario, scenario_script
 from nestor.runtime.features.small.gathering.symbols import SymbolIndex
@@ -41,6 +42,10 @@ ANSWER_MAX_TOKENS = 320
 EARLIER_ANSWER_CHARS = 600
 EARLIER_WEIGHT = 0.7
 CALL_TIMEOUT_S = 30
+MAX_CALLED_DEFINITIONS = 3
+"""Definitions of the functions the question's calls call, shown at most (a name may have several)."""
+_FUNCTION_KINDS = ("function", "method")
+_CALLEE = re.compile(r"([A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*)\s*\(")
 _ASKS_WHERE = re.compile(
     r"\b(?:where(?:'s)?|which\s+(?:file|module|function|method|class|part)|point\s+me|implemented|"
     r"defined|lives?)\b",
@@ -68,10 +73,16 @@ async def answer(
         intent = _with_earlier_terms(intent, earlier, symbols)
     questions = question_parts(prompt)
     parts = [{term.text for term in search_terms(part, symbols.names())} for part in questions]
+    calls = _with_example_calls(prompt, symbols)
     evidence = await gather_evidence(
-        intent, reader, host.run_tools, symbols=symbols, parts=parts if len(parts) > 1 else ()
+        intent,
+        reader,
+        host.run_tools,
+        symbols=symbols,
+        parts=parts if len(parts) > 1 else (),
+        extra_hits=_called_definitions(calls, symbols),
     )
-    ran = await _run_quoted_calls(work, prompt, symbols, read_only=read_only)
+    ran = await _run_quoted_calls(work, calls, read_only=read_only)
     default = asks_for_a_default(prompt)
     signature_defaults = parameter_defaults(prompt, intent, symbols, reader) if default else ""
     message = quoted_message(prompt)
@@ -113,18 +124,37 @@ def _with_earlier_terms(intent: Intent, earlier: Sequence[tuple[str, str]], symb
     return replace(intent, terms=(*intent.terms, *added))
 
 
-async def _run_quoted_calls(work: Workspace, prompt: str, symbols: SymbolIndex, *, read_only: bool) -> str:
-    """Run the calls the question writes out or implies by an example (:mod:`.calls`); what they gave."""
-    if read_only or "bash" not in work.host.tool_names():
-        return ""
-    functions = {
+def _functions(symbols: SymbolIndex) -> set[str]:
+    """The names the project defines a function or method by."""
+    return {
         name
         for name in symbols.names()
-        if any(symbol.kind in ("function", "method") for symbol in symbols.definitions(name))
+        if any(symbol.kind in _FUNCTION_KINDS for symbol in symbols.definitions(name))
     }
-    implied = example_calls(prompt, functions)
-    if implied:
-        prompt = f"{prompt}\n" + "\n".join(implied)  # checked as any call the user writes
+
+
+def _with_example_calls(prompt: str, symbols: SymbolIndex) -> str:
+    """``prompt`` with the calls it implies by an example (:func:`.calls.example_calls`) written out."""
+    implied = example_calls(prompt, _functions(symbols))
+    return f"{prompt}\n" + "\n".join(implied) if implied else prompt  # checked as any call the user writes
+
+
+def _called_definitions(prompt: str, symbols: SymbolIndex) -> list[tuple[str, int]]:
+    """Where the project's functions the question's calls call are defined: what a run of them does."""
+    callees = (_CALLEE.match(text) for text in call_texts(prompt))
+    called = {callee.group(1).rpartition(".")[2] for callee in callees if callee is not None}
+    return [
+        (symbol.path, symbol.line)
+        for name in sorted(called)
+        for symbol in symbols.definitions(name)
+        if symbol.kind in _FUNCTION_KINDS and not is_test_path(symbol.path)
+    ][:MAX_CALLED_DEFINITIONS]
+
+
+async def _run_quoted_calls(work: Workspace, prompt: str, *, read_only: bool) -> str:
+    """Run the calls ``prompt`` writes out (:mod:`.calls`, examples written out already); what they gave."""
+    if read_only or "bash" not in work.host.tool_names():
+        return ""
     scripts: list[tuple[str, str]] = []
     told = scenario(prompt)
     if told is not None:

@@ -8,6 +8,7 @@ import re
 from collections.abc import Sequence
 from pathlib import PurePosixPath
 
+from nestor.runtime.features.small.gathering.code_index import code_index
 from nestor.runtime.features.small.gathering.evidence import Hit, Region
 from nestor.runtime.features.small.gathering.project import project_files
 from nestor.runtime.features.small.gathering.reader import ProjectReader
@@ -50,25 +51,32 @@ def choose_regions(
 
 
 def region_around(hit: Hit, reader: ProjectReader) -> Region:
-    """The code around ``hit``: its enclosing function (Python), else a window of lines."""
+    """The code around ``hit``: its enclosing function (in any language with a grammar), else a window."""
     text = reader.read_text(hit.path) or ""
     total = max(1, text.count("\n") + 1)
-    if hit.path.endswith(".py"):
-        block = enclosing_block(text, hit.line)
-        if block is not None:
-            name, start, end = block
-            if end - start + 1 <= MAX_FUNCTION_LINES:
-                return Region(hit.path, start, end, hit.score, name)
-            elided = _long_docstring(text, start)
-            if elided and not elided[0] <= hit.line <= elided[1]:
-                whole = Region(hit.path, start, end, hit.score, name, elided)
-                if whole.size <= MAX_FUNCTION_LINES:
-                    return whole  # its code, with the docstring cut to its first line
-            if hit.line - start < MAX_FUNCTION_LINES - 10:
-                return Region(hit.path, start, start + MAX_FUNCTION_LINES - 1, hit.score, name)
-            return Region(hit.path, max(start, hit.line - 12), min(end, hit.line + 12), hit.score, name)
+    block = enclosing_block(text, hit.line) if hit.path.endswith(".py") else _enclosing_function(reader, hit)
+    if block is not None:
+        name, start, end = block
+        if end - start + 1 <= MAX_FUNCTION_LINES:
+            return Region(hit.path, start, end, hit.score, name)
+        elided = _long_docstring(text, start) if hit.path.endswith(".py") else None
+        if elided and not elided[0] <= hit.line <= elided[1]:
+            whole = Region(hit.path, start, end, hit.score, name, elided)
+            if whole.size <= MAX_FUNCTION_LINES:
+                return whole  # its code, with the docstring cut to its first line
+        if hit.line - start < MAX_FUNCTION_LINES - 10:
+            return Region(hit.path, start, start + MAX_FUNCTION_LINES - 1, hit.score, name)
+        return Region(hit.path, max(start, hit.line - 12), min(end, hit.line + 12), hit.score, name)
     before, after = (2, 8) if PurePosixPath(hit.path).suffix in DOC_SUFFIXES else (4, 10)
     return Region(hit.path, max(1, hit.line - before), min(total, hit.line + after), hit.score)
+
+
+def _enclosing_function(reader: ProjectReader, hit: Hit) -> tuple[str, int, int] | None:
+    """The innermost function around ``hit`` in a file of another language, by its grammar."""
+    function = code_index(reader, [hit.path]).enclosing(hit.path, hit.line)
+    if function is None:
+        return None
+    return f"{function.kind} {function.qualified}", function.line, function.end
 
 
 def enclosing_block(text: str, line: int) -> tuple[str, int, int] | None:

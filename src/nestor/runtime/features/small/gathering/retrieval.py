@@ -27,6 +27,8 @@ RunTools = Callable[[Sequence[ToolCall]], Awaitable[list[ToolOutcome]]]
 """Runs tool calls (in parallel, through the agent's permission gate) and returns their outcomes."""
 
 MAX_SEARCHES = 8
+KNOWN_HIT_SCORE = 6.0
+"""What a line known to matter (``extra_hits``) scores before its terms count."""
 MAX_EVIDENCE_LINES = 70
 MAX_OTHER_HITS = 6
 MIN_SPECIFICITY = 0.4
@@ -96,8 +98,9 @@ async def gather_evidence(
         for line in outcome.content.splitlines()
         if line.strip() and not line.startswith(("Found", "No files", "("))
     ]
-    for path, line in extra_hits:
-        hits.setdefault((path, line), Hit(path, line, "", score=6.0))
+    for path, line in extra_hits:  # known to matter, whether or not a search found them too
+        known = hits.setdefault((path, line), Hit(path, line, ""))
+        known.score = max(known.score, KNOWN_HIT_SCORE)
     found_lines = {
         args["pattern"]: len(outcome.metadata.get("hits", []))
         for (name, args), outcome in zip(calls, outcomes, strict=True)

@@ -297,7 +297,9 @@ def _terms_in_code(code: str) -> list[SearchTerm]:
     if not names:
         return [SearchTerm(code, 2.5, exact=False)] if code else []
     owner = names[-2] if len(names) > 1 else None
-    terms = [SearchTerm(names[-1], 3.0, owner=owner)]  # obj.method: the method is what is asked about
+    # obj.method: the method is what is asked about; a name of one or two letters (`a=%E0%A4%A`,
+    # a cookie's text, or a local `x`) is on too many lines to say anything.
+    terms = [SearchTerm(names[-1], 3.0, owner=owner)] if len(names[-1]) > 2 else []
     terms.extend(SearchTerm(name, 2.0, qualifier=True) for name in names[:-1] if len(name) > 2)
     return terms
 
