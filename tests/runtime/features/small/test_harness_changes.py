@@ -208,14 +208,39 @@ async def test_a_short_file_the_request_names_is_shown_whole_and_is_the_only_fil
     model = ScriptedModel([reply(blocks)])
     agent = _coder(Harness(root), model, root)
 
-    result = await agent.run(
-        "Add a Licence section at the end of README.md saying it is MIT. Change no other file."
-    )
+    result = await agent.run("Say in README.md that its licence is MIT. Change no other file.")
 
     assert (root / "README.md").read_text() == readme + "\n## Licence\n\nMIT.\n"
     assert (root / "calc.py").read_text() == CALC.replace("a - b", "a + b")
     assert result.text.startswith("Changed README.md."), result.text
     assert "The end." in "".join(str(part.content) for part in model.requests[0].messages[-1].parts)  # type: ignore[union-attr]
+
+
+async def test_text_asked_at_the_end_of_a_file_is_written_by_the_model_and_appended_by_nestor(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found on the eval: asked for a Licence section at the end of README.md, the model wrote
+    # SEARCH/REPLACE blocks for a placeholder path and lines the file does not have, until the
+    # time ran out. Now it writes the new text only, and nestor appends it.
+    root = _calc_project(tmp_path / "project", monkeypatch)
+    (root / "calc.py").write_text(CALC.replace("a - b", "a + b"))
+    readme = "# calc\n\n" + "".join(f"Line {n} of the manual.\n" for n in range(60)) + "The end.\n\n"
+    (root / "README.md").write_text(readme)
+    model = ScriptedModel([reply("```markdown\n## Licence\n\nThis project is under the MIT licence.\n```")])
+    agent = _coder(Harness(root), model, root)
+
+    result = await agent.run(
+        'Add a short "Licence" section at the end of README.md saying the project is under the MIT '
+        "licence. Change no other file."
+    )
+
+    expected = readme.rstrip("\n") + "\n\n## Licence\n\nThis project is under the MIT licence.\n"
+    assert (root / "README.md").read_text() == expected
+    assert (root / "calc.py").read_text() == CALC.replace("a - b", "a + b")
+    assert result.text.startswith("Changed README.md.") and "at the end of README.md" in result.text
+    shown = "".join(str(part.content) for part in model.requests[0].messages[-1].parts)  # type: ignore[union-attr]
+    assert "The end." in shown and "Line 20 of the manual." not in shown  # the file's end only
+    assert len(model.requests) == 1
 
 
 async def test_a_change_the_time_budget_stops_half_way_is_undone(

@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
 from nestor.runtime.features.small.acting.adding import add, module_of
+from nestor.runtime.features.small.acting.appending import append, appended_file
 from nestor.runtime.features.small.acting.documenting import asks_for_documentation, document
 from nestor.runtime.features.small.acting.edits import edit_with_blocks
 from nestor.runtime.features.small.acting.fixes import fix_by_infilling, fix_by_rewriting
@@ -187,13 +188,19 @@ async def _changed(
     named: str | None,
     failure: str | None,
 ) -> str | None:
-    """The change step for the request's kind: a rename, an addition, a fix, else edit blocks."""
+    """The change step for the request's kind, else edit blocks.
+
+    The kinds: a rename, a comment, text at the end of a file, an addition, a fix.
+    """
     if renamed is not None:
         return await rename(work, *renamed)
     if asks_for_documentation(prompt):
         documented = await document(work, prompt, intent, code_index(work.reader))
         if documented is not None:
             return documented
+    appended = appended_file(prompt, intent, work) if failure is None else None
+    if appended is not None:
+        return await append(work, appended, prompt)
     addition = read_addition(prompt) if not intent.failing_tests else None
     if addition is not None and (addition.owner is not None or module_of(addition, symbols)):
         # Tests failing already cannot judge the new code: then it is added untested.
