@@ -25,7 +25,7 @@ from typing import Any
 
 from evals.checks import CheckOutcome, check_outcome
 from evals.harnesses.base import HarnessResult
-from evals.report import Row
+from evals.report import Row, row_from_dict
 from evals.tasks import Task
 from evals.workspace import BASELINE_REF, prepare_workspace
 from nestor.app.batch.results import ResultsFile, latest, read_records
@@ -182,7 +182,7 @@ class Grades:
         found = self._rows.get((record["id"], record.get("started_at")))
         if found is None or record.get("started_at") is None:
             return None
-        return Row(**{**found, "failures": tuple(found.get("failures") or ())})
+        return row_from_dict(found)
 
     def add(self, record: dict[str, Any], row: Row) -> None:
         """Keep ``row`` as the grade of this job run (only a run that started can be looked up again)."""
