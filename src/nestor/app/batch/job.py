@@ -165,10 +165,10 @@ async def _run_agent(
         if handle.stopped:  # stopped while the agent was built: its prompt is never sent
             record |= {"status": "cancelled", "stop_reason": "cancelled"}
             return None
-        outcome, usage, turns, all_asked = await _ask_in_turn(conversation, job.prompts, handle)
+        outcome, usage, turns, stopped_between = await _ask_in_turn(conversation, job.prompts, handle)
         unsubscribe()
         # Stopped between two prompts: cancelled, so that a resumed batch asks them all again.
-        stop_reason = outcome.stop_reason if all_asked else "cancelled"
+        stop_reason = "cancelled" if stopped_between else outcome.stop_reason
         record |= {
             "status": status_of(stop_reason, outcome.is_error),
             "stop_reason": stop_reason,
@@ -191,17 +191,20 @@ async def _ask_in_turn(
 ) -> tuple[Outcome, Usage, int, bool]:
     """Ask each prompt in turn in one session.
 
-    Returns the last outcome, the usage and turns of them all, and whether every prompt was asked.
-    A prompt that ends in an error or is cancelled, or a job stopped in between, ends the job there.
+    Returns the last outcome, the usage and turns of them all, and whether the job was stopped
+    (:meth:`JobHandle.stop`) before a prompt was asked. A prompt that ends in an error or is
+    cancelled ends the job there, in that outcome.
     """
     outcome = await conversation.run_to_completion(prompts[0])
-    usage, turns, asked = outcome.usage, outcome.num_turns, 1
-    while asked < len(prompts) and not handle.stopped:
+    usage, turns = outcome.usage, outcome.num_turns
+    for prompt in prompts[1:]:
         if status_of(outcome.stop_reason, outcome.is_error) in ("failed", "cancelled"):
-            return outcome, usage, turns, True  # the job ends in its error; the rest is not asked
-        outcome = await conversation.run_to_completion(prompts[asked])
-        usage, turns, asked = usage + outcome.usage, turns + outcome.num_turns, asked + 1
-    return outcome, usage, turns, asked == len(prompts)
+            break
+        if handle.stopped:
+            return outcome, usage, turns, True
+        outcome = await conversation.run_to_completion(prompt)
+        usage, turns = usage + outcome.usage, turns + outcome.num_turns
+    return outcome, usage, turns, False
 
 
 def error_fields(error: NestorError) -> dict[str, Any]:
