@@ -256,7 +256,11 @@ def _parser() -> argparse.ArgumentParser:
         help="harnesses' homes, venvs, logs, model",
     )
     parser.add_argument("--list", action="store_true", help="list the selected tasks and exit")
-    parser.add_argument("--keep", action="store_true", help="keep each task's workspace")
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep each task's workspace (nestor's: the fresh copy its job's patch was graded in)",
+    )
     return parser
 
 
