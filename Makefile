@@ -86,7 +86,7 @@ lint:
 bench: install
 	$(BIN)/python bench/run.py
 
-## eval: the eval suite on the embedded model, nestor and its peers side by side (EVAL_ARGS="--help")
+## eval: the eval suite on the embedded model, nestor (as one `nestor batch`: its progress, and the same --json resumes) and its peers side by side (EVAL_ARGS="--help")
 eval: install
 	$(BIN)/python -m evals $(EVAL_ARGS)
 

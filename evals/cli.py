@@ -1,5 +1,9 @@
 """``python -m evals``: pick tasks and harnesses, run them, print rows and totals, write the JSON.
 
+nestor's tasks run as one ``nestor batch`` whose files are kept beside the JSON
+(:meth:`~evals.batch.BatchFiles.beside`): the same ``--json`` again resumes, grading only the tasks
+that ran since.
+
 Exit codes: 0 the run ended (solved or not), 1 the model or a harness could not be set up,
 2 a usage mistake (an unknown harness or kind, no task selected, a broken task file),
 130 interrupted (the rows so far are still printed and written).
@@ -16,8 +20,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import NoReturn
 
+from evals.batch import BatchFiles
 from evals.harnesses import HARNESSES, HarnessUnavailableError, create_harness
-from evals.harnesses.base import EvalContext, Harness
+from evals.harnesses.base import BatchHarness, EvalContext, Harness
 from evals.report import (
     Columns,
     Row,
@@ -28,7 +33,7 @@ from evals.report import (
     totals_table,
     write_report,
 )
-from evals.runner import SetupError, per_kind, resolve_model, run_suite, select_tasks
+from evals.runner import BatchOptions, SetupError, per_kind, resolve_model, run_suite, select_tasks
 from evals.tasks import EVALS_DIR, KINDS, REPOS_DIR, TASKS_DIR, Task, TaskFileError, load_tasks
 from nestor.core.errors import NestorError
 
@@ -101,23 +106,26 @@ def main(
         return EXIT_INTERRUPTED
     context = EvalContext(model_path=model_path, work_dir=work_dir, threads=options.threads)
     json_path: Path = options.json or DEFAULT_RESULTS_DIR / f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}.json"
+    batch = BatchOptions(BatchFiles.beside(json_path), workers=options.workers, redo=options.redo)
     return run_and_report(
-        tasks, harnesses, context, json_path=json_path, repos_dir=repos_dir, keep=options.keep
+        tasks, harnesses, context, json_path=json_path, repos_dir=repos_dir, keep=options.keep, batch=batch
     )
 
 
 def run_and_report(
     tasks: Sequence[Task],
-    harnesses: Sequence[Harness],
+    harnesses: Sequence[Harness | BatchHarness],
     context: EvalContext,
     *,
     json_path: Path,
     repos_dir: Path = REPOS_DIR,
     keep: bool = False,
+    batch: BatchOptions | None = None,
 ) -> int:
     """Run the suite, printing each row as it comes and the totals at the end; keep the JSON current.
 
     The JSON file is rewritten after every row, so a run that dies part-way leaves what it did.
+    ``batch`` says how nestor's batch runs (None: its files beside ``json_path``, one worker).
 
     Returns:
         The exit code: 0, 1 when a harness could not be prepared, 130 when interrupted.
@@ -155,7 +163,16 @@ def run_and_report(
         print(f"{_PROGRAM}: error: cannot write the results: {error}", file=sys.stderr)
         return EXIT_SETUP_FAILED
     try:
-        run_suite(tasks, harnesses, context, repos_dir=repos_dir, keep=keep, on_row=on_row, notify=_notify)
+        run_suite(
+            tasks,
+            harnesses,
+            context,
+            repos_dir=repos_dir,
+            keep=keep,
+            batch=batch or BatchOptions(BatchFiles.beside(json_path)),
+            on_row=on_row,
+            notify=_notify,
+        )
     except SetupError as error:
         print(f"{_PROGRAM}: error: {error}", file=sys.stderr)
         return EXIT_SETUP_FAILED
@@ -208,7 +225,8 @@ def _parser() -> argparse.ArgumentParser:
         "--json",
         type=Path,
         metavar="PATH",
-        help="where to write the results (default: evals/results/<UTC time>.json)",
+        help="where to write the results (default: evals/results/<UTC time>.json); nestor's batch "
+        "files go beside it, in NAME.batch/: the same --json again resumes the run",
     )
     parser.add_argument(
         "--threads",
@@ -218,6 +236,19 @@ def _parser() -> argparse.ArgumentParser:
         help="CPU threads for the model",
     )
     parser.add_argument(
+        "--workers",
+        type=_positive_int,
+        default=1,
+        metavar="N",
+        help="nestor's tasks at once (nestor batch --workers; default 1: the embedded model answers one "
+        "request at a time, and more would share each task's seconds)",
+    )
+    parser.add_argument(
+        "--redo",
+        action="store_true",
+        help="run nestor's tasks again even if the --json run already has them (nestor batch --redo)",
+    )
+    parser.add_argument(
         "--work-dir",
         type=Path,
         default=DEFAULT_WORK_DIR,
@@ -225,7 +256,11 @@ def _parser() -> argparse.ArgumentParser:
         help="harnesses' homes, venvs, logs, model",
     )
     parser.add_argument("--list", action="store_true", help="list the selected tasks and exit")
-    parser.add_argument("--keep", action="store_true", help="keep each task's workspace")
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep each task's workspace (nestor's: the fresh copy its job's patch was graded in)",
+    )
     return parser
 
 

@@ -57,6 +57,11 @@ class Row:
     workspace: str | None = None
 
 
+def row_from_dict(data: dict[str, Any]) -> Row:
+    """The row a JSON document (:func:`report_document`) or a grades file holds as ``data``."""
+    return Row(**{**data, "failures": tuple(data.get("failures") or ())})
+
+
 @dataclass(frozen=True, slots=True)
 class HarnessTotals:
     """One harness's totals over the rows of a run.

@@ -1,8 +1,10 @@
-"""Running the suite: every selected task through every harness, each in a fresh workspace, checked.
+"""Running the suite: every selected task through every harness, checked.
 
-Tasks run one at a time, because the model needs every core. The loop goes task by task and, for
-each task, harness by harness, so a run stopped part-way still compares the harnesses on the same
-tasks.
+nestor (a :class:`~evals.harnesses.base.BatchHarness`) runs the tasks first, all as one
+``nestor batch`` (see :mod:`evals.batch`): its progress display, and a resumed run skips the tasks
+already graded. The peers run after it, one task at a time in a fresh workspace each, because the
+model needs every core; their loop goes task by task and, for each task, harness by harness, so a
+run stopped part-way still compares the peers on the same tasks.
 """
 
 from __future__ import annotations
@@ -14,10 +16,13 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from evals.batch import BatchFiles, Grades, check_result, harness_result, latest_results, write_jobs
 from evals.checks import CheckOutcome, check_outcome
-from evals.harnesses.base import EvalContext, Harness, HarnessResult
+from evals.harnesses.base import BatchHarness, EvalContext, Harness, HarnessResult
 from evals.harnesses.nestor import NESTOR_HOME_NAME
 from evals.report import Row
 from evals.tasks import REPOS_DIR, Task, TaskFileError
@@ -87,13 +92,30 @@ def resolve_model(work_dir: Path, notify: Callable[[str], None]) -> Path:
     return ensure_bundled_model(eval_models, on_progress=notify)
 
 
+@dataclass(frozen=True, slots=True)
+class BatchOptions:
+    """How a :class:`~evals.harnesses.base.BatchHarness` runs the tasks.
+
+    Attributes:
+        files: Where its batch's files are (None: a temp dir, so nothing is resumed).
+        workers: Jobs at once (``nestor batch --workers``).
+        redo: Run again the tasks the results already hold (``--redo``).
+
+    """
+
+    files: BatchFiles | None = None
+    workers: int = 1
+    redo: bool = False
+
+
 def run_suite(
     tasks: Sequence[Task],
-    harnesses: Sequence[Harness],
+    harnesses: Sequence[Harness | BatchHarness],
     context: EvalContext,
     *,
     repos_dir: Path = REPOS_DIR,
     keep: bool = False,
+    batch: BatchOptions | None = None,
     on_row: Callable[[Row], None] | None = None,
     notify: Callable[[str], None] | None = None,
 ) -> list[Row]:
@@ -101,22 +123,23 @@ def run_suite(
 
     Args:
         tasks: The tasks, in the order to run them.
-        harnesses: The harnesses, in the order to run them on each task.
+        harnesses: The harnesses; the batch harnesses run first, then the others task by task.
         context: What the harnesses share (model, work dir, threads).
         repos_dir: Where the tasks' repositories are.
         keep: Keep each workspace (its path is in the row) instead of deleting it.
+        batch: How the batch harnesses run (None: the defaults).
         on_row: Called with each row as soon as it is known.
         notify: Receives one-line progress messages (preparing a harness, a harness failing to close).
 
     Returns:
-        One row per task and harness, task by task.
+        One row per task and harness: the batch harnesses' first, then task by task.
 
     Raises:
-        SetupError: A harness's ``prepare`` failed; no task has run then.
+        SetupError: A harness's ``prepare`` failed (no task has run then), or a batch could not run.
 
     """
     tell = notify or _ignore
-    attempted: list[Harness] = []
+    attempted: list[Harness | BatchHarness] = []
     try:
         for harness in harnesses:
             tell(f"preparing {harness.name}...")
@@ -126,12 +149,18 @@ def run_suite(
             except Exception as error:
                 raise SetupError(f"{harness.name} could not be prepared: {_one_line(error)}") from error
         rows: list[Row] = []
+        report = on_row or _ignore_row
+        for harness in harnesses:
+            if isinstance(harness, BatchHarness):
+                rows += run_through_batch(
+                    tasks, harness, batch or BatchOptions(), repos_dir=repos_dir, keep=keep, on_row=report
+                )
+        peers = [harness for harness in harnesses if not isinstance(harness, BatchHarness)]
         for task in tasks:
-            for harness in harnesses:
+            for harness in peers:
                 row = run_task(task, harness, repos_dir=repos_dir, keep=keep)
                 rows.append(row)
-                if on_row is not None:
-                    on_row(row)
+                report(row)
         return rows
     finally:
         for harness in attempted:
@@ -139,6 +168,80 @@ def run_suite(
                 harness.close()
             except Exception as error:
                 tell(f"closing {harness.name} failed: {_one_line(error)}")
+
+
+def run_through_batch(
+    tasks: Sequence[Task],
+    harness: BatchHarness,
+    options: BatchOptions,
+    *,
+    repos_dir: Path = REPOS_DIR,
+    keep: bool = False,
+    on_row: Callable[[Row], None] = lambda _row: None,
+) -> list[Row]:
+    """Run ``tasks`` as one batch through ``harness``, then grade each result, in the tasks' order.
+
+    The results of an earlier run with the same files are kept: their tasks are skipped (unless
+    ``options.redo``), and their grades read back. Interrupted, the jobs that ended are graded all
+    the same before the interrupt goes on.
+
+    Raises:
+        SetupError: The batch could not run (its exit code says neither done nor interrupted).
+        KeyboardInterrupt: The run was interrupted (after grading what ended).
+
+    """
+    with tempfile.TemporaryDirectory(prefix="nestor-eval-batch-") as temp:
+        files = options.files or BatchFiles(Path(temp) / "batch")
+        unprepared = write_jobs(tasks, files.jobs, Path(temp) / "repos", repos_dir)
+        interrupted = False
+        if len(unprepared) < len(tasks):
+            try:
+                code = harness.run_batch(
+                    files.jobs, files.results, workers=options.workers, redo=options.redo
+                )
+            except KeyboardInterrupt:
+                code, interrupted = _INTERRUPTED, True
+            if code not in _BATCH_ENDED:
+                raise SetupError(f"{harness.name}: nestor batch exited with {code}; its message is above")
+            interrupted = interrupted or code == _INTERRUPTED
+        results = latest_results(files.results)
+        grades = Grades(files.grades)
+        rows: list[Row] = []
+        for task in tasks:
+            if task.id in unprepared:
+                row = _unprepared_row(task, harness, unprepared[task.id])
+            elif task.id in results:
+                known = grades.get(results[task.id])
+                row = known or _graded(task, harness, results[task.id], repos_dir, keep)
+                if known is None:
+                    grades.add(results[task.id], row)
+            else:
+                continue  # not run: the batch was interrupted first
+            rows.append(row)
+            on_row(row)
+    if interrupted:
+        raise KeyboardInterrupt
+    return rows
+
+
+def _graded(task: Task, harness: BatchHarness, record: dict[str, Any], repos_dir: Path, keep: bool) -> Row:
+    """The row of a job's result, graded on a fresh workspace (kept with ``keep``)."""
+    parent = Path(tempfile.mkdtemp(prefix=f"nestor-eval-{harness.name}-{task.id}-"))
+    result = harness_result(record)
+    try:
+        try:
+            outcome = check_result(task, record, parent, repos_dir)
+        except Exception as error:
+            outcome = CheckOutcome(solved=False, failures=(f"the check itself failed: {_one_line(error)}",))
+        return _row(task, harness, result, outcome, parent / task.repo if keep else None)
+    finally:
+        if not keep:
+            shutil.rmtree(parent, ignore_errors=True)
+
+
+_INTERRUPTED = 130
+_BATCH_ENDED = frozenset({0, 1, _INTERRUPTED})
+"""``nestor batch``'s exit codes when it ran: every job done, some not, interrupted."""
 
 
 def run_task(task: Task, harness: Harness, *, repos_dir: Path = REPOS_DIR, keep: bool = False) -> Row:
@@ -152,10 +255,7 @@ def run_task(task: Task, harness: Harness, *, repos_dir: Path = REPOS_DIR, keep:
         try:
             workspace = prepare_workspace(task, parent, repos_dir)
         except (TaskFileError, OSError, subprocess.CalledProcessError) as error:
-            failure = f"could not prepare the workspace: {_one_line(error)}"
-            return _row(
-                task, harness, HarnessResult(answer="", seconds=0.0), CheckOutcome(False, (failure,)), None
-            )
+            return _unprepared_row(task, harness, _one_line(error))
         result = _run_harness(task, harness, workspace)
         try:
             outcome = check_outcome(task, workspace, result.answer)
@@ -170,7 +270,7 @@ def run_task(task: Task, harness: Harness, *, repos_dir: Path = REPOS_DIR, keep:
 def _run_harness(task: Task, harness: Harness, workspace: Path) -> HarnessResult:
     started = time.monotonic()
     try:
-        if not task.followups or getattr(harness, "keeps_sessions", False):
+        if not task.followups:
             return harness.run(task, workspace)
         return _run_in_turns(task, harness, workspace)
     except Exception as error:
@@ -213,8 +313,17 @@ def _summed(results: list[HarnessResult]) -> HarnessResult:
     )
 
 
+def _unprepared_row(task: Task, harness: Harness | BatchHarness, why: str) -> Row:
+    failure = f"could not prepare the workspace: {why}"
+    return _row(task, harness, HarnessResult(answer="", seconds=0.0), CheckOutcome(False, (failure,)), None)
+
+
 def _row(
-    task: Task, harness: Harness, result: HarnessResult, outcome: CheckOutcome, kept: Path | None
+    task: Task,
+    harness: Harness | BatchHarness,
+    result: HarnessResult,
+    outcome: CheckOutcome,
+    kept: Path | None,
 ) -> Row:
     failures = ((f"harness error: {result.error}",) if result.error else ()) + outcome.failures
     return Row(
@@ -241,3 +350,7 @@ def _one_line(error: BaseException) -> str:
 
 def _ignore(message: str) -> None:
     del message
+
+
+def _ignore_row(row: Row) -> None:
+    del row

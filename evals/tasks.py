@@ -10,7 +10,8 @@ A task file ``evals/tasks/NAME.toml`` holds ``[[task]]`` tables::
     timeout_s = 600                          # optional
     blind = true                             # optional: written before any harness ran on it
     followups = ["And which ...?"]           # optional: asked after the prompt, in the same
-                                             # session (nestor: `run --continue`); the last answer counts
+                                             # session (nestor: the batch job's next prompt); the last
+                                             # answer counts
 
     [[task.setup]]                           # optional: changes made to the copy before the run
     file = "src/itsdangerous/signer.py"      # (a bug to fix, a failing test to make pass)

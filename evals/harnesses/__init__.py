@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 
-from evals.harnesses.base import Harness
+from evals.harnesses.base import BatchHarness, Harness
 
 HARNESSES: dict[str, str] = {
     "nestor": "evals.harnesses.nestor:NestorHarness",
@@ -23,7 +23,7 @@ class HarnessUnavailableError(RuntimeError):
     """A harness name that is unknown, or whose class cannot be imported."""
 
 
-def create_harness(name: str) -> Harness:
+def create_harness(name: str) -> Harness | BatchHarness:
     """Return a new harness of the given name, built with its defaults.
 
     Raises:

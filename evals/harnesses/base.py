@@ -1,10 +1,14 @@
-"""What the runner needs of a harness: prepare once, run one task in a workspace, close."""
+"""What the runner needs of a harness: prepare once, run tasks, close.
+
+A peer runs one task in a workspace (:class:`Harness`); nestor runs a jobs file of them all
+through ``nestor batch`` (:class:`BatchHarness`).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from evals.tasks import Task
 
@@ -61,6 +65,28 @@ class Harness(Protocol):
 
     def run(self, task: Task, workspace: Path) -> HarnessResult:
         """Run ``task`` in ``workspace`` (a git repository the harness may change) to completion."""
+        ...
+
+    def close(self) -> None:
+        """Stop what ``prepare`` started."""
+        ...
+
+
+@runtime_checkable
+class BatchHarness(Protocol):
+    """A harness that runs every task at once, as a ``nestor batch`` jobs file (see :mod:`evals.batch`)."""
+
+    name: str
+
+    def prepare(self, context: EvalContext) -> None:
+        """Set everything up once; raise with a one-line cause if it cannot."""
+        ...
+
+    def run_batch(self, jobs: Path, results: Path, *, workers: int, redo: bool = False) -> int:
+        """Run the jobs of ``jobs``, appending their results to ``results``; return the batch's exit code.
+
+        ``results`` already holding a job skips it (the batch's resume) unless ``redo``.
+        """
         ...
 
     def close(self) -> None:

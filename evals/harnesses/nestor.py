@@ -1,4 +1,6 @@
-"""nestor itself as a harness: ``nestor run --yolo -o json`` in the workspace, one process per task.
+"""nestor itself as a harness: the tasks as one ``nestor batch --yolo`` run.
+
+The jobs file and its results are made and read by :mod:`evals.batch`.
 
 By default nestor runs the embedded model on the eval's GGUF file: its data dir's ``models``
 directory is the one that holds the file (the runner joins it there) or a link to it, so the
@@ -9,25 +11,21 @@ environment holds no provider key and a private home, so nothing of the user's o
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-import shlex
+import signal
+import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
-from evals.harnesses.base import EvalContext, HarnessResult
-from evals.processes import Finished, run_in_group, toolchain_homes
-from evals.tasks import Task
+from evals.harnesses.base import EvalContext
+from evals.processes import run_in_group, toolchain_homes
 from nestor.providers.local.weights import bundled_model_path
 
-EXIT_OK = 0
-EXIT_STOPPED = 3
-"""``nestor run`` stopped by a budget (here: ``--max-time``); its answer still counts."""
-
-SHUTDOWN_GRACE_S = 60.0
-"""Time past the task's budget before the process is killed: loading the model, ending a turn."""
+STOP_GRACE_S = 120.0
+"""Time the batch gets after an interrupt to cancel its running jobs and record them, before it is killed."""
 
 NESTOR_HOME_NAME = "nestor-home"
 """nestor's data dir (``NESTOR_HOME``) in the eval's work dir; the runner puts the model in its ``models``."""
@@ -35,12 +33,13 @@ NESTOR_HOME_NAME = "nestor-home"
 USER_HOME_NAME = "nestor-user"
 """The ``HOME`` nestor runs with, inside the eval's work dir: holds its user config."""
 
+_STDERR_FD = 2
 _REMOVED_VARIABLES = ("HOME", "NESTOR_MODEL", "NESTOR_SMALL_MODEL", "NESTOR_HOME")
 _REMOVED_SUFFIXES = ("_API_KEY", "_BASE_URL")
 
 
 class NestorHarness:
-    """Runs each task with ``python -m nestor run`` in the task's workspace.
+    """Runs the tasks' jobs file with ``python -m nestor batch`` in its private home and environment.
 
     Attributes:
         name: ``nestor``.
@@ -48,8 +47,6 @@ class NestorHarness:
     """
 
     name = "nestor"
-    keeps_sessions = True
-    """Follow-ups are asked in the same session (see :meth:`run`)."""
 
     def __init__(self, env: Mapping[str, str] | None = None, python: str = sys.executable) -> None:
         """Configure the harness.
@@ -88,50 +85,42 @@ class NestorHarness:
         if version.returncode != 0:
             raise RuntimeError(f"{self._python} -m nestor does not start: {_last_line(version.stderr)}")
 
-    def run(self, task: Task, workspace: Path) -> HarnessResult:
-        """Run ``task`` to completion (or to its time budget) and read the JSON result.
+    def run_batch(self, jobs: Path, results: Path, *, workers: int, redo: bool = False) -> int:
+        """Run ``nestor batch JOBS -o RESULTS`` to its end and return its exit code.
 
-        Each follow-up is asked in the same session, with ``nestor run --continue``; the seconds
-        and tokens of every run add up, and the last answer counts.
+        Its progress display and summary go to this process's stderr (stdout stays the eval's
+        rows). An interrupt (Ctrl-C, or SIGTERM made one by the eval) is passed on as SIGINT: the
+        batch cancels its running jobs and records them (a resumed run does them again); then
+        whatever is left of its process group is killed and the interrupt goes on.
         """
         if self._context is None:
-            raise RuntimeError("NestorHarness.run called before prepare")
-        seconds = 0.0
-        tokens: dict[str, int] = {"input_tokens": 0, "output_tokens": 0}
-        answer, error, log = "", None, None
-        for turn, prompt in enumerate(task.prompts):
-            command = [
-                *(self._python, "-m", "nestor", "run", "--yolo", "-o", "json"),
-                *(("--continue",) if turn else ()),
-                *("--max-time", f"{task.timeout_s:g}", "--", prompt),
-            ]
-            finished = run_in_group(
-                command, cwd=workspace, env=self._env, timeout_s=task.timeout_s + SHUTDOWN_GRACE_S
-            )
-            suffix = f"-{turn + 1}" if turn else ""
-            log = self._context.work_dir / "logs" / self.name / f"{task.id}{suffix}.log"
-            _write_log(log, command, finished)
-            outcome = _result_object(finished.stdout)
-            usage: dict[str, Any] = (outcome or {}).get("usage") or {}
-            answer = str((outcome or {}).get("result") or "")
-            # Up to the answer: the process may then wait a few seconds for the session's title.
-            seconds += finished.first_line_s if finished.first_line_s is not None else finished.seconds
-            for key in tokens:
-                tokens[key] += int(usage.get(key) or 0)
-            error = _error(finished, outcome, task.timeout_s)
-            if error is not None:
-                break
-        return HarnessResult(
-            answer=answer,
-            seconds=seconds,
-            input_tokens=tokens["input_tokens"],
-            output_tokens=tokens["output_tokens"],
-            error=error,
-            log=log,
+            raise RuntimeError("NestorHarness.run_batch called before prepare")
+        command = [
+            *(self._python, "-m", "nestor", "batch", "run", str(jobs), "-o", str(results)),
+            *("--yolo", "--workers", str(workers), *(("--redo",) if redo else ())),
+        ]
+        process = subprocess.Popen(
+            command,
+            cwd=self._context.work_dir / USER_HOME_NAME,
+            env=self._env,
+            stdin=subprocess.DEVNULL,
+            stdout=_STDERR_FD,  # its summary table, beside its progress display
+            start_new_session=True,  # its tools' children go down with the group
         )
+        try:
+            return process.wait()
+        except KeyboardInterrupt:
+            _signal_group(process.pid, signal.SIGINT, only_leader=True)
+            with contextlib.suppress(subprocess.TimeoutExpired, KeyboardInterrupt):
+                process.wait(timeout=STOP_GRACE_S)
+            raise
+        finally:
+            _signal_group(process.pid, signal.SIGKILL)
+            if process.poll() is None:
+                process.wait()
 
     def close(self) -> None:
-        """Nothing to stop: each run is its own process, gone when it ends."""
+        """Nothing to stop: the batch is a process of its own, gone when it ends."""
 
     def _user_config(self, context: EvalContext) -> str:
         lines = ["[local]", f"threads = {context.threads}"]
@@ -181,39 +170,14 @@ def _clean_environment(home: Path, nestor_home: Path) -> dict[str, str]:
     }
 
 
-def _result_object(stdout: str) -> dict[str, Any] | None:
-    """The JSON object ``nestor run -o json`` printed, or None if there is none."""
-    for line in reversed(stdout.splitlines()):
-        if line.startswith("{"):
-            try:
-                parsed = json.loads(line)
-            except ValueError:
-                return None
-            return parsed if isinstance(parsed, dict) else None
-    return None
-
-
-def _error(finished: Finished, outcome: dict[str, Any] | None, timeout_s: float) -> str | None:
-    if finished.timed_out:
-        return f"killed after {timeout_s + SHUTDOWN_GRACE_S:g} s (budget {timeout_s:g} s)"
-    if finished.returncode not in (EXIT_OK, EXIT_STOPPED):
-        return f"exit {finished.returncode}: {_last_line(finished.stderr)}"
-    if outcome is None:
-        return f"no JSON result on stdout (exit {finished.returncode}): {_last_line(finished.stderr)}"
-    return None
+def _signal_group(leader: int, signum: signal.Signals, *, only_leader: bool = False) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        if only_leader:
+            os.kill(leader, signum)
+        else:
+            os.killpg(leader, signum)
 
 
 def _last_line(text: str) -> str:
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return lines[-1] if lines else "(no output)"
-
-
-def _write_log(path: Path, command: list[str], finished: Finished) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(
-        f"$ {shlex.join(command)}\n"
-        f"exit {finished.returncode} after {finished.seconds:.1f} s"
-        f"{' (timed out)' if finished.timed_out else ''}\n"
-        f"--- stdout ---\n{finished.stdout}\n--- stderr ---\n{finished.stderr}",
-        encoding="utf-8",
-    )

@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from nestor.testing import ScriptedOpenAIServer
-from tests.cli.batch_support import MODEL, read_results, steps, write_jobs
+from nestor.testing import ScriptedOpenAIServer, ServerReply, ServerUsage
+from tests.cli.batch_support import MODEL, USAGE, read_results, steps, write_jobs
 from tests.cli.support import clean_env, git_repo, imports_of_commands, nestor, openai_env
 
 BATCH = ["batch", "--yolo", "--model", MODEL, "--quiet"]
@@ -134,6 +134,44 @@ def test_jobs_editing_the_same_file_of_one_repository_never_see_each_other(tmp_p
     assert (repo / "shared.txt").read_text() == "original\n"
 
 
+def test_a_job_with_prompts_asks_each_in_turn_in_one_session_and_the_last_answer_is_its(
+    tmp_path: Path,
+) -> None:
+    git_repo(tmp_path / "repo", {"README.md": "# r\n"})
+    jobs = [
+        {"id": "two", "repo": "repo", "prompts": ["Where is the readme?", "And what does it say?"]},
+        {"id": "one", "repo": "repo", "prompt": "Where is the readme?"},
+    ]
+
+    def respond(body: dict[str, Any]) -> ServerReply:
+        if not body.get("tools"):
+            return ServerReply(text="A session title", usage=ServerUsage(10, 3))
+        asked = [m for m in body["messages"] if m["role"] == "user"]
+        return ServerReply(text=f"answer to {json.dumps(asked[-1]['content'])}", usage=USAGE)
+
+    results = tmp_path / "results.jsonl"
+    with ScriptedOpenAIServer([respond] * 50) as server:
+        done = nestor(
+            [*BATCH, str(write_jobs(tmp_path / "jobs.jsonl", jobs)), "-o", str(results)],
+            cwd=tmp_path,
+            env=openai_env(tmp_path, server),
+            timeout=120,
+        )
+        asked = [json.dumps(body["messages"]) for body in server.requests if body.get("tools")]
+
+    assert done.returncode == 0, done.stderr
+    records = {record["id"]: record for record in read_results(results)}
+    two = records["two"]
+    assert "And what does it say?" in two["answer"] and two["status"] == "done"
+    assert two["num_turns"] == 2 and two["usage"]["input_tokens"] == 2 * USAGE.prompt_tokens
+    assert records["one"]["usage"]["input_tokens"] == USAGE.prompt_tokens
+    # The second prompt was asked in the first one's session: its request holds the first exchange.
+    [follow_up] = [text for text in asked if "And what does it say?" in text]
+    assert "Where is the readme?" in follow_up and "answer to" in follow_up
+    session = json.loads(Path(two["session_export"]).read_text())
+    assert session["session"]["id"] == two["session_id"]
+
+
 def test_a_killed_batch_keeps_every_finished_job_and_a_second_run_does_the_rest(tmp_path: Path) -> None:
     git_repo(tmp_path / "repo", {"README.md": "# r\n"})
     jobs = [{"id": f"slow-{n}", "repo": "repo", "prompt": "SLOW 0.6"} for n in range(8)]
@@ -206,6 +244,8 @@ def test_a_jobs_file_with_bad_lines_names_each_and_starts_nothing(tmp_path: Path
         json.dumps({"id": "gone", "repo": "missing", "prompt": "hi"}),
         json.dumps({"id": "typo", "repo": "repo", "prompt": "hi", "budegt": {}}),
         json.dumps({"id": "cost", "repo": "repo", "prompt": "hi", "budget": {"max_cost_usd": -1}}),
+        json.dumps({"id": "both", "repo": "repo", "prompt": "hi", "prompts": ["hi", "then"]}),
+        json.dumps({"id": "none", "repo": "repo", "prompts": []}),
     ]
     (tmp_path / "jobs.jsonl").write_text("\n".join(lines) + "\n")
     done = nestor(
@@ -215,7 +255,7 @@ def test_a_jobs_file_with_bad_lines_names_each_and_starts_nothing(tmp_path: Path
     )
 
     assert done.returncode == 1 and "Traceback" not in done.stderr
-    assert "has 6 bad lines; no job started" in done.stderr
+    assert "has 8 bad lines; no job started" in done.stderr
     for expected in (
         "line 2: not JSON",
         "line 3: 'prompt' is missing",
@@ -223,6 +263,8 @@ def test_a_jobs_file_with_bad_lines_names_each_and_starts_nothing(tmp_path: Path
         "line 5: repo 'missing' is neither a folder nor a git URL",
         "line 6: 'budegt' is not a job field",
         "line 7: 'budget.max_cost_usd'",
+        "line 8: give 'prompt' or 'prompts' (a list asked in turn), not both",
+        "line 9: 'prompts'",
     ):
         assert expected in done.stderr
     assert not (tmp_path / "results.jsonl").exists()

@@ -1,5 +1,8 @@
-"""The eval runner end to end: real tasks files, real workspaces, the real nestor harness and CLI,
-and a scripted OpenAI-compatible server on loopback in place of the model."""
+"""The eval runner end to end: real tasks files, real workspaces, the real nestor harness (through
+``nestor batch``) and CLI, and a scripted OpenAI-compatible server on loopback in place of the model.
+
+The rows a scripted run gives are those the old path (``nestor run`` per task, before issue 36)
+gave to the value: what changed is how nestor runs the tasks, not how they are judged."""
 
 from __future__ import annotations
 
@@ -10,7 +13,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,93 +21,10 @@ import pytest
 from evals.cli import main, run_and_report
 from evals.harnesses.base import EvalContext, HarnessResult
 from evals.harnesses.nestor import NestorHarness
-from evals.runner import run_task, select_tasks
+from evals.runner import BatchOptions, run_task, run_through_batch, select_tasks
 from evals.tasks import Task, load_tasks
-from nestor.testing import ScriptedOpenAIServer, ServerReply, ServerToolCall, ServerUsage
-
-TASKS = r"""
-[[task]]
-id = "calc-lookup"
-repo = "calc"
-kind = "lookup"
-prompt = "What does add(2, 3) return?"
-timeout_s = 60
-
-[task.check]
-answer_all = ['\b5\b']
-answer_none = ['\b6\b']
-
-[[task]]
-id = "calc-fix"
-repo = "calc"
-kind = "fix"
-prompt = "Fix add so that test_calc.py passes."
-timeout_s = 60
-
-[[task.setup]]
-file = "calc.py"
-old = "a + b"
-new = "a - b"
-
-[task.check]
-test_command = "{python} -m pytest -q -p no:cacheprovider test_calc.py"
-unchanged = ["test_calc.py"]
-changed = ["calc.py"]
-allowed = ["calc.py"]
-"""
-
-Responder = Callable[[dict[str, Any]], ServerReply]
-
-
-@pytest.fixture
-def suite(tmp_path: Path) -> tuple[Path, Path]:
-    repo = tmp_path / "repos" / "calc"
-    repo.mkdir(parents=True)
-    (repo / "calc.py").write_text("def add(a, b):\n    return a + b\n")
-    (repo / "test_calc.py").write_text(
-        "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
-    )
-    tasks_dir = tmp_path / "tasks"
-    tasks_dir.mkdir()
-    (tasks_dir / "smoke.toml").write_text(TASKS)
-    return tasks_dir, repo.parent
-
-
-@pytest.fixture
-def context(tmp_path: Path) -> EvalContext:
-    model = tmp_path / "models" / "unused.gguf"
-    model.parent.mkdir()
-    model.write_bytes(b"GGUF")
-    return EvalContext(model_path=model, work_dir=tmp_path / "work", threads=1)
-
-
-def scripted_model(answer: str) -> Responder:
-    """A model that answers the question with ``answer`` and fixes ``add`` with one edit."""
-
-    def respond(request: dict[str, Any]) -> ServerReply:
-        if not request.get("tools"):  # the new session's title, asked after the run
-            return ServerReply(text="Calc")
-        messages: list[dict[str, Any]] = request["messages"]
-        prompt = next(json.dumps(m["content"]) for m in messages if m["role"] == "user")
-        usage = ServerUsage(prompt_tokens=100, completion_tokens=7)
-        if "Fix add" not in prompt:
-            return ServerReply(text=answer, usage=usage)
-        if any(m["role"] == "tool" for m in messages):
-            return ServerReply(text="Fixed: add adds again.", usage=usage)
-        edit = ServerToolCall("edit", {"path": "calc.py", "old_string": "a - b", "new_string": "a + b"})
-        return ServerReply(tool_calls=(edit,), usage=usage)
-
-    return respond
-
-
-def served_nestor(server: ScriptedOpenAIServer) -> NestorHarness:
-    return NestorHarness(
-        env={
-            "OPENAI_BASE_URL": server.base_url,
-            "OPENAI_API_KEY": "test-key",
-            "NESTOR_MODEL": "openai-chat:gpt-4o",
-        }
-    )
+from nestor.testing import ScriptedOpenAIServer, ServerReply
+from tests.evals.support import scripted_model, served_nestor
 
 
 def test_smoke_run_solves_a_question_and_an_edit_and_writes_rows_and_totals(
@@ -144,9 +63,16 @@ def test_smoke_run_solves_a_question_and_an_edit_and_writes_rows_and_totals(
     assert report["threads"] == 1 and report["model"] == {"file": "unused.gguf", "size": 4, "sha256": None}
     assert report["interrupted"] is False and report["nestor"]["commit"]
 
+    # nestor ran the tasks as one batch, whose files are kept beside the JSON: its log is the
+    # job's session export.
     log = Path(report["rows"][1]["log"])
-    assert log == context.work_dir / "logs" / "nestor" / "calc-fix.log"
-    assert '"result": "Fixed: add adds again."' in log.read_text()
+    assert log == tmp_path / "results" / "run.batch" / "results.jsonl.sessions" / "calc-fix.json"
+    assert "Fixed: add adds again." in log.read_text()
+    jobs = [json.loads(line) for line in (tmp_path / "results" / "run.batch" / "jobs.jsonl").open()]
+    assert [(job["id"], job["prompts"], job["budget"]) for job in jobs] == [
+        ("calc-lookup", ["What does add(2, 3) return?"], {"max_time_s": 60.0}),
+        ("calc-fix", ["Fix add so that test_calc.py passes."], {"max_time_s": 60.0}),
+    ]
     # The workspaces lived in temporary directories, gone once checked.
     assert report["rows"][0]["workspace"] is None
 
@@ -189,7 +115,7 @@ def test_a_follow_up_is_asked_in_the_same_nestor_session_and_the_last_answer_cou
     with ScriptedOpenAIServer([respond] * 20) as server:
         nestor = served_nestor(server)
         nestor.prepare(context)
-        row = run_task(task, nestor, repos_dir=repos_dir)
+        [row] = run_through_batch([task], nestor, BatchOptions(), repos_dir=repos_dir)
 
     assert row.solved, row.failures
     assert row.answer == "It returns 5."
@@ -270,6 +196,7 @@ def test_list_prints_the_selected_tasks(suite: tuple[Path, Path], capsys: pytest
         (["--task", "nothing-like-it"], "no task matches (of 2 in"),
         (["--kind", "poetry"], "invalid choice: 'poetry'"),
         (["--threads", "0"], "expected at least 1, got 0"),
+        (["--workers", "0"], "expected at least 1, got 0"),
     ],
 )
 def test_usage_mistakes_exit_2_with_one_line(

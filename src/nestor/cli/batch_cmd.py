@@ -48,8 +48,9 @@ def run_batch(
         typer.Argument(
             metavar="JOBS",
             help='A JSON Lines file, one job a line: {"id", "repo" (a folder, relative to this file, '
-            'or a git URL), "ref"?, "prompt", "agent"?, "model"?, "budget"?: {"max_iterations", '
-            '"max_tokens", "max_time_s", "max_cost_usd"}, "setup"?: a shell command run first}.',
+            'or a git URL), "ref"?, "prompt" (or "prompts": a list asked in turn in one session), '
+            '"agent"?, "model"?, "budget"?: {"max_iterations", "max_tokens", "max_time_s", '
+            '"max_cost_usd"}, "setup"?: a shell command run first}.',
         ),
     ],
     output: Annotated[

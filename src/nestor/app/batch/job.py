@@ -27,7 +27,7 @@ from nestor.core.usage import Usage
 from nestor.tools.git.copies import CopyError, patch
 
 if TYPE_CHECKING:
-    from nestor.app.conversation import Conversation
+    from nestor.app.conversation import Conversation, Outcome
     from nestor.runtime.kernel.hooks import Hook
 
 SETUP_TIMEOUT_S = 1800.0
@@ -165,15 +165,17 @@ async def _run_agent(
         if handle.stopped:  # stopped while the agent was built: its prompt is never sent
             record |= {"status": "cancelled", "stop_reason": "cancelled"}
             return None
-        outcome = await conversation.run_to_completion(job.prompt)
+        outcome, usage, turns, stopped_between = await _ask_in_turn(conversation, job.prompts, handle)
         unsubscribe()
+        # Stopped between two prompts: cancelled, so that a resumed batch asks them all again.
+        stop_reason = "cancelled" if stopped_between else outcome.stop_reason
         record |= {
-            "status": status_of(outcome.stop_reason, outcome.is_error),
-            "stop_reason": outcome.stop_reason,
+            "status": status_of(stop_reason, outcome.is_error),
+            "stop_reason": stop_reason,
             "answer": outcome.text,
-            "num_turns": outcome.num_turns,
+            "num_turns": turns,
             "model": outcome.model,
-            "usage": outcome.usage.to_dict(),
+            "usage": usage.to_dict(),
             "session_id": outcome.session_id,
         }
         if outcome.is_error:
@@ -182,6 +184,27 @@ async def _run_agent(
     finally:
         handle.conversation = None
         await app.aclose()
+
+
+async def _ask_in_turn(
+    conversation: Conversation, prompts: Sequence[str], handle: JobHandle
+) -> tuple[Outcome, Usage, int, bool]:
+    """Ask each prompt in turn in one session.
+
+    Returns the last outcome, the usage and turns of them all, and whether the job was stopped
+    (:meth:`JobHandle.stop`) before a prompt was asked. A prompt that ends in an error or is
+    cancelled ends the job there, in that outcome.
+    """
+    outcome = await conversation.run_to_completion(prompts[0])
+    usage, turns = outcome.usage, outcome.num_turns
+    for prompt in prompts[1:]:
+        if status_of(outcome.stop_reason, outcome.is_error) in ("failed", "cancelled"):
+            break
+        if handle.stopped:
+            return outcome, usage, turns, True
+        outcome = await conversation.run_to_completion(prompt)
+        usage, turns = usage + outcome.usage, turns + outcome.num_turns
+    return outcome, usage, turns, False
 
 
 def error_fields(error: NestorError) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """The jobs file of ``nestor batch``: one JSON object per line, each checked before any job starts.
 
-A job is ``{"id", "repo", "ref"?, "prompt", "agent"?, "model"?, "budget"?, "setup"?}``. ``repo`` is
+A job is ``{"id", "repo", "ref"?, "prompt", "agent"?, "model"?, "budget"?, "setup"?}``, or has
+``"prompts"`` (a list, asked in turn in one session: follow-ups) instead of ``"prompt"``. ``repo`` is
 a folder (relative paths are read from the jobs file's folder) or a git URL. Every bad line is
 named with its number and what is wrong; a file with one is refused whole.
 """
@@ -13,7 +14,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    model_validator,
+)
 
 from nestor.core.errors import NestorError
 from nestor.tools.git.copies import is_git_url
@@ -42,11 +52,24 @@ class _Line(BaseModel):
     id: Annotated[StrictStr, Field(pattern=_ID.pattern)]
     repo: Annotated[StrictStr, Field(min_length=1)]
     ref: Annotated[StrictStr, Field(min_length=1, max_length=200)] | None = None
-    prompt: Annotated[StrictStr, Field(min_length=1)]
+    prompt: Annotated[StrictStr, Field(min_length=1)] | None = None
+    prompts: Annotated[list[Annotated[StrictStr, Field(min_length=1)]], Field(min_length=1)] | None = None
     agent: Annotated[StrictStr, Field(min_length=1)] | None = None
     model: Annotated[StrictStr, Field(min_length=1)] | None = None
     budget: _Budget = Field(default_factory=_Budget)
     setup: Annotated[StrictStr, Field(min_length=1)] | None = None
+
+    @model_validator(mode="after")
+    def _one_way_to_prompt(self) -> _Line:
+        if self.prompt is None and self.prompts is None:
+            raise ValueError("'prompt' is missing")
+        if self.prompt is not None and self.prompts is not None:
+            raise ValueError("give 'prompt' or 'prompts' (a list asked in turn), not both")
+        return self
+
+    @property
+    def all_prompts(self) -> list[str]:
+        return [self.prompt] if self.prompt is not None else list(self.prompts or ())
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,12 +90,13 @@ class Job:
         id: Its name in the results (unique in the file).
         repo: The repository: an absolute folder, or a git URL.
         ref: The branch, tag or commit to check out (None: the repository's ``HEAD``).
-        prompt: What the agent is asked.
+        prompt: What the agent is asked (first).
         agent: The agent file the main agent is built from (None: ``coder``).
         model: The ``provider:model`` of the main agent (None: the settings' large model).
         budget: The job's own limits.
         setup: A shell command run in the checkout before the agent starts.
         line: Its line in the jobs file.
+        followups: What the agent is asked after ``prompt``, in turn, in the same session.
 
     """
 
@@ -85,6 +109,12 @@ class Job:
     budget: Budget = field(default_factory=Budget)
     setup: str | None = None
     line: int = 0
+    followups: tuple[str, ...] = ()
+
+    @property
+    def prompts(self) -> tuple[str, ...]:
+        """The prompt, then each follow-up, in the order they are asked."""
+        return (self.prompt, *self.followups)
 
     @property
     def is_url(self) -> bool:
@@ -98,7 +128,8 @@ class Job:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Job:
         """The job :meth:`to_dict` gave."""
-        return cls(**{**data, "budget": Budget(**data["budget"])})
+        followups = tuple(data.get("followups", ()))
+        return cls(**{**data, "budget": Budget(**data["budget"]), "followups": followups})
 
 
 def read_jobs(path: Path) -> list[Job]:
@@ -164,16 +195,21 @@ def _parse(raw: bytes, number: int, base: Path) -> Job:
             raise ValueError(f"repo {repo!r} is neither a folder nor a git URL")
         repo = str(folder)
     budget = Budget(**line.budget.model_dump())
-    return Job(line.id, repo, line.prompt, line.ref, line.agent, line.model, budget, line.setup, number)
+    first, *followups = line.all_prompts
+    return Job(
+        line.id, repo, first, line.ref, line.agent, line.model, budget, line.setup, number, tuple(followups)
+    )
 
 
 def _first_problem(error: ValidationError) -> str:
     first = error.errors()[0]
     where = ".".join(str(part) for part in first["loc"])
+    if not where and first["type"] == "value_error":  # a rule over several fields: its own words
+        return str(first.get("ctx", {}).get("error", first["msg"]))
     if first["type"] == "missing":
         return f"{where!r} is missing"
     if first["type"] == "extra_forbidden":
-        return f"{where!r} is not a job field (id, repo, ref, prompt, agent, model, budget, setup)"
+        return f"{where!r} is not a job field (id, repo, ref, prompt, prompts, agent, model, budget, setup)"
     return f"{where!r}: {first['msg']}"
 
 
