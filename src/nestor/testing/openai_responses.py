@@ -38,24 +38,11 @@ class _Response:
     """One reply to one responses request: its output items, usage and events."""
 
     def __init__(self, step: ServerReply, request: dict[str, Any], number: int) -> None:
-        from nestor.testing.openai_server import ServerUsage  # the module that imports this one
-
         self.step = step
         self.number = number
         self.model = str(request.get("model", "scripted"))
         self.created = int(time.time())
-        reply_size = len(step.text) + sum(len(c.arguments_json()) for c in step.tool_calls)
-        sent = [request.get(key) for key in ("instructions", "tools", "input")]
-        usage = step.usage or ServerUsage(
-            prompt_tokens=max(1, len(json.dumps(sent)) // 4), completion_tokens=max(1, reply_size // 4)
-        )
-        self.usage: dict[str, Any] = {
-            "input_tokens": usage.prompt_tokens,
-            "output_tokens": usage.completion_tokens,
-            "total_tokens": usage.prompt_tokens + usage.completion_tokens,
-            "input_tokens_details": {"cached_tokens": usage.cached_tokens or 0},
-            "output_tokens_details": {"reasoning_tokens": usage.reasoning_tokens or 0},
-        }
+        self.usage = _usage(step, request)
 
     def items(self) -> list[dict[str, Any]]:
         """The completed output items: the message (when there is text), then each function call."""
@@ -147,3 +134,22 @@ class _Response:
         events.append({"type": "response.function_call_arguments.done", **at, "arguments": item["arguments"]})
         events.append({"type": "response.output_item.done", "output_index": index, "item": item})
         return events
+
+
+def _usage(step: ServerReply, request: dict[str, Any]) -> dict[str, Any]:
+    """The ``usage`` object: the step's, or a rough estimate from the request and reply sizes."""
+    if step.usage is not None:
+        counts = (step.usage.prompt_tokens, step.usage.completion_tokens)
+        cached, reasoning = step.usage.cached_tokens or 0, step.usage.reasoning_tokens or 0
+    else:
+        sent = [request.get(key) for key in ("instructions", "tools", "input")]
+        reply_size = len(step.text) + sum(len(c.arguments_json()) for c in step.tool_calls)
+        counts = (max(1, len(json.dumps(sent)) // 4), max(1, reply_size // 4))
+        cached = reasoning = 0
+    return {
+        "input_tokens": counts[0],
+        "output_tokens": counts[1],
+        "total_tokens": sum(counts),
+        "input_tokens_details": {"cached_tokens": cached},
+        "output_tokens_details": {"reasoning_tokens": reasoning},
+    }
