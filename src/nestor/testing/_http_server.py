@@ -123,7 +123,7 @@ class EventStream:
 
 
 class ScriptedServer(Generic[ReplyT]):
-    """A server on 127.0.0.1 answering one route from a script; subclasses speak a protocol.
+    """A server on 127.0.0.1 answering its routes from one script; subclasses speak a protocol.
 
     Subclasses set :attr:`label`, :attr:`post_routes` and :attr:`base_path`, and implement
     :meth:`_render`, :meth:`_error_body` and :meth:`_get`.
