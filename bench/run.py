@@ -24,6 +24,7 @@ import pool_memory
 import sandbox
 import session_load
 import startup
+import startup_peers
 import tui
 
 
@@ -32,6 +33,8 @@ def main() -> None:
     loop_overhead.main()
     print()
     startup.main()
+    print()
+    startup_peers.main()
     print()
     acp_startup.main()
     agent_files.main()

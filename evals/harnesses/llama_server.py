@@ -588,8 +588,9 @@ def ensure_venv(
     import_check: str,
     log: Path,
     probe_env: Mapping[str, str] | None = None,
+    python: str | None = None,
 ) -> Path:
-    """Make ``venv`` (with this Python) hold ``requirements``, reusing it when it already does.
+    """Make ``venv`` (with this Python, or ``python``) hold ``requirements``, reusing it when it already does.
 
     Args:
         venv: The venv directory.
@@ -599,6 +600,7 @@ def ensure_venv(
         log: File that receives pip's output.
         probe_env: The environment the checks run in: the peer's own, so that importing it
             writes nothing outside the work directory and reaches no network.
+        python: The interpreter that makes the venv (a peer that needs a newer Python than this one).
 
     Returns:
         The venv's ``bin`` directory.
@@ -607,17 +609,17 @@ def ensure_venv(
         RuntimeError: pip failed, or the venv still fails the checks afterwards.
 
     """
-    python = venv / "bin" / "python"
+    venv_python = venv / "bin" / "python"
     probe = f"import importlib.metadata as m; assert m.version({check[0]!r}) == {check[1]!r}; {import_check}"
-    if python.exists() and _succeeds([str(python), "-c", probe], probe_env):
+    if venv_python.exists() and _succeeds([str(venv_python), "-c", probe], probe_env):
         return venv / "bin"
     if venv.exists():
         shutil.rmtree(venv)
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("ab") as out:
         steps = [
-            [sys.executable, "-m", "venv", str(venv)],
-            [str(python), "-m", "pip", "install", "--disable-pip-version-check", *requirements],
+            [python or sys.executable, "-m", "venv", str(venv)],
+            [str(venv_python), "-m", "pip", "install", "--disable-pip-version-check", *requirements],
         ]
         for step in steps:
             out.write(f"\n$ {' '.join(step)}\n".encode())
@@ -629,7 +631,7 @@ def ensure_venv(
                 raise RuntimeError(
                     f"installing {' '.join(requirements)} failed (exit {done.returncode}); see {log}"
                 )
-    if not _succeeds([str(python), "-c", probe], probe_env):
+    if not _succeeds([str(venv_python), "-c", probe], probe_env):
         raise RuntimeError(f"{venv} does not import what it should after installing; see {log}")
     return venv / "bin"
 

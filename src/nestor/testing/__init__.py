@@ -3,9 +3,10 @@
 - :class:`ScriptedModel` answers nestor's agent loop from a script of :class:`Step` s (built with
   :func:`reply`, :func:`call`, :func:`fail`, or computed by a function of the messages so far), streamed
   or not, and records every request.
-- :class:`ScriptedOpenAIServer` speaks the OpenAI chat completions protocol on 127.0.0.1, so tests can
-  drive the real OpenAI provider over real HTTP, including rate limits, server errors and dropped
-  streams; ``python -m nestor.testing.openai_server`` runs it as a separate process.
+- :class:`ScriptedOpenAIServer` speaks the OpenAI chat completions protocol (and the Responses API) on
+  127.0.0.1, so tests can drive the real OpenAI provider over real HTTP, including rate limits, server
+  errors and dropped streams; ``python -m nestor.testing.openai_server`` runs it as a separate process.
+  Both servers record each request's body, headers and arrival time.
 - :class:`ScriptedAnthropicServer` speaks the Anthropic Messages API on 127.0.0.1 the same way
   (:class:`AnthropicReply` steps, usage with cache reads and writes, Anthropic-style errors from
   :func:`anthropic_error`, and :func:`prompt_too_long` for a context overflow), and records every

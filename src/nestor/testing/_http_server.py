@@ -17,6 +17,7 @@ import json
 import socket
 import sys
 import threading
+import time
 import traceback
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -122,14 +123,16 @@ class EventStream:
 
 
 class ScriptedServer(Generic[ReplyT]):
-    """A server on 127.0.0.1 answering one route from a script; subclasses speak a protocol.
+    """A server on 127.0.0.1 answering its routes from one script; subclasses speak a protocol.
 
-    Subclasses set :attr:`label`, :attr:`post_route` and :attr:`base_path`, and implement
+    Subclasses set :attr:`label`, :attr:`post_routes` and :attr:`base_path`, and implement
     :meth:`_render`, :meth:`_error_body` and :meth:`_get`.
 
     Attributes:
         requests: Every request body to the scripted route, in order (unscripted ones included).
         request_headers: The headers of each request in :attr:`requests` (lower-cased names).
+        request_times: When each request in :attr:`requests` arrived (``time.time()``, taken before
+            its body is read), so a benchmark can time a client from its start to its first request.
         unscripted_requests: Bodies of requests that came after the script ran out (answered with 500).
         errors: Tracebacks of step functions that raised (answered with 500), and of handler failures.
         model_ids: The ids ``GET /v1/models`` lists.
@@ -137,7 +140,8 @@ class ScriptedServer(Generic[ReplyT]):
     """
 
     label: ClassVar[str] = "scripted server"
-    post_route: ClassVar[str] = "/"
+    post_routes: ClassVar[tuple[str, ...]] = ("/",)
+    """The scripted routes: a POST whose path ends in one of them gets the script's next step."""
     base_path: ClassVar[str] = ""
 
     def __init__(
@@ -161,6 +165,7 @@ class ScriptedServer(Generic[ReplyT]):
         """
         self.requests: list[dict[str, Any]] = []
         self.request_headers: list[dict[str, str]] = []
+        self.request_times: list[float] = []
         self.unscripted_requests: list[dict[str, Any]] = []
         self.errors: list[str] = []
         self.model_ids = list(model_ids)
@@ -225,12 +230,16 @@ class ScriptedServer(Generic[ReplyT]):
         self.stop()
 
     def _next_step(
-        self, request: dict[str, Any], headers: dict[str, str]
+        self, request: dict[str, Any], headers: dict[str, str], arrived: float
     ) -> tuple[int, ReplyT | HTTPErrorReply | None]:
-        """Record ``request`` and return its number and step (``None`` when the script is exhausted)."""
+        """Record ``request`` (which arrived at ``arrived``) and return its number and step.
+
+        The step is ``None`` when the script is exhausted.
+        """
         with self._lock:
             self.requests.append(request)
             self.request_headers.append(headers)
+            self.request_times.append(arrived)
             number = len(self.requests)
             if self._requests_file is not None:
                 with self._requests_file.open("a", encoding="utf-8") as log:
@@ -243,8 +252,10 @@ class ScriptedServer(Generic[ReplyT]):
         # Steps are frozen dataclasses, never callable; anything callable is a step function.
         return number, source(request) if callable(source) else source
 
-    def _render(self, step: ReplyT, request: dict[str, Any], number: int) -> JSONReply | EventStream:
-        """Return the wire form of ``step`` answering ``request``, the ``number``-th request."""
+    def _render(
+        self, step: ReplyT, request: dict[str, Any], number: int, route: str
+    ) -> JSONReply | EventStream:
+        """Return the wire form of ``step`` answering ``request``, the ``number``-th request, on ``route``."""
         raise NotImplementedError
 
     def _error_body(self, status: int, message: str, error_type: str) -> dict[str, Any]:
@@ -319,9 +330,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         """Serve the scripted route from the script."""
+        arrived = time.time()
         body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
         scripted = self.httpd.scripted
-        if not self.route.endswith(scripted.post_route):
+        if not self.route.endswith(scripted.post_routes):
             self._send_error(404, f"no route for POST {self.path}", "not_found")
             return
         try:
@@ -331,7 +343,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         headers = {name.lower(): value for name, value in self.headers.items()}
         try:
-            number, step = scripted._next_step(request, headers)
+            number, step = scripted._next_step(request, headers, arrived)
         except Exception:
             scripted.errors.append(traceback.format_exc())
             self._send_error(500, "a scripted step function raised; see server.errors", "step_error")
@@ -345,7 +357,7 @@ class _Handler(BaseHTTPRequestHandler):
         if isinstance(step, HTTPErrorReply):
             self._send_error_reply(step)
             return
-        rendered = scripted._render(step, request, number)
+        rendered = scripted._render(step, request, number, self.route)
         if isinstance(rendered, EventStream):
             self._send_stream(rendered)
         else:

@@ -267,6 +267,7 @@ class ScriptedAnthropicServer(ScriptedServer[AnthropicReply]):
     Attributes:
         requests: Every messages request body, in order (unscripted ones included).
         request_headers: The headers of each request in :attr:`requests` (lower-cased names).
+        request_times: When each request in :attr:`requests` arrived (``time.time()``).
         unscripted_requests: Bodies of requests that came after the script ran out (answered with 500).
         errors: Tracebacks of step functions that raised (answered with 500).
         model_ids: The ids ``GET /v1/models`` lists.
@@ -274,10 +275,12 @@ class ScriptedAnthropicServer(ScriptedServer[AnthropicReply]):
     """
 
     label = "scripted Anthropic server"
-    post_route = "/v1/messages"
+    post_routes = ("/v1/messages",)
     base_path = ""
 
-    def _render(self, step: AnthropicReply, request: dict[str, Any], number: int) -> JSONReply | EventStream:
+    def _render(
+        self, step: AnthropicReply, request: dict[str, Any], number: int, route: str
+    ) -> JSONReply | EventStream:
         message = _Message(step, request, number)
         if request.get("stream"):
             return message.stream()

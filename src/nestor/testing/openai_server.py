@@ -1,6 +1,7 @@
 """A scripted OpenAI-compatible HTTP server on loopback, to test the real provider path end to end.
 
-Each ``POST .../chat/completions`` gets the next scripted step: a :class:`ServerReply` (text and tool
+Each ``POST .../chat/completions`` (or ``POST .../responses``, OpenAI's Responses API, rendered by
+:mod:`nestor.testing.openai_responses`) gets the next scripted step: a :class:`ServerReply` (text and tool
 calls, streamed as server-sent events split over several chunks, or as one JSON body) or an
 :class:`HTTPErrorReply` (a status with body and headers). A reply can also break its connection
 part-way (``drop_after_chunks``), or stall there, sending nothing more until the server stops
@@ -41,6 +42,7 @@ from nestor.testing._http_server import (
     ServerToolCall,
     split_evenly,
 )
+from nestor.testing.openai_responses import render_response
 
 __all__ = [
     "HTTPErrorReply",
@@ -266,13 +268,14 @@ class _Completion:
 
 
 class ScriptedOpenAIServer(ScriptedServer[ServerReply]):
-    """An OpenAI-compatible server on 127.0.0.1 answering chat completions from a script.
+    """An OpenAI-compatible server on 127.0.0.1 answering chat completions and responses from a script.
 
     Its :attr:`base_url` ends in ``/v1``, as OpenAI clients expect.
 
     Attributes:
         requests: Every chat completion request body, in order (unscripted ones included).
         request_headers: The headers of each request in :attr:`requests` (lower-cased names).
+        request_times: When each request in :attr:`requests` arrived (``time.time()``).
         unscripted_requests: Bodies of requests that came after the script ran out (answered with 500).
         errors: Tracebacks of step functions that raised (answered with 500).
         model_ids: The ids ``GET /v1/models`` lists.
@@ -280,10 +283,14 @@ class ScriptedOpenAIServer(ScriptedServer[ServerReply]):
     """
 
     label = "scripted OpenAI server"
-    post_route = "/chat/completions"
+    post_routes = ("/chat/completions", "/responses")
     base_path = "/v1"
 
-    def _render(self, step: ServerReply, request: dict[str, Any], number: int) -> JSONReply | EventStream:
+    def _render(
+        self, step: ServerReply, request: dict[str, Any], number: int, route: str
+    ) -> JSONReply | EventStream:
+        if route.endswith("/responses"):
+            return render_response(step, request, number)
         completion = _Completion(step, request, number)
         if not request.get("stream"):
             return JSONReply(completion.body(), truncate=step.drop_after_chunks is not None)

@@ -14,7 +14,9 @@ def tool_definitions(tools: Sequence[Tool[Any]], *, brief: bool) -> list[ToolDef
     """The definitions sent with each request.
 
     ``brief`` is for small models: one-line descriptions, required parameters only, no schema
-    titles (every prompt token costs them time).
+    titles (every prompt token costs them time). Either way the schema's own description (the
+    parameters model's docstring, "Arguments of the ``view`` tool.") is left out: the tool's
+    description says it better, and every request of every agent carries it.
     """
     return [
         ToolDefinition(
@@ -22,10 +24,15 @@ def tool_definitions(tools: Sequence[Tool[Any]], *, brief: bool) -> list[ToolDef
             description=tool.brief_description if brief else tool.description,
             parameters_json_schema=brief_schema(tool.parameters_schema(), tool.brief_parameters)
             if brief
-            else tool.parameters_schema(),
+            else _without_description(tool.parameters_schema()),
         )
         for tool in tools
     ]
+
+
+def _without_description(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` without its top-level ``description`` (its properties keep theirs)."""
+    return {key: value for key, value in schema.items() if key != "description"}
 
 
 def brief_schema(schema: dict[str, Any], optional: tuple[str, ...] = ()) -> dict[str, Any]:
