@@ -22,7 +22,7 @@ from nestor.api import (
 )
 from nestor.testing import first_user_text
 from tests.sdk.support import Routes, collect, options, project
-from tests.server_routes import router, task_call, tool_texts
+from tests.server_routes import Route, router, task_call, tool_texts
 
 WRITE = ServerToolCall("write", {"path": "notes.txt", "content": "hi\n"})
 
@@ -174,3 +174,30 @@ async def test_settings_given_are_the_start_and_options_go_on_top(tmp_path: Path
 
 def test_a_config_error_is_a_nestor_error() -> None:
     assert issubclass(ConfigError, NestorError)
+
+
+def test_mcp_servers_in_claudes_shape_become_the_programs_own_servers(tmp_path: Path) -> None:
+    from nestor.sdk.options import prepare
+
+    servers = {
+        "docs": {"type": "http", "url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": "Bearer t"}},
+        "files": {"command": "npx", "args": ["-y", "files-server"], "env": {"ROOT": "/tmp"}},
+    }
+    opts = AgentOptions(
+        cwd=project(tmp_path), env={"HOME": str(tmp_path), "NESTOR_HOME": str(tmp_path / "n")}
+    )
+    opts.mcp_servers = servers
+    prepared = prepare(opts)
+    docs, files = prepared.settings.mcp_servers["docs"], prepared.settings.mcp_servers["files"]
+    assert docs.kind == "http" and docs.headers == {"Authorization": "Bearer t"}
+    assert files.kind == "stdio" and files.args == ("-y", "files-server") and files.env == {"ROOT": "/tmp"}
+    assert prepared.settings.project_mcp_servers == {}  # the program's own: no approval asked
+
+
+async def test_continue_conversation_goes_on_with_the_projects_latest_session(tmp_path: Path) -> None:
+    replies: list[ServerReply | Route] = [ServerReply(text="Noted."), ServerReply(text="It was fig.")]
+    with ScriptedOpenAIServer(router({"the word is fig": replies})) as server:
+        first = await collect("the word is fig", options(tmp_path, server))
+        again = await collect("which word?", options(tmp_path, server, continue_conversation=True))
+    assert isinstance(first[-1], ResultMessage) and isinstance(again[-1], ResultMessage)
+    assert again[-1].session_id == first[-1].session_id and again[-1].result == "It was fig."

@@ -167,7 +167,7 @@ class Client:
             feed.init = self._init_data(conversation)
             try:
                 outcome = await conversation.run_to_completion(prompt)
-            except NestorError as error:
+            except Exception as error:  # the program reading the messages must never wait forever
                 feed.end()
                 feed.queue.put_nowait(_failed(conversation.session_id, started, error))
                 continue
@@ -220,8 +220,11 @@ def result_message(outcome: Outcome, started: float, max_budget_usd: float | Non
     )
 
 
-def _failed(session_id: str, started: float, error: NestorError) -> ResultMessage:
-    text = error.message if error.hint is None else f"{error.message} ({error.hint})"
+def _failed(session_id: str, started: float, error: Exception) -> ResultMessage:
+    if isinstance(error, NestorError):
+        text = error.message if error.hint is None else f"{error.message} ({error.hint})"
+    else:
+        text = f"{type(error).__name__}: {error}"
     return ResultMessage(
         subtype="error_during_execution",
         duration_ms=round((time.monotonic() - started) * 1000),
