@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from contextlib import aclosing
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from nestor.api import (
 )
 from nestor.testing import first_user_text
 from tests.sdk.support import Routes, collect, options
-from tests.server_routes import router, task_call
+from tests.server_routes import Route, router, task_call
 
 USAGE = ServerUsage(prompt_tokens=100, completion_tokens=10)
 
@@ -151,3 +152,17 @@ async def test_query_lets_go_of_its_session_when_the_program_stops_reading(tmp_p
         second = await collect("hello", options(tmp_path, server, resume=session_id))
     assert isinstance(second[-1], ResultMessage) and second[-1].result == "Hi again."
     assert second[-1].session_id == session_id
+
+
+async def test_leaving_the_client_mid_run_stops_the_run_and_lets_go_of_the_session(tmp_path: Path) -> None:
+    replies: list[ServerReply | Route] = [ServerReply(text="Too slow.", delay=30)]
+    with ScriptedOpenAIServer(router({"slow one": replies})) as server:
+        async with asyncio.timeout(20):  # only stops a hung test: leaving must not wait for the reply
+            async with Client(options(tmp_path, server)) as client:
+                await client.query("slow one")
+                while not any(first_user_text(body) == "slow one" for body in server.requests):  # noqa: ASYNC110
+                    await asyncio.sleep(0.01)  # the request is out: the run waits for its reply
+                session_id = client.session_id
+    with ScriptedOpenAIServer(router({"slow one": [ServerReply(text="Back.")]})) as server:
+        again = await collect("again", options(tmp_path, server, resume=session_id))
+    assert isinstance(again[-1], ResultMessage) and again[-1].result == "Back."

@@ -136,6 +136,9 @@ class Client:
         app, self._app = self._app, None
         if app is None:
             return
+        if self._conversation is not None:  # the run, its background agents and the title stop first
+            self._conversation.stop()
+            await self._conversation.wait()
         if self._runner is not None:
             self._runner.cancel()
             await asyncio.gather(self._runner, return_exceptions=True)
