@@ -1,8 +1,7 @@
 """The questions nestor's rules leave open, answered by ``permission_mode`` and a program's ``can_use_tool``.
 
-A question (:class:`~nestor.core.events.PermissionRequested`) is about the tool call the gate
-announced just before it (:class:`~nestor.core.events.PermissionAsked`, with no await between,
-as ``nestor acp`` reads them too), whose input its :class:`~nestor.core.events.ToolStarted` gave.
+A question is about the tool call the gate announced just before it (``nestor.app.question_tasks``,
+as ``nestor acp`` follows them too), whose input its :class:`~nestor.core.events.ToolStarted` gave.
 ``acceptEdits`` answers an edit inside the project itself (``nestor.app.permission_modes``); the
 rest goes to ``can_use_tool``, and without one is refused; a question only a person may answer (a
 write into a git dir) is never the callback's either. A yes/no question (a project's MCP server
@@ -15,11 +14,11 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 from nestor.app.permission_modes import ModeId, answers_itself
+from nestor.app.question_tasks import QuestionTasks
 from nestor.core.events import (
     Event,
     PermissionAsked,
     PermissionRequested,
-    PermissionWithdrawn,
     ToolStarted,
 )
 from nestor.sdk.types import CanUseTool, PermissionResultAllow, PermissionResultDeny, ToolPermissionContext
@@ -59,29 +58,17 @@ class PermissionAnswers:
         self._can_use_tool = can_use_tool
         self._mode: ModeId = mode
         self._inputs: dict[str, dict[str, Any]] = {}
-        self._asked: dict[str, PermissionAsked] = {}
-        self._waiting: dict[str, asyncio.Task[None]] = {}
+        self._questions = QuestionTasks()
 
     def handle(self, event: Event) -> None:
         """Follow the tool calls and permission questions of the tree (a bus handler)."""
-        match event:
-            case ToolStarted():
-                self._inputs[event.tool_call_id] = dict(event.args)
-            case PermissionAsked(decision=None):
-                self._asked[event.agent_id] = event
-            case PermissionRequested():
-                asked = self._asked.pop(event.agent_id, None)
-                task = asyncio.get_running_loop().create_task(
-                    self._answer(event, asked), name=f"sdk-permission-{event.request_id}"
-                )
-                self._waiting[event.request_id] = task
-                task.add_done_callback(lambda _done: self._waiting.pop(event.request_id, None))
-            case PermissionWithdrawn():
-                task = self._waiting.pop(event.request_id, None)
-                if task is not None:
-                    task.cancel()
-            case _:
-                return
+        if isinstance(event, ToolStarted):
+            self._inputs[event.tool_call_id] = dict(event.args)
+        question = self._questions.follow(event)
+        if question is not None:
+            asked_event, asked = question
+            name = f"sdk-permission-{asked_event.request_id}"
+            self._questions.answer_in_task(asked_event.request_id, self._answer(asked_event, asked), name)
 
     async def _answer(self, event: PermissionRequested, asked: PermissionAsked | None) -> None:
         request = event.request
@@ -151,6 +138,4 @@ class PermissionAnswers:
 
     def withdraw_all(self) -> None:
         """Stop every callback still deciding (the client disconnects)."""
-        for task in list(self._waiting.values()):
-            task.cancel()
-        self._waiting.clear()
+        self._questions.withdraw_all()
