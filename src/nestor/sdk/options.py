@@ -16,7 +16,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any, NoReturn, get_args
 
 from pydantic import ValidationError
 
@@ -152,7 +152,7 @@ def _check_values(options: AgentOptions) -> None:
             _invalid(name, rules, 'a list of rules such as ["Read", "Bash(git status:*)"]')
 
 
-def _invalid(option: str, value: object, expected: str) -> None:
+def _invalid(option: str, value: object, expected: str) -> NoReturn:
     raise ConfigError(f"AgentOptions.{option} is {value!r}; it must be {expected}", hint=_OPTIONS_HINT)
 
 
@@ -179,7 +179,7 @@ def _settings(base: Settings, options: AgentOptions) -> Settings:
             large = ModelConfig(model=options.model)
         except ValidationError:
             _invalid("model", options.model, "'provider:model', e.g. 'anthropic:claude-sonnet-4-5'")
-        update["models"] = base.models.model_copy(update={"large": large})  # pyright: ignore[reportPossiblyUnboundVariable]
+        update["models"] = base.models.model_copy(update={"large": large})
     if options.max_turns is not None:
         update["limits"] = base.limits.model_copy(update={"max_iterations": options.max_turns})
     if options.max_budget_usd is not None:
@@ -193,6 +193,13 @@ def _settings(base: Settings, options: AgentOptions) -> Settings:
         )
     if options.mcp_servers:
         update["mcp_servers"] = {**base.mcp_servers, **_mcp_servers(options.mcp_servers)}
+        # A server of the program's own that takes a project server's name is the program's: no approval.
+        kept = {
+            name: server
+            for name, server in base.project_mcp_servers.items()
+            if name not in options.mcp_servers
+        }
+        update["project_mcp_servers"] = kept
     if options.permission_mode == "bypassPermissions":
         update["yolo"] = True
     return base.model_copy(update=update)
