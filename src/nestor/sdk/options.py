@@ -51,6 +51,8 @@ class AgentOptions:
             None takes the configured large model.
         system_prompt: A string replaces the main agent's prompt; ``{"type": "preset", "preset":
             "nestor", "append": "..."}`` (``"claude_code"`` is read as ``"nestor"``) appends to it.
+            The main agent is then nestor's ``coder``, on a small model too (not ``coder-compact``),
+            as with bare ``disallowed_tools`` and ``plan``.
         allowed_tools: Allow rules: calls they cover run without asking (``Read``,
             ``Bash(git status:*)``, ``mcp__github__*``).
         disallowed_tools: Deny rules, which hold in every mode; a bare tool name also takes the
