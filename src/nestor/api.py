@@ -23,6 +23,12 @@ typical use::
   with a :data:`PermissionAnswer`), :class:`RunResult`, :class:`Session`, :class:`Usage`.
 - Events: the :data:`Event` union and its members, :data:`StopReason`.
 - Agents: :class:`AgentSpec` (what an agent file becomes).
+- The SDK, shaped as the Claude Agent SDK's (``nestor.sdk``, in process): :func:`query`,
+  :class:`Client`, :class:`AgentOptions`, :class:`AgentDefinition`; the messages
+  (:class:`AssistantMessage`, :class:`UserMessage`, :class:`SystemMessage`, :class:`ResultMessage`)
+  and their blocks (:class:`TextBlock`, :class:`ThinkingBlock`, :class:`ToolUseBlock`,
+  :class:`ToolResultBlock`); ``can_use_tool``'s :class:`ToolPermissionContext`,
+  :class:`PermissionResultAllow`, :class:`PermissionResultDeny`.
 - Errors: :class:`NestorError` (a one-line ``message`` and a ``hint``) and its subclasses.
 - Extending: the names of :mod:`nestor.extensions` (tools, hooks, search back ends).
 - Testing: scripted loopback servers that speak the OpenAI and Anthropic protocols
@@ -87,6 +93,27 @@ if TYPE_CHECKING:
     from nestor.core.usage import Usage
     from nestor.runtime.kernel.hooks import Hook, HookAction, Remind, RunState, Stop
     from nestor.runtime.kernel.setup import RunResult
+    from nestor.sdk.client import Client, query
+    from nestor.sdk.options import AgentOptions
+    from nestor.sdk.types import (
+        AgentDefinition,
+        AssistantMessage,
+        CanUseTool,
+        ContentBlock,
+        Message,
+        PermissionMode,
+        PermissionResult,
+        PermissionResultAllow,
+        PermissionResultDeny,
+        ResultMessage,
+        SystemMessage,
+        TextBlock,
+        ThinkingBlock,
+        ToolPermissionContext,
+        ToolResultBlock,
+        ToolUseBlock,
+        UserMessage,
+    )
     from nestor.store.sessions import Session
     from nestor.testing.anthropic_server import ScriptedAnthropicServer
     from nestor.testing.openai_server import ScriptedOpenAIServer, ServerReply, ServerToolCall, ServerUsage
@@ -148,6 +175,26 @@ _EXTENSIONS = [
     "Trait",
 ]
 
+_SDK = [
+    "AgentDefinition",
+    "AssistantMessage",
+    "CanUseTool",
+    "ContentBlock",
+    "Message",
+    "PermissionMode",
+    "PermissionResult",
+    "PermissionResultAllow",
+    "PermissionResultDeny",
+    "ResultMessage",
+    "SystemMessage",
+    "TextBlock",
+    "ThinkingBlock",
+    "ToolPermissionContext",
+    "ToolResultBlock",
+    "ToolUseBlock",
+    "UserMessage",
+]
+
 _HOMES: dict[str, str] = {
     "App": "nestor.app.root",
     "Conversation": "nestor.app.conversation",
@@ -169,24 +216,35 @@ _HOMES: dict[str, str] = {
         "nestor.testing.openai_server",
     ),
     "ScriptedModel": "nestor.testing.scripted_model",
+    "AgentOptions": "nestor.sdk.options",
+    "Client": "nestor.sdk.client",
+    "query": "nestor.sdk.client",
+    **dict.fromkeys(_SDK, "nestor.sdk.types"),
 }
 
 __all__ = [
+    "AgentDefinition",
     "AgentFileError",
     "AgentFinished",
+    "AgentOptions",
     "AgentSpec",
     "AgentStarted",
     "App",
+    "AssistantMessage",
     "BackgroundNotice",
+    "CanUseTool",
+    "Client",
     "Compacted",
     "CompactionStarted",
     "ConfigError",
+    "ContentBlock",
     "Conversation",
     "DelegationError",
     "ErrorEvent",
     "Event",
     "Hook",
     "HookAction",
+    "Message",
     "MissingCredentialsError",
     "ModelRequestError",
     "NestorError",
@@ -194,13 +252,18 @@ __all__ = [
     "PermissionAnswer",
     "PermissionAsked",
     "PermissionDeniedError",
+    "PermissionMode",
     "PermissionRequest",
     "PermissionRequested",
+    "PermissionResult",
+    "PermissionResultAllow",
+    "PermissionResultDeny",
     "PermissionWithdrawn",
     "PromptQueued",
     "ProviderError",
     "Remind",
     "RequestFinished",
+    "ResultMessage",
     "Retrying",
     "RunResult",
     "RunState",
@@ -220,7 +283,10 @@ __all__ = [
     "Stop",
     "StopReason",
     "StoreError",
+    "SystemMessage",
+    "TextBlock",
     "TextDelta",
+    "ThinkingBlock",
     "ThinkingDelta",
     "TodosUpdated",
     "Tool",
@@ -228,13 +294,18 @@ __all__ = [
     "ToolContext",
     "ToolError",
     "ToolFinished",
+    "ToolPermissionContext",
     "ToolResult",
+    "ToolResultBlock",
     "ToolStarted",
+    "ToolUseBlock",
     "Trait",
     "UnknownAgentError",
     "UnknownProviderError",
     "Usage",
+    "UserMessage",
     "load_settings",
+    "query",
 ]
 
 

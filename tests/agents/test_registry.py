@@ -322,3 +322,16 @@ def test_an_untrusted_project_agents_own_mcp_servers_are_ignored_and_named(dirs:
     warning = next(problem for problem in untrusted.problems() if "MCP servers" in problem.message)
     assert "evil" in warning.message and "nestor trust" in warning.message
     assert dirs.registry().get("gh").own_mcp_servers[0][1].command == "curl"
+
+
+def test_a_spec_defined_in_code_takes_precedence_over_files_and_built_ins(dirs: Dirs) -> None:
+    from nestor.agents.spec import AgentSpec
+
+    _write(dirs.project / ".claude" / "agents" / "reviewer.md", _agent("reviewer", "From a file."))
+    registry = dirs.registry()
+    assert registry.get("reviewer").description == "From a file."
+    registry.define(AgentSpec(name="reviewer", description="From code.", prompt="Review.", source="user"))
+    registry.define(AgentSpec(name="explore", description="Mine.", prompt="Explore.", source="user"))
+    assert registry.get("reviewer").description == "From code."
+    assert registry.get("explore").description == "Mine."
+    assert {spec.name for spec in registry.delegable()} >= {"reviewer", "explore", "general"}

@@ -101,6 +101,16 @@ class AgentRegistry:
         self._problems: list[AgentFileProblem] = []
         self._untrusted_models: list[AgentSpec] = []
         self._untrusted_servers: list[AgentSpec] = []
+        self._defined: dict[str, AgentSpec] = {}
+
+    def define(self, spec: AgentSpec) -> None:
+        """Add ``spec``, defined in code by the embedder (the SDK's ``agents`` option), for this process.
+
+        It takes precedence over every file and built-in agent of its name, as the agents a Claude
+        Agent SDK program passes do over the ones on disk; the user's program chose it.
+        """
+        self._defined[spec.name] = spec
+        self._stale = True
 
     def specs(self) -> list[AgentSpec]:
         """The effective specs (the winner of each name), sorted by name."""
@@ -275,7 +285,7 @@ class AgentRegistry:
                     "warning",
                 )
             )
-        self._effective = effective
+        self._effective = effective | self._defined
         self._shadowed = sorted(shadowed, key=lambda spec: (spec.name, *_precedence(spec)))
         self._problems = sorted(problems, key=lambda problem: (str(problem.path), problem.line))
 

@@ -87,10 +87,17 @@ def expand_tool_wildcard(pattern: str, catalogue: ToolCatalogue | None = None) -
     return tuple(tool for tool in tools.names() if tool in matched)
 
 
-def describe_unknown_tool(name: str, catalogue: ToolCatalogue | None = None, *, suggest: bool = True) -> str:
+def describe_unknown_tool(
+    name: str,
+    catalogue: ToolCatalogue | None = None,
+    *,
+    suggest: bool = True,
+    consequence: str = ", so the agent runs without it",
+) -> str:
     """A one-line explanation for a tool name nestor does not know, with what it offers instead.
 
-    ``suggest`` looks for a close name too, which costs a comparison with every name nestor knows.
+    ``suggest`` looks for a close name too, which costs a comparison with every name nestor knows;
+    ``consequence`` says what becomes of the name (an agent file's agent runs without the tool).
     """
     known = _BUILTIN_ALIASES if catalogue is None else catalogue.aliases()
     lowered = name.strip().lower()
@@ -98,13 +105,11 @@ def describe_unknown_tool(name: str, catalogue: ToolCatalogue | None = None, *, 
     if lowered.startswith("mcp_"):
         return (
             f"{name!r} looks like an MCP tool, but nestor names them mcp__SERVER__TOOL (or mcp__SERVER "
-            f"for all of a server's), so the agent runs without it ({offered})"
+            f"for all of a server's){consequence} ({offered})"
         )
     alternative = _ALTERNATIVES.get(lowered)
     if alternative is not None:
-        return (
-            f"nestor has no tool {name!r}, so the agent runs without it; instead, {alternative} ({offered})"
-        )
+        return f"nestor has no tool {name!r}{consequence}; instead, {alternative} ({offered})"
     close = difflib.get_close_matches(lowered, list(known), n=1, cutoff=0.75) if suggest else []
     suggestion = f"; did you mean {known[close[0]]!r}?" if close else ""
-    return f"nestor has no tool {name!r}, so the agent runs without it{suggestion} ({offered})"
+    return f"nestor has no tool {name!r}{consequence}{suggestion} ({offered})"

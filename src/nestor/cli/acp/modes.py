@@ -1,15 +1,14 @@
 """Session modes and configuration options an editor shows: how much nestor asks, and each role's model.
 
 The modes decide only the questions the permission rules leave to the user, never the rules or the
-sandbox: ``ask`` sends every question to the editor; ``accept_edits`` answers "allow once" to a
-question about changing a file inside the project; ``yolo`` to every question, as ``--yolo`` does.
-A deny rule still refuses, an ask rule still asks, in every mode, and so does a write into a git
-dir (which ``--yolo`` asks about too); ``bash`` still runs in the sandbox.
+sandbox (``nestor.app.permission_modes``, which the SDK's ``permission_mode`` shares): ``ask``
+sends every question to the editor; ``accept_edits`` answers "allow once" to a question about
+changing a file inside the project; ``yolo`` to every question, as ``--yolo`` does. A deny rule
+still refuses, an ask rule still asks, in every mode, and so does a write into a git dir (which
+``--yolo`` asks about too); ``bash`` still runs in the sandbox.
 """
 
 from __future__ import annotations
-
-from typing import Literal
 
 from acp.schema import (
     SessionConfigOptionSelect,
@@ -18,9 +17,8 @@ from acp.schema import (
     SessionModeState,
 )
 
-from nestor.core.permission import PermissionRequest
-
-ModeId = Literal["ask", "accept_edits", "yolo"]
+from nestor.app.permission_modes import ModeId as ModeId
+from nestor.app.permission_modes import answers_itself as answers_itself
 
 MODES: dict[ModeId, SessionMode] = {
     "ask": SessionMode(
@@ -51,25 +49,6 @@ def mode_state(current: ModeId) -> SessionModeState:
 def is_mode(value: str) -> bool:
     """True when ``value`` names one of the modes."""
     return value in MODES
-
-
-def answers_itself(mode: ModeId, request: PermissionRequest, rule: str | None, *, must_ask: bool) -> bool:
-    """True when ``mode`` answers "allow once" to this question without the editor.
-
-    Args:
-        mode: The session's mode.
-        request: What the call asks for.
-        rule: The ask rule that raised the question, if one did: then the user wrote down that
-            they want to be asked, and every mode asks.
-        must_ask: nestor asks this whatever allows it (a write into a git dir, where a hook or a
-            setting would run at the user's next git): every mode asks.
-
-    """
-    if rule is not None or must_ask:
-        return False
-    if mode == "yolo":
-        return True
-    return mode == "accept_edits" and request.action == "write" and not request.outside_project
 
 
 def config_options(

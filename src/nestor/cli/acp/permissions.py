@@ -20,10 +20,11 @@ from typing import TYPE_CHECKING, Any
 import acp
 from acp.schema import PermissionOption, ToolCallProgress, ToolCallUpdate
 
+from nestor.app.question_tasks import QuestionTasks
 from nestor.cli.acp.modes import ModeId, answers_itself
 from nestor.cli.acp.tool_calls import text_content
 from nestor.cli.formatting import suggested_rule
-from nestor.core.events import Event, PermissionAsked, PermissionRequested, PermissionWithdrawn
+from nestor.core.events import Event, PermissionRequested
 from nestor.core.permission import PERMISSION_CHOICES
 
 if TYPE_CHECKING:
@@ -94,41 +95,30 @@ class PermissionBridge:
         self._outbox = outbox
         self._mode = mode
         self._timeout_s = timeout_s
-        self._asked: dict[str, PermissionAsked] = {}
-        self._waiting: dict[str, asyncio.Task[None]] = {}
+        self._questions = QuestionTasks()
 
     def handle(self, event: Event) -> None:
         """Follow the permission events of the tree."""
-        match event:
-            case PermissionAsked(decision=None):
-                # The gate announces the call a question is about, then asks with no await between.
-                self._asked[event.agent_id] = event
-            case PermissionRequested():
-                asked = self._asked.pop(event.agent_id, None)
-                # A yes/no question approves a definition (a project's MCP server), not a call: no
-                # mode answers it, as --yolo and --trust approve no server either.
-                yes_no = "session" not in event.choices
-                rule = asked.rule if asked is not None else None
-                must_ask = asked is None or asked.must_ask  # unannounced: the editor's to answer
-                if not yes_no and answers_itself(self._mode(), event.request, rule, must_ask=must_ask):
-                    self._conversation.answer(event.request_id, "once")
-                    return
-                call_id = self._translator.call_id(event.agent_id, asked.tool_call_id) if asked else ""
-                self._waiting[event.request_id] = asyncio.get_running_loop().create_task(
-                    self._ask(event, call_id), name=f"acp-permission-{event.request_id}"
-                )
-            case PermissionWithdrawn():
-                task = self._waiting.pop(event.request_id, None)
-                if task is not None:
-                    task.cancel()
-            case _:
-                return
+        question = self._questions.follow(event)
+        if question is None:
+            return
+        event, asked = question
+        # A yes/no question approves a definition (a project's MCP server), not a call: no
+        # mode answers it, as --yolo and --trust approve no server either.
+        yes_no = "session" not in event.choices
+        rule = asked.rule if asked is not None else None
+        must_ask = asked is None or asked.must_ask  # unannounced: the editor's to answer
+        if not yes_no and answers_itself(self._mode(), event.request, rule, must_ask=must_ask):
+            self._conversation.answer(event.request_id, "once")
+            return
+        call_id = self._translator.call_id(event.agent_id, asked.tool_call_id) if asked else ""
+        self._questions.answer_in_task(
+            event.request_id, self._ask(event, call_id), name=f"acp-permission-{event.request_id}"
+        )
 
     def withdraw_all(self) -> None:
         """Stop waiting for the editor's answers (the prompt was cancelled, which refuses them)."""
-        for task in self._waiting.values():
-            task.cancel()
-        self._waiting.clear()
+        self._questions.withdraw_all()
 
     async def _ask(self, event: PermissionRequested, call_id: str) -> None:
         answer: PermissionAnswer = "deny"
@@ -144,8 +134,6 @@ class PermissionBridge:
             )
         except Exception as exc:  # the client failed to answer: a refusal, never an allow
             print(f"nestor: permission request failed ({exc}); it was refused", file=sys.stderr)
-        finally:
-            self._waiting.pop(event.request_id, None)
         self._conversation.answer(event.request_id, answer)
         if answer != "deny" and call_id:
             progress = ToolCallProgress(
