@@ -1,0 +1,177 @@
+"""Which hooks a process runs: the user's, the embedder's, and a project's the user approved.
+
+The user's own hooks (``[hooks]`` in ``config.toml``, ``~/.claude/settings.json``) run as they are.
+A project's (a trusted folder's ``nestor.toml``, ``.claude/settings.json``,
+``.claude/settings.local.json``; an untrusted folder's are never read) run only once the user
+approved each exact hook: an approval is stored by the hook's hash in the same store as MCP
+servers' (:class:`~nestor.store.approvals.Approvals`, kind ``hook``), so a changed hook is asked
+about again and ``nestor trust`` or ``--trust`` approve none. A hook not approved is skipped, and
+the run names the skipped hooks in one line; ``nestor hooks approve`` (or the REPL's question
+before it starts) approves them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from nestor.config.hooks import ConfiguredHook
+from nestor.config.settings import Settings
+from nestor.runtime.features.hook_events.agent_hook import AgentInfo, EventHook
+from nestor.runtime.features.hook_events.dispatcher import HookDispatcher
+from nestor.runtime.features.hook_events.outcome import HookOutcome
+from nestor.store.approvals import Approvals, ApprovalState
+from nestor.store.db import open_database
+from nestor.tools.catalogue import ToolCatalogue
+
+HookState = Literal["user", "approved", "changed", "new"]
+"""``user``: the user's own hook, which needs no approval; else a project hook's approval."""
+
+
+@dataclass(frozen=True, slots=True)
+class ListedHook:
+    """One configured hook and whether it runs (``nestor hooks list``)."""
+
+    hook: ConfiguredHook
+    state: HookState
+
+
+class HookApprovals:
+    """The configured hooks of a process, and the user's approvals of a project's.
+
+    Args:
+        settings: The settings (their :attr:`~nestor.config.settings.Settings.configured_hooks`).
+        approvals: Where approvals are stored.
+
+    """
+
+    def __init__(self, settings: Settings, approvals: Approvals) -> None:
+        self._hooks = settings.configured_hooks
+        self._approvals = approvals
+        self._root = Path(settings.project_root)
+
+    def listed(self) -> list[ListedHook]:
+        """Every configured hook, with its state.
+
+        Raises:
+            StoreError: The database failed.
+
+        """
+        return [ListedHook(hook, self.state(hook)) for hook in self._hooks]
+
+    def state(self, hook: ConfiguredHook) -> HookState:
+        """Whether ``hook`` runs: the user's own, approved, or not (changed since, or never).
+
+        Raises:
+            StoreError: The database failed.
+
+        """
+        if not hook.project:
+            return "user"
+        approval: ApprovalState = self._approvals.state("hook", self._root, hook.name, hook.digest)
+        return approval
+
+    def approve(self, hook: ConfiguredHook) -> None:
+        """Record the user's approval of ``hook`` as it is now.
+
+        Raises:
+            StoreError: The database failed.
+
+        """
+        self._approvals.approve("hook", self._root, hook.name, hook.digest)
+
+    def runnable(self) -> tuple[list[ConfiguredHook], list[ConfiguredHook]]:
+        """The hooks that run, and the project's that do not for want of approval.
+
+        Raises:
+            StoreError: The database failed.
+
+        """
+        run: list[ConfiguredHook] = []
+        skipped: list[ConfiguredHook] = []
+        for listed in self.listed():
+            (run if listed.state in ("user", "approved") else skipped).append(listed.hook)
+        return run, skipped
+
+
+def skipped_line(skipped: Sequence[ConfiguredHook]) -> str:
+    """The one line that names a project's hooks that did not run, and what to do."""
+    names = "; ".join(f"{hook.name}: {hook.command}" for hook in skipped[:5])
+    more = f" and {len(skipped) - 5} more" if len(skipped) > 5 else ""
+    return (
+        f"{len(skipped)} project hook{'s' if len(skipped) != 1 else ''} not approved, skipped: "
+        f"{names}{more}; `nestor hooks approve` shows and approves them"
+    )
+
+
+async def test_event(
+    dispatcher: HookDispatcher,
+    settings: Settings,
+    event: str,
+    *,
+    tool: str | None = None,
+    tool_input: dict[str, Any] | None = None,
+    catalogue: ToolCatalogue | None = None,
+) -> HookOutcome:
+    """Fire ``event`` once on a sample payload, as the main agent would (``nestor hooks test``)."""
+    from nestor.runtime.features.hook_events.payload import hook_tool_input
+
+    root = Path(settings.project_root)
+    names = (catalogue or ToolCatalogue()).hook_names
+    agent = AgentInfo("test-session", "test-session", "coder", None, 0, root)
+    fields: dict[str, Any] = {}
+    match: tuple[str, ...] = ()
+    if tool is not None:
+        fields = {"tool_name": tool, "tool_input": hook_tool_input(tool, tool_input or {}, root)}
+        match = names(tool)
+        if event == "PostToolUse":
+            fields["tool_response"] = {"content": "", "success": True}
+        elif event == "PostToolUseFailure":
+            fields["error"] = "sample failure"
+    elif event == "UserPromptSubmit":
+        fields["prompt"] = "sample prompt"
+    elif event in ("Stop", "SubagentStop"):
+        fields = {"stop_hook_active": False, "last_assistant_message": ""}
+    hook = EventHook(dispatcher, agent, names, notify=lambda _line: None)
+    payload = hook.payload(event, **fields)
+    if tool is not None:
+        payload["tool_use_id"] = "test-call"
+    return await dispatcher.fire(event, payload, match=match, tool_use_id=payload.get("tool_use_id"))
+
+
+@contextmanager
+def opened_hook_approvals(settings: Settings) -> Iterator[HookApprovals]:
+    """The configured hooks and the user's approvals, in the session database (closed after).
+
+    Raises:
+        StoreError: The database cannot be opened.
+
+    """
+    with open_database(settings.database_path) as database:
+        yield HookApprovals(settings, Approvals(database))
+
+
+def pending_hooks(settings: Settings) -> list[ListedHook]:
+    """The project's hooks not approved as they are now (never approved, or changed since).
+
+    Raises:
+        StoreError: The database fails.
+
+    """
+    with opened_hook_approvals(settings) as approvals:
+        return [listed for listed in approvals.listed() if listed.state in ("new", "changed")]
+
+
+def approve_hooks(settings: Settings, hooks: Sequence[ConfiguredHook]) -> None:
+    """Record the user's approval of each of ``hooks`` as it is now.
+
+    Raises:
+        StoreError: The database fails.
+
+    """
+    with opened_hook_approvals(settings) as approvals:
+        for hook in hooks:
+            approvals.approve(hook)
