@@ -12,14 +12,17 @@ before it starts) approves them.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from nestor.agents.registry import AgentRegistry, project_registry
 from nestor.config.hooks import ConfiguredHook
 from nestor.config.settings import Settings
+from nestor.core.errors import StoreError
 from nestor.runtime.features.hook_events.agent_hook import AgentInfo, EventHook
 from nestor.runtime.features.hook_events.dispatcher import HookDispatcher
 from nestor.runtime.features.hook_events.outcome import HookOutcome
@@ -45,22 +48,47 @@ class HookApprovals:
     Args:
         settings: The settings (their :attr:`~nestor.config.settings.Settings.configured_hooks`).
         approvals: Where approvals are stored.
+        agent_hooks: The agent files' own hooks (each for its agent alone).
+        notify: Names, in one line, an agent file's hook that did not run.
 
     """
 
-    def __init__(self, settings: Settings, approvals: Approvals) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        approvals: Approvals,
+        agent_hooks: Sequence[ConfiguredHook] = (),
+        *,
+        notify: Callable[[str], None] = lambda _line: None,
+    ) -> None:
         self._hooks = settings.configured_hooks
+        self._agent_hooks = tuple(agent_hooks)
         self._approvals = approvals
         self._root = Path(settings.project_root)
+        self._notify = notify
+        self._named: set[str] = set()
 
     def listed(self) -> list[ListedHook]:
-        """Every configured hook, with its state.
+        """Every configured hook and every agent file's, with its state.
 
         Raises:
             StoreError: The database failed.
 
         """
-        return [ListedHook(hook, self.state(hook)) for hook in self._hooks]
+        return [ListedHook(hook, self.state(hook)) for hook in (*self._hooks, *self._agent_hooks)]
+
+    def allows(self, hook: ConfiguredHook) -> bool:
+        """Whether an agent file's ``hook`` may run; one not approved is named once, in one line."""
+        try:
+            runs = self.state(hook) in ("user", "approved")
+        except StoreError as error:
+            runs, reason = False, error.message
+        else:
+            reason = ""
+        if not runs and hook.digest not in self._named:
+            self._named.add(hook.digest)
+            self._notify(f"hook {hook.name} did not run: {reason}" if reason else skipped_line([hook]))
+        return runs
 
     def state(self, hook: ConfiguredHook) -> HookState:
         """Whether ``hook`` runs: the user's own, approved, or not (changed since, or never).
@@ -92,8 +120,8 @@ class HookApprovals:
         """
         run: list[ConfiguredHook] = []
         skipped: list[ConfiguredHook] = []
-        for listed in self.listed():
-            (run if listed.state in ("user", "approved") else skipped).append(listed.hook)
+        for hook in self._hooks:
+            (run if self.state(hook) in ("user", "approved") else skipped).append(hook)
         return run, skipped
 
 
@@ -142,19 +170,30 @@ async def test_event(
     return await dispatcher.fire(event, payload, match=match, tool_use_id=payload.get("tool_use_id"))
 
 
+def agent_file_hooks(registry: AgentRegistry, settings: Settings) -> list[ConfiguredHook]:
+    """The agent files' own hooks: the user's files', and a trusted project's files' (to approve)."""
+    return [
+        hook
+        for spec in registry.specs()
+        for hook in spec.hooks
+        if settings.project_trusted or not hook.project
+    ]
+
+
 @contextmanager
-def opened_hook_approvals(settings: Settings) -> Iterator[HookApprovals]:
-    """The configured hooks and the user's approvals, in the session database (closed after).
+def opened_hook_approvals(settings: Settings, env: Mapping[str, str] = os.environ) -> Iterator[HookApprovals]:
+    """The configured hooks, the agent files', and the user's approvals (the database closed after).
 
     Raises:
         StoreError: The database cannot be opened.
 
     """
+    registry = project_registry(Path(settings.project_root), env, trusted=settings.project_trusted)
     with open_database(settings.database_path) as database:
-        yield HookApprovals(settings, Approvals(database))
+        yield HookApprovals(settings, Approvals(database), agent_file_hooks(registry, settings))
 
 
-def pending_hooks(settings: Settings) -> list[ListedHook]:
+def pending_hooks(settings: Settings) -> list[ListedHook]:  # the REPL's question, nestor hooks approve
     """The project's hooks not approved as they are now (never approved, or changed since).
 
     Raises:

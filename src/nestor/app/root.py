@@ -24,7 +24,7 @@ from nestor.app.checkpoints import (
     stored_session_checkpoints,
 )
 from nestor.app.conversation import Conversation, title_from_prompt
-from nestor.app.hook_setup import HookApprovals, ListedHook, skipped_line, test_event
+from nestor.app.hook_setup import HookApprovals, ListedHook, agent_file_hooks, skipped_line, test_event
 from nestor.app.lsp_info import LspManager, ServerStatus, language_servers
 from nestor.app.mcp_approvals import approval_asker
 from nestor.app.mcp_config import unconfigured_server_notices
@@ -97,6 +97,7 @@ class App:
     _mcp: McpServers | None = None
     _approvals: ServerApprovals | None = None
     _events: HookDispatcher | None = None
+    _hook_approvals: HookApprovals | None = None
     _main_agents: list[SessionAgent] = field(default_factory=list[SessionAgent])
     _factories: list[AgentFactory] = field(default_factory=list[AgentFactory])
     _held: list[str] = field(default_factory=list[str])
@@ -216,8 +217,13 @@ class App:
         return self._approvals
 
     def hook_approvals(self) -> HookApprovals:
-        """The configured hooks and the user's approvals of a project's (``nestor hooks``)."""
-        return HookApprovals(self.settings, Approvals(self.database))
+        """The configured hooks, the agent files', and the user's approvals of a project's."""
+        if self._hook_approvals is None:
+            agent_hooks = agent_file_hooks(self.agent_registry(), self.settings)
+            self._hook_approvals = HookApprovals(
+                self.settings, Approvals(self.database), agent_hooks, notify=self.notify
+            )
+        return self._hook_approvals
 
     def listed_hooks(self) -> list[ListedHook]:
         """Every configured hook, its source and whether it runs (``nestor hooks list``)."""
@@ -366,6 +372,7 @@ class App:
             notify=self.notify,
             checkpoints=recorder,
             events=self.hook_events(),
+            hook_allows=self.hook_approvals().allows,
         )
         self._factories.append(factory)
         self.tree = factory.tree

@@ -22,6 +22,7 @@ from nestor.agents.registry import AgentRegistry
 from nestor.agents.spec import AgentSpec
 from nestor.bus import EventBus
 from nestor.checkpoints.recorder import CheckpointRecorder
+from nestor.config.hooks import ConfiguredHook
 from nestor.config.paths import mcp_log_dir, scratch_dir
 from nestor.config.settings import ProjectServer, Settings
 from nestor.providers.build import BuiltModel
@@ -80,6 +81,7 @@ class AgentFactory:
         checkpoints: The tree's snapshots: every agent that can change files gets a hook that
             snapshots the project around its calls that can (None: no checkpoints).
         events: The hooks of Claude Code's events every agent fires (None: none).
+        hook_allows: Whether an agent file's own hook may run (a project's: once approved).
         tree: The tree of the agents this factory builds.
 
     """
@@ -105,6 +107,7 @@ class AgentFactory:
     subagent_hooks: Callable[[], Sequence[Hook]] | None = None
     checkpoints: CheckpointRecorder | None = None
     events: HookDispatcher | None = None
+    hook_allows: Callable[[ConfiguredHook], bool] = lambda hook: not hook.project
     tree: AgentTree = field(init=False)
     recipe: Recipe = field(init=False)
     _own_servers: dict[str, McpServers] = field(default_factory=dict[str, McpServers])
@@ -142,6 +145,7 @@ class AgentFactory:
             subagent_hooks=self.subagent_hooks,
             checkpoints=self.checkpoints,
             events=self.events,
+            hook_allows=self.hook_allows,
             notify=self.notify,
         )
 

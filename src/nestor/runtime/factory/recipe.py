@@ -21,6 +21,7 @@ from typing import Any, Protocol
 from nestor.agents.registry import AgentRegistry, builtin_spec
 from nestor.agents.spec import AgentSpec
 from nestor.checkpoints.recorder import CheckpointRecorder
+from nestor.config.hooks import ConfiguredHook
 from nestor.config.paths import scratch_dir
 from nestor.config.settings import Settings
 from nestor.core.errors import NestorError, ToolError
@@ -131,6 +132,7 @@ class Recipe:
         subagent_hooks: Makes an embedder's hooks for each sub-agent (None adds none).
         checkpoints: The tree's snapshots (None: no checkpoints).
         events: The user's and the embedder's hooks of Claude Code's events (None: none).
+        hook_allows: Whether an agent file's own hook may run (a project's: once approved).
         notify: Shows the user one line (what a hook says, a hook's error).
 
     """
@@ -151,6 +153,7 @@ class Recipe:
     subagent_hooks: Callable[[], Sequence[Hook]] | None = None
     checkpoints: CheckpointRecorder | None = None
     events: HookDispatcher | None = None
+    hook_allows: Callable[[ConfiguredHook], bool] = lambda hook: not hook.project
     notify: Callable[[str], None] = lambda _message: None
 
     @property
@@ -395,8 +398,20 @@ class Recipe:
     def _event_hooks(
         self, spec: AgentSpec, session_id: str, parent: SessionAgent | None, depth: int
     ) -> list[Hook]:
-        """The hooks of Claude Code's events, for the main agent and every sub-agent alike."""
-        if not self.events:
+        """The hooks of Claude Code's events, for the main agent and every sub-agent alike.
+
+        An agent file's own hooks join them for that agent alone: a project's file's only in a
+        trusted folder, once approved.
+        """
+        events = self.events or HookDispatcher()
+        own = [
+            hook
+            for hook in spec.hooks
+            if (self.settings.project_trusted or not hook.project) and self.hook_allows(hook)
+        ]
+        if own:
+            events = events.with_hooks(HookDispatcher.of(own, self.project_root))
+        if not events:
             return []
         root = session_id
         if parent is not None:
@@ -413,7 +428,7 @@ class Recipe:
             project_root=self.project_root,
             permission_mode="bypassPermissions" if self.settings.yolo else "default",
         )
-        return [EventHook(self.events, agent, self.catalogue.hook_names, self.notify)]
+        return [EventHook(events, agent, self.catalogue.hook_names, self.notify)]
 
     def tree_hooks(self, depth: int) -> list[Hook]:
         """Hooks every agent of the tree gets: the cost cap, and the delegation guard where allowed."""
