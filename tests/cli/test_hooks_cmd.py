@@ -99,7 +99,7 @@ def test_hooks_test_prints_what_each_hook_decided(tmp_path: Path) -> None:
         "command = \"grep -q 'rm -rf' && echo 'no rm' >&2 && exit 2; exit 0\" }]\n"
     )
     blocked = nestor(
-        ["hooks", "test", "PreToolUse", "--tool", "bash", "--input", '{"command": "rm -rf /"}'],
+        ["hooks", "test", "PreToolUse", "--tool", "Bash", "--input", '{"command": "rm -rf /"}'],
         cwd=project,
         env=env,
     )

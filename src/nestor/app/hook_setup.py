@@ -48,7 +48,7 @@ class HookApprovals:
     Args:
         settings: The settings (their :attr:`~nestor.config.settings.Settings.configured_hooks`).
         approvals: Where approvals are stored.
-        agent_hooks: The agent files' own hooks (each for its agent alone).
+        agent_hooks: Reads the agent files' own hooks (each for its agent alone), when listed.
         notify: Names, in one line, an agent file's hook that did not run.
 
     """
@@ -57,12 +57,12 @@ class HookApprovals:
         self,
         settings: Settings,
         approvals: Approvals,
-        agent_hooks: Sequence[ConfiguredHook] = (),
+        agent_hooks: Callable[[], Sequence[ConfiguredHook]] = tuple,
         *,
         notify: Callable[[str], None] = lambda _line: None,
     ) -> None:
         self._hooks = settings.configured_hooks
-        self._agent_hooks = tuple(agent_hooks)
+        self._agent_hooks = agent_hooks
         self._approvals = approvals
         self._root = Path(settings.project_root)
         self._notify = notify
@@ -75,7 +75,7 @@ class HookApprovals:
             StoreError: The database failed.
 
         """
-        return [ListedHook(hook, self.state(hook)) for hook in (*self._hooks, *self._agent_hooks)]
+        return [ListedHook(hook, self.state(hook)) for hook in (*self._hooks, *self._agent_hooks())]
 
     def allows(self, hook: ConfiguredHook) -> bool:
         """Whether an agent file's ``hook`` may run; one not approved is named once, in one line."""
@@ -148,7 +148,10 @@ async def test_event(
     from nestor.runtime.features.hook_events.payload import hook_tool_input
 
     root = Path(settings.project_root)
-    names = (catalogue or ToolCatalogue()).hook_names
+    catalogue = catalogue or ToolCatalogue()
+    names = catalogue.hook_names
+    if tool is not None and tool not in catalogue:  # a Claude Code name (Bash): the tool it names
+        tool = next((info.name for info in catalogue if info.hook_name == tool), tool)
     agent = AgentInfo("test-session", "test-session", "coder", None, 0, root)
     fields: dict[str, Any] = {}
     match: tuple[str, ...] = ()
@@ -190,7 +193,7 @@ def opened_hook_approvals(settings: Settings, env: Mapping[str, str] = os.enviro
     """
     registry = project_registry(Path(settings.project_root), env, trusted=settings.project_trusted)
     with open_database(settings.database_path) as database:
-        yield HookApprovals(settings, Approvals(database), agent_file_hooks(registry, settings))
+        yield HookApprovals(settings, Approvals(database), lambda: agent_file_hooks(registry, settings))
 
 
 def pending_hooks(settings: Settings) -> list[ListedHook]:  # the REPL's question, nestor hooks approve

@@ -219,9 +219,11 @@ class App:
     def hook_approvals(self) -> HookApprovals:
         """The configured hooks, the agent files', and the user's approvals of a project's."""
         if self._hook_approvals is None:
-            agent_hooks = agent_file_hooks(self.agent_registry(), self.settings)
             self._hook_approvals = HookApprovals(
-                self.settings, Approvals(self.database), agent_hooks, notify=self.notify
+                self.settings,
+                Approvals(self.database),
+                lambda: agent_file_hooks(self.agent_registry(), self.settings),  # read only when listed
+                notify=self.notify,
             )
         return self._hook_approvals
 

@@ -133,7 +133,7 @@ def ask_to_approve_hooks(settings: Settings, ask: Callable[[str], str]) -> None:
     from nestor.cli.mcp_cmd import answered_yes
 
     approved: list[ConfiguredHook] = []
-    for item in pending_hooks(settings) if settings.configured_hooks else ():
+    for item in pending_hooks(settings):
         hook = item.hook
         changed = ", changed since you approved it" if item.state == "changed" else ""
         question = (
