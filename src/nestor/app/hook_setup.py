@@ -156,8 +156,9 @@ async def test_event(
     fields: dict[str, Any] = {}
     match: tuple[str, ...] = ()
     if tool is not None:
-        fields = {"tool_name": tool, "tool_input": hook_tool_input(tool, tool_input or {}, root)}
         match = names(tool)
+        shown = hook_tool_input(tool, tool_input or {}, root)
+        fields = {"tool_name": match[-1], "nestor_tool_name": tool, "tool_input": shown}
         if event == "PostToolUse":
             fields["tool_response"] = {"content": "", "success": True}
         elif event == "PostToolUseFailure":

@@ -50,12 +50,13 @@ async def test_every_event_reaches_one_hook_from_the_main_agent_and_its_sub_agen
     prompts = [(e["depth"], e["prompt"]) for e in events if e["hook_event_name"] == "UserPromptSubmit"]
     assert prompts == [(0, "what is in a.txt?"), (1, "read a.txt")]  # a sub-agent's task prompt too
     assert by_name["SessionStart"]["source"] == "startup" and by_name["SessionStart"]["depth"] == 0
-    task_call = next(e for e in events if e["hook_event_name"] == "PreToolUse" and e["tool_name"] == "task")
+    task_call = next(e for e in events if e["hook_event_name"] == "PreToolUse" and e["tool_name"] == "Task")
     assert task_call["agent_id"] == main_id and task_call["tool_input"]["subagent_type"] == "explore"
     child = by_name["SubagentStart"]
     assert child["agent_type"] == "explore" and child["parent_agent_id"] == main_id and child["depth"] == 1
     assert child["session_id"] == main_id  # one session id for the whole tree, as Claude Code's
-    read = next(e for e in events if e["hook_event_name"] == "PostToolUse" and e["tool_name"] == "view")
+    read = next(e for e in events if e["hook_event_name"] == "PostToolUse" and e["tool_name"] == "Read")
+    assert read["nestor_tool_name"] == "view"
     assert read["agent_id"] == child["agent_id"] and read["agent_type"] == "explore"
     assert read["tool_input"]["file_path"] == str(project.folder / "a.txt")
     assert "hello" in read["tool_response"]["content"] and read["tool_use_id"]
@@ -287,3 +288,88 @@ async def test_pre_and_post_compact_hooks_see_a_manual_compaction_and_a_block_sk
         finally:
             await app.aclose()
     assert "compaction skipped by a hook: not now" in notices
+
+
+BASH_VALIDATOR = """#!/usr/bin/env python3
+import json
+import re
+import sys
+
+VALIDATION_RULES = [
+    (r"\\bgrep\\b(?!.*\\|)", "Use 'rg' (ripgrep) instead of 'grep' for better performance and features"),
+]
+
+input_data = json.load(sys.stdin)
+tool_name = input_data.get("tool_name", "")
+if tool_name != "Bash":
+    sys.exit(0)
+command = input_data.get("tool_input", {}).get("command", "")
+issues = [message for pattern, message in VALIDATION_RULES if re.search(pattern, command)]
+if issues:
+    for message in issues:
+        print(f"• {message}", file=sys.stderr)
+    sys.exit(2)
+"""
+VALIDATOR_COMMAND = '"$CLAUDE_PROJECT_DIR"/.claude/hooks/bash_command_validator.py'
+FORMAT_COMMAND = "jq -r '.tool_input.file_path' | xargs sed -i 's/  */ /g'"
+PROTECT = (
+    'python3 -c "import json, sys; data=json.load(sys.stdin); '
+    "path=data.get('tool_input', {}).get('file_path', ''); "
+    "sys.exit(2 if any(p in path for p in ['.env', 'package-lock.json', '.git/']) else 0)\""
+)
+
+
+async def test_claude_codes_guide_examples_work_unchanged_in_an_approved_project(tmp_path: Path) -> None:
+    import json
+
+    from nestor.api import App, ScriptedOpenAIServer
+
+    project = Project(tmp_path)
+    hooks_dir = project.folder / ".claude" / "hooks"
+    script(hooks_dir, "bash_command_validator.py", BASH_VALIDATOR)
+    settings = {
+        "hooks": {
+            "PreToolUse": [
+                {
+                    "matcher": "Bash",
+                    "hooks": [{"type": "command", "command": VALIDATOR_COMMAND}],
+                },
+                {"matcher": "Edit|MultiEdit|Write", "hooks": [{"type": "command", "command": PROTECT}]},
+            ],
+            "PostToolUse": [
+                {
+                    "matcher": "Edit|MultiEdit|Write",
+                    "hooks": [{"type": "command", "command": FORMAT_COMMAND}],
+                }
+            ],
+        }
+    }
+    (project.folder / ".claude" / "settings.json").write_text(json.dumps(settings), encoding="utf-8")
+    with ScriptedOpenAIServer([]) as server:
+        app = App.open(project.settings(server.base_url))
+        try:
+            for listed in app.listed_hooks():
+                app.hook_approvals().approve(listed.hook)
+        finally:
+            app.close()
+    task = {"description": "edit", "prompt": "tidy", "subagent_type": "general"}
+    outcome, requests = await project.run(
+        [
+            ServerReply(tool_calls=(ServerToolCall("bash", {"command": "grep -r TODO ."}),)),
+            ServerReply(tool_calls=(ServerToolCall("task", task),)),
+            ServerReply(
+                tool_calls=(
+                    ServerToolCall("write", {"path": ".env", "content": "KEY=stolen"}),
+                    ServerToolCall("write", {"path": "notes.txt", "content": "a    b\n"}),
+                )
+            ),
+            ServerReply(text="tidied"),
+            ServerReply(text="done"),
+        ],
+        yolo=True,
+    )
+    assert outcome.text == "done"
+    assert "Use 'rg' (ripgrep) instead of 'grep'" in tool_results(requests[1])[0]
+    protected, _written = tool_results(requests[3])  # the sub-agent's calls
+    assert protected.startswith("Blocked by a hook") and not (project.folder / ".env").exists()
+    assert (project.folder / "notes.txt").read_text(encoding="utf-8") == "a b\n"  # formatted after the write

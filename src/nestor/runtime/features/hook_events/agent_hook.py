@@ -172,23 +172,22 @@ class EventHook(Hook):
     # -- tools -------------------------------------------------------------------------------
 
     def _input(self, call: ToolCallPart) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The call's arguments, and its fields as hooks get them (see ``payload.py``)."""
         try:
             args = call.args_as_dict()
         except ValueError:
             args = {}
-        return args, hook_tool_input(call.tool_name, args, self.agent.project_root)
+        shown = hook_tool_input(call.tool_name, args, self.agent.project_root)
+        names = self._hook_names(call.tool_name)
+        return args, {"tool_name": names[-1], "nestor_tool_name": call.tool_name, "tool_input": shown}
 
     async def before_tool_call(self, state: RunState, call: ToolCallPart) -> str | ToolCallChange | None:
         """PreToolUse: a deny refuses the call, ``updatedInput`` rewrites it, allow or ask settles it."""
         if not self.dispatcher.has("PreToolUse"):
             return None
-        args, shown = self._input(call)
+        args, fields = self._input(call)
         outcome = await self.fire(
-            "PreToolUse",
-            match=self._hook_names(call.tool_name),
-            tool_use_id=call.tool_call_id,
-            tool_name=call.tool_name,
-            tool_input=shown,
+            "PreToolUse", match=self._hook_names(call.tool_name), tool_use_id=call.tool_call_id, **fields
         )
         reason = "; ".join(outcome.permission_reasons) or outcome.reason
         if outcome.permission == "deny" or outcome.blocked:
@@ -205,13 +204,9 @@ class EventHook(Hook):
         """PermissionRequest: a hook's ``decision.behavior`` answers instead of the user."""
         if not self.dispatcher.has("PermissionRequest"):
             return None
-        _args, shown = self._input(call)
+        _args, fields = self._input(call)
         outcome = await self.fire(
-            "PermissionRequest",
-            match=self._hook_names(call.tool_name),
-            tool_name=call.tool_name,
-            tool_input=shown,
-            permission_suggestions=[],
+            "PermissionRequest", match=self._hook_names(call.tool_name), permission_suggestions=[], **fields
         )
         return outcome.behavior
 
@@ -237,10 +232,9 @@ class EventHook(Hook):
             return result
         if not self.dispatcher.has(event) or not isinstance(result.content, str):
             return result
-        _args, shown = self._input(call)
-        fields: dict[str, Any] = {"tool_name": call.tool_name, "tool_input": shown}
+        _args, fields = self._input(call)
         if event == "PostToolUse":
-            fields["tool_response"] = tool_response(shown, result.content, success=True)
+            fields["tool_response"] = tool_response(fields["tool_input"], result.content, success=True)
         else:
             fields["error"] = result.content
         outcome = await self.fire(

@@ -1,5 +1,9 @@
 """A tool call as hooks see it: Claude Code's field names where nestor's differ, and back.
 
+``tool_name`` is Claude Code's name of the tool where it has one (``Bash``, ``Read``: hooks written
+for Claude Code test it), else nestor's (``mcp__server__tool`` in both); ``nestor_tool_name`` is
+always nestor's (``bash``, ``view``).
+
 ``tool_input`` carries the call's arguments, with these fields renamed to Claude Code's: a file
 tool's ``path`` (``view``, ``edit``, ``write``: Read, Edit, Write) is ``file_path``, made absolute
 as Claude Code gives it; ``grep``'s ``include`` is ``glob``. Every other field keeps nestor's name
