@@ -142,7 +142,8 @@ class App:
             ValueError: ``hooks`` names an event nestor does not fire.
 
         """
-        check_events(hooks or {})
+        if hooks:
+            check_events(hooks)
         database = open_database(settings.database_path)
         return cls(
             settings=settings,
@@ -231,12 +232,12 @@ class App:
         """Every configured hook, its source and whether it runs (``nestor hooks list``)."""
         return self.hook_approvals().listed()
 
-    def hook_events(self) -> HookDispatcher:
-        """The hooks every agent fires: the user's, the approved project's, the embedder's.
+    def hook_events(self) -> HookDispatcher | None:
+        """The hooks every agent fires: the user's, the approved project's, the embedder's; None without any.
 
         Built once; a project's hooks not approved are named in one line then.
         """
-        if self._events is None:
+        if self._events is None and (self.settings.configured_hooks or self.hooks):
             run, skipped = self.hook_approvals().runnable()
             if skipped:
                 self.notify(skipped_line(skipped))
@@ -248,7 +249,7 @@ class App:
     ) -> list[tuple[str, dict[str, Any]]]:
         """Fire ``event`` on a sample payload (``nestor hooks test``): what each hook that ran answered."""
         outcome = await test_event(
-            self.hook_events(),
+            self.hook_events() or HookDispatcher(),
             self.settings,
             event,
             tool=tool,
@@ -374,7 +375,7 @@ class App:
             notify=self.notify,
             checkpoints=recorder,
             events=self.hook_events(),
-            hook_allows=self.hook_approvals().allows,
+            hook_allows=lambda hook: self.hook_approvals().allows(hook),
         )
         self._factories.append(factory)
         self.tree = factory.tree

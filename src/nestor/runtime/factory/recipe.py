@@ -403,15 +403,15 @@ class Recipe:
         An agent file's own hooks join them for that agent alone: a project's file's only in a
         trusted folder, once approved.
         """
-        events = self.events or HookDispatcher()
+        events = self.events
         own = [
             hook
             for hook in spec.hooks
             if (self.settings.project_trusted or not hook.project) and self.hook_allows(hook)
         ]
         if own:
-            events = events.with_hooks(HookDispatcher.of(own, self.project_root))
-        if not events:
+            events = (events or HookDispatcher()).with_hooks(HookDispatcher.of(own, self.project_root))
+        if events is None:
             return []
         root = session_id
         if parent is not None:

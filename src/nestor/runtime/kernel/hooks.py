@@ -35,6 +35,7 @@ from pydantic_ai.messages import ToolCallPart, ToolReturnPart
 
 from nestor.core.events import StopReason as StopReason  # hooks and the tree name a stop by it
 from nestor.core.permission import PermissionRequest
+from nestor.core.prompts import UserPrompt
 from nestor.core.usage import Usage
 
 if TYPE_CHECKING:
@@ -102,7 +103,7 @@ class ToolCallChange:
 class Hook:
     """Base class of hooks; every method is a no-op until overridden."""
 
-    async def before_run(self, state: RunState, prompt: str | None) -> HookAction:
+    async def before_run(self, state: RunState, prompt: UserPrompt | None) -> HookAction:
         """Called when a run starts on ``prompt`` (None: queued notices alone), before it is stored.
 
         :class:`Stop` drops the prompt and ends the run; :class:`Remind` adds its text to the prompt.

@@ -209,7 +209,7 @@ class SessionAgent:
             self.append(unanswered)
         # Prompts left queued by a run that did not complete go first, in the order they came.
         prompts = self._take_queue() + ([UserPromptPart(prompt)] if prompt is not None else [])
-        started = await self._before_run(state, _prompt_text(prompts) if prompt is not None else None)
+        started = await self._before_run(state, prompt)
         if isinstance(started, Stop):  # a hook dropped the prompt: nothing is stored, nothing asked
             return await finish_run(self, self._hooks, state, (started.reason, started.message), None)
         if started is not None:
@@ -322,7 +322,7 @@ class SessionAgent:
             return None
         return await self._requests.final_turn(state, self._request_parameters, "\n\n".join(prompts))
 
-    async def _before_run(self, state: RunState, prompt: str | None) -> Stop | Remind | None:
+    async def _before_run(self, state: RunState, prompt: UserPrompt | None) -> Stop | Remind | None:
         """The hooks' ``before_run``: the first stop, or their reminders joined."""
         reminders: list[str] = []
         for hook in self._hooks:

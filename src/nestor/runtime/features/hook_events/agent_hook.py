@@ -29,6 +29,7 @@ from typing import Any, Literal
 from pydantic_ai.messages import ToolCallPart, ToolReturnPart
 
 from nestor.core.permission import PermissionRequest
+from nestor.core.prompts import UserPrompt, prompt_text
 from nestor.runtime.features.hook_events.dispatcher import HookDispatcher
 from nestor.runtime.features.hook_events.outcome import HookOutcome
 from nestor.runtime.features.hook_events.payload import hook_tool_input, tool_args, tool_response
@@ -122,7 +123,7 @@ class EventHook(Hook):
 
     # -- runs --------------------------------------------------------------------------------
 
-    async def before_run(self, state: RunState, prompt: str | None) -> HookAction:
+    async def before_run(self, state: RunState, prompt: UserPrompt | None) -> HookAction:
         """SessionStart or SubagentStart, then UserPromptSubmit: context for the prompt, or a stop."""
         self._pending_stop = None
         contexts: list[str] = []
@@ -133,7 +134,7 @@ class EventHook(Hook):
             contexts += started.contexts
         self._started = True
         if prompt is not None:
-            submitted = await self.fire("UserPromptSubmit", prompt=prompt)
+            submitted = await self.fire("UserPromptSubmit", prompt=prompt_text(prompt, name_files=True))
             if submitted.blocked:
                 self._notify(f"prompt blocked by a hook: {submitted.reason or 'no reason given'}")
                 return Stop(
