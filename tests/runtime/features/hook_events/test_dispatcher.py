@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -194,3 +195,19 @@ async def test_permission_request_hooks_answer_and_notification_hooks_hear_the_q
     notified = project.events()
     assert [event["notification_type"] for event in notified] == ["permission_prompt"]
     assert "touch b.txt" in notified[0]["message"]
+
+
+async def test_hooks_answer_in_the_order_configured_and_the_older_approve_is_an_allow(tmp_path: Path) -> None:
+    def rewrite(command: str) -> str:
+        answer = json.dumps({"hookSpecificOutput": {"updatedInput": {"command": command}}})
+        return f"cat >/dev/null; echo '{answer}'"
+
+    hooks = [_hook("PreToolUse", rewrite("first")), _hook("PreToolUse", rewrite("second"))]
+    hooks.append(_hook("PreToolUse", """cat >/dev/null; echo '{"decision": "approve", "reason": "fine"}'"""))
+    outcome = await HookDispatcher.of(hooks, tmp_path).fire("PreToolUse", {})
+    answers = [
+        answer.get("hookSpecificOutput", {}).get("updatedInput") for _label, answer in outcome.decisions
+    ]
+    assert answers == [{"command": "first"}, {"command": "second"}, None]
+    assert outcome.updated_input == {"command": "second"}
+    assert (outcome.permission, outcome.permission_reasons) == ("allow", ["fine"])

@@ -91,10 +91,13 @@ class HookDispatcher:
         cls, configured: Iterable[ConfiguredHook], project_root: Path, callbacks: HookMatchers | None = None
     ) -> HookDispatcher:
         """Shell hooks (each its own matcher, with its time-out) followed by in-process ``callbacks``."""
-        dispatcher = cls(callbacks)
+        shell: dict[str, list[HookMatcher]] = {}
         for hook in configured:
             group = HookMatcher(hook.matcher, [CommandHook(hook, project_root)], hook.timeout_s)
-            dispatcher._hooks.setdefault(hook.event, []).insert(0, group)
+            shell.setdefault(hook.event, []).append(group)
+        dispatcher = cls(callbacks)
+        for event, groups in shell.items():
+            dispatcher._hooks[event] = [*groups, *dispatcher._hooks.get(event, ())]
         return dispatcher
 
     def with_hooks(self, more: HookDispatcher) -> HookDispatcher:

@@ -77,6 +77,8 @@ class HookOutcome:
         if answer.get("decision") == "block":
             self.blocked = True
             self.reasons.append(_text(answer.get("reason")))
+        elif answer.get("decision") == "approve":  # PreToolUse's older spelling of an allow
+            self._permit("allow", answer.get("reason"))
         specific: Any = answer.get("hookSpecificOutput")
         if isinstance(specific, Mapping):
             self._add_specific(specific)  # pyright: ignore[reportUnknownArgumentType]
@@ -86,10 +88,7 @@ class HookOutcome:
             self.contexts.append(context)
         decision = specific.get("permissionDecision")
         if decision in _RANK:
-            if self.permission is None or _RANK[decision] > _RANK[self.permission]:
-                self.permission = decision
-            if reason := _text(specific.get("permissionDecisionReason")):
-                self.permission_reasons.append(reason)
+            self._permit(decision, specific.get("permissionDecisionReason"))
         updated: Any = specific.get("updatedInput")
         if isinstance(updated, dict):
             self.updated_input = updated  # pyright: ignore[reportUnknownMemberType]
@@ -103,6 +102,13 @@ class HookOutcome:
                 changed: Any = request.get("updatedInput")  # pyright: ignore[reportUnknownMemberType]
                 if behavior == "allow" and isinstance(changed, dict):
                     self.updated_input = changed  # pyright: ignore[reportUnknownMemberType]
+
+    def _permit(self, decision: PermissionDecision, reason: object) -> None:
+        """Keep the strongest permission decision (deny over ask over allow) and every reason."""
+        if self.permission is None or _RANK[decision] > _RANK[self.permission]:
+            self.permission = decision
+        if text := _text(reason):
+            self.permission_reasons.append(text)
 
     def add_error(self, label: str, message: str) -> None:
         """A hook that failed (an exit code but 0 and 2, a time-out, an exception): shown, not blocking."""
