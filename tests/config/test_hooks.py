@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from nestor.config.hooks import read_claude_settings_hooks
 from nestor.config.loading import load_settings
 from nestor.core.errors import ConfigError
 
@@ -97,3 +98,13 @@ def test_a_bad_hook_in_a_trusted_project_is_one_line_naming_its_file_and_key(
     (project / ".claude" / "settings.json").write_text("{not json")
     with pytest.raises(ConfigError, match=r"settings\.json:1: invalid JSON"):
         _settings(tmp_path, trusted=True)
+
+
+def test_the_readmes_claude_code_example_reads_as_written(tmp_path: Path) -> None:
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    block = readme.split("## Hooks", 1)[1].split("```json", 1)[1].split("```", 1)[0]
+    path = tmp_path / "settings.json"
+    path.write_text(block, encoding="utf-8")
+    table = read_claude_settings_hooks(path)
+    assert table is not None and set(table) == {"PreToolUse", "PostToolUse", "Notification"}
+    assert [group.matcher for group in table["PreToolUse"]] == ["Bash", "Edit|Write"]
