@@ -31,6 +31,10 @@ typical use::
   :class:`PermissionResultAllow`, :class:`PermissionResultDeny`.
 - Errors: :class:`NestorError` (a one-line ``message`` and a ``hint``) and its subclasses.
 - Extending: the names of :mod:`nestor.extensions` (tools, hooks, search back ends).
+- Hooks of Claude Code's events in process, as the Claude Agent SDK has them: :class:`HookMatcher`
+  groups :data:`HookCallback` functions (``async (input, tool_use_id, context: HookContext) ->
+  dict``, the same JSON a shell hook reads on stdin and writes on stdout) per :data:`HookEvent`,
+  passed as ``App.open(settings, hooks={"PreToolUse": [HookMatcher("Bash", [check])]})``.
 - Testing: scripted loopback servers that speak the OpenAI and Anthropic protocols
   (:class:`ScriptedOpenAIServer` with :class:`ServerReply`, :class:`ServerToolCall`,
   :class:`ServerUsage`; :class:`ScriptedAnthropicServer`) and :class:`ScriptedModel`;
@@ -49,6 +53,7 @@ if TYPE_CHECKING:
     from nestor.agents.spec import AgentSpec
     from nestor.app.conversation import Conversation, Outcome
     from nestor.app.root import App
+    from nestor.config.hooks import HookEvent
     from nestor.config.loading import load_settings
     from nestor.config.settings import Settings
     from nestor.core.errors import (
@@ -91,6 +96,7 @@ if TYPE_CHECKING:
     )
     from nestor.core.permission import PermissionAnswer, PermissionRequest
     from nestor.core.usage import Usage
+    from nestor.runtime.features.hook_events.dispatcher import HookCallback, HookContext, HookMatcher
     from nestor.runtime.kernel.hooks import Hook, HookAction, Remind, RunState, Stop
     from nestor.runtime.kernel.setup import RunResult
     from nestor.sdk.client import Client, query
@@ -207,6 +213,10 @@ _HOMES: dict[str, str] = {
     "PermissionAnswer": "nestor.core.permission",
     "PermissionRequest": "nestor.core.permission",
     "AgentSpec": "nestor.agents.spec",
+    "HookEvent": "nestor.config.hooks",
+    **dict.fromkeys(
+        ["HookCallback", "HookContext", "HookMatcher"], "nestor.runtime.features.hook_events.dispatcher"
+    ),
     **dict.fromkeys(_ERRORS, "nestor.core.errors"),
     **dict.fromkeys(_EVENTS, "nestor.core.events"),
     **dict.fromkeys(_EXTENSIONS, "nestor.extensions"),
@@ -244,6 +254,10 @@ __all__ = [
     "Event",
     "Hook",
     "HookAction",
+    "HookCallback",
+    "HookContext",
+    "HookEvent",
+    "HookMatcher",
     "Message",
     "MissingCredentialsError",
     "ModelRequestError",

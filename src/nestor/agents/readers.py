@@ -24,6 +24,7 @@ from nestor.agents.fields import (
     plain_model,
 )
 from nestor.agents.frontmatter import FrontMatter, parse_front_matter
+from nestor.agents.hook_fields import hook_fields
 from nestor.agents.mcp_fields import mcp_fields
 from nestor.agents.readers_foreign import (
     CODEALLY_KEYS,
@@ -81,6 +82,7 @@ NESTOR_KEYS = (
     "project_instructions",
     "permission",
     "mcp_servers",
+    "hooks",
 )
 """Every key of nestor's agent format."""
 
@@ -95,8 +97,9 @@ _CLAUDE_KEYS = (
     "background",
     "color",
     "mcpServers",
+    "hooks",
 )
-_CLAUDE_UNSUPPORTED = ("permissionMode", "hooks", "memory", "isolation", "effort")
+_CLAUDE_UNSUPPORTED = ("permissionMode", "memory", "isolation", "effort")
 _OPENCODE_KEYS = (
     "description",
     "mode",
@@ -146,6 +149,7 @@ def read_nestor(fields: Fields) -> ReadResult:
         project_instructions=fields.boolean("project_instructions") is not False,
         permission=_nestor_permission(fields),
         **mcp_fields(fields, "mcp_servers"),
+        **hook_fields(fields),
     )
 
 
@@ -188,6 +192,7 @@ def read_claude(fields: Fields) -> ReadResult:
         background=bool(fields.boolean("background")),
         color=fields.string("color"),
         **mcp_fields(fields, "mcpServers"),
+        **hook_fields(fields),
     )
 
 

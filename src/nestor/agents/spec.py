@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, TypeAlias
 
+from nestor.config.hooks import ConfiguredHook
 from nestor.config.sections import McpServerConfig
 from nestor.tools.catalogue import ToolCatalogue
 from nestor.tools.mcp.names import entry_covers, is_mcp_name, server_of
@@ -62,6 +63,8 @@ class AgentSpec:
             tools (``mcp__github__get_issue``), which are then the only ones (see :meth:`wants`).
         own_mcp_servers: MCP servers the file defines (name, config): started for the agent,
             stopped when it ends, never its parent's.
+        hooks: The file's own hooks (Claude Code's ``hooks`` front matter), for this agent alone;
+            a project's file's run only in a trusted folder, once approved.
         source: Where it came from: built-in, the user's directories or the project's.
         ecosystem: The file format: ``nestor``, ``claude``, ``opencode``, ``gemini``, ``emdash``,
             ``codeally``, ``mini-cc`` or ``deepagents``.
@@ -91,6 +94,7 @@ class AgentSpec:
     permission: tuple[PermissionRuleSpec, ...] = ()
     mcp_servers: tuple[str, ...] = ()
     own_mcp_servers: tuple[tuple[str, McpServerConfig], ...] = field(default=(), compare=False)
+    hooks: tuple[ConfiguredHook, ...] = field(default=(), compare=False)
     source: AgentSource = "builtin"
     ecosystem: str = "nestor"
     path: Path | None = field(default=None, compare=False)

@@ -14,6 +14,7 @@ import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from nestor.agents.registry import AgentRegistry, project_registry
 from nestor.app.checkpoints import (
@@ -23,6 +24,7 @@ from nestor.app.checkpoints import (
     stored_session_checkpoints,
 )
 from nestor.app.conversation import Conversation, title_from_prompt
+from nestor.app.hook_setup import HookApprovals, ListedHook, agent_file_hooks, skipped_line, test_event
 from nestor.app.lsp_info import LspManager, ServerStatus, language_servers
 from nestor.app.mcp_approvals import approval_asker
 from nestor.app.mcp_config import unconfigured_server_notices
@@ -34,6 +36,8 @@ from nestor.core.errors import NestorError, SessionNotFoundError
 from nestor.providers.models import ModelBuilder
 from nestor.runtime.factory.agents import AgentFactory
 from nestor.runtime.factory.tools import ToolBuilder
+from nestor.runtime.features.hook_events.agent_hook import EventHook
+from nestor.runtime.features.hook_events.dispatcher import HookDispatcher, HookMatchers, check_events
 from nestor.runtime.features.titles import TitleWriter
 from nestor.runtime.kernel.coordinator import Coordinator
 from nestor.runtime.kernel.hooks import Hook
@@ -69,6 +73,8 @@ class App:
         lsp: The project's language servers (none runs until a tool touches a file of its language).
         editor_files: The editor this process serves (``nestor acp``), whose files ``view``,
             ``edit`` and ``write`` read and write; None uses the disk.
+        hooks: An embedder's in-process hooks of Claude Code's events, by event name (the Claude
+            Agent SDK's ``hooks`` option), run beside the configured shell hooks by every agent.
 
     """
 
@@ -83,12 +89,16 @@ class App:
     tree: AgentTree | None = None
     catalogue: ToolCatalogue = field(default_factory=ToolCatalogue)
     editor_files: EditorFiles | None = None
+    hooks: HookMatchers | None = None
     models: ModelBuilder = field(init=False)
     tools: ToolBuilder = field(init=False)
     lsp: LspManager = field(init=False)
     _registry: AgentRegistry | None = None
     _mcp: McpServers | None = None
     _approvals: ServerApprovals | None = None
+    _events: HookDispatcher | None = None
+    _hook_approvals: HookApprovals | None = None
+    _main_agents: list[SessionAgent] = field(default_factory=list[SessionAgent])
     _factories: list[AgentFactory] = field(default_factory=list[AgentFactory])
     _held: list[str] = field(default_factory=list[str])
     _created: set[str] = field(default_factory=set[str])  # new sessions: not kept if left unused
@@ -116,8 +126,24 @@ class App:
         *,
         notify: Callable[[str], None] | None = None,
         editor_files: EditorFiles | None = None,
+        hooks: HookMatchers | None = None,
     ) -> App:
-        """Open the database named by ``settings`` (creating it on first use)."""
+        """Open the database named by ``settings`` (creating it on first use).
+
+        Args:
+            settings: The settings.
+            notify: Shows the user a one-line notice.
+            editor_files: The editor whose files the file tools use (``nestor acp``).
+            hooks: In-process hooks by event name: ``{"PreToolUse": [HookMatcher("Bash", [check])]}``
+                (``nestor.api.HookMatcher``), each callback ``async (input, tool_use_id, context)
+                -> dict`` with the JSON a shell hook reads and writes.
+
+        Raises:
+            ValueError: ``hooks`` names an event nestor does not fire.
+
+        """
+        if hooks:
+            check_events(hooks)
         database = open_database(settings.database_path)
         return cls(
             settings=settings,
@@ -128,6 +154,7 @@ class App:
             coordinator=Coordinator(),
             notify=notify or (lambda _message: None),
             editor_files=editor_files,
+            hooks=hooks,
         )
 
     def close(self) -> None:
@@ -153,6 +180,7 @@ class App:
         MCP servers of sub-agents are stopped too; with no language server started, nothing waits.
         """
         try:
+            await self._end_sessions()
             if self._pruning is not None:
                 await asyncio.gather(self._pruning, return_exceptions=True)
             for factory in self._factories:
@@ -188,6 +216,55 @@ class App:
             root = Path(self.settings.project_root)
             self._approvals = ServerApprovals(Approvals(self.database), root, notify=self.notify)
         return self._approvals
+
+    def hook_approvals(self) -> HookApprovals:
+        """The configured hooks, the agent files', and the user's approvals of a project's."""
+        if self._hook_approvals is None:
+            self._hook_approvals = HookApprovals(
+                self.settings,
+                Approvals(self.database),
+                lambda: agent_file_hooks(self.agent_registry(), self.settings),  # read only when listed
+                notify=self.notify,
+            )
+        return self._hook_approvals
+
+    def listed_hooks(self) -> list[ListedHook]:
+        """Every configured hook, its source and whether it runs (``nestor hooks list``)."""
+        return self.hook_approvals().listed()
+
+    def hook_events(self) -> HookDispatcher | None:
+        """The hooks every agent fires: the user's, the approved project's, the embedder's; None without any.
+
+        Built once; a project's hooks not approved are named in one line then.
+        """
+        if self._events is None and (self.settings.configured_hooks or self.hooks):
+            run, skipped = self.hook_approvals().runnable()
+            if skipped:
+                self.notify(skipped_line(skipped))
+            self._events = HookDispatcher.of(run, Path(self.settings.project_root), self.hooks)
+        return self._events
+
+    async def test_hooks(
+        self, event: str, *, tool: str | None = None, tool_input: dict[str, Any] | None = None
+    ) -> list[tuple[str, dict[str, Any]]]:
+        """Fire ``event`` on a sample payload (``nestor hooks test``): what each hook that ran answered."""
+        outcome = await test_event(
+            self.hook_events() or HookDispatcher(),
+            self.settings,
+            event,
+            tool=tool,
+            tool_input=tool_input,
+            catalogue=self.catalogue,
+        )
+        return outcome.decisions
+
+    async def _end_sessions(self) -> None:
+        """SessionEnd for each main agent this process started."""
+        for agent in self._main_agents:
+            for hook in agent.setup.hooks:
+                if isinstance(hook, EventHook):
+                    await hook.end_session("other")
+        self._main_agents.clear()
 
     def hold(self, session_id: str) -> None:
         """Hold the main agent's session until :meth:`close` (or until another main session is held).
@@ -297,12 +374,15 @@ class App:
             ask_approval=None if asker is None else approval_asker(asker, session.id),
             notify=self.notify,
             checkpoints=recorder,
+            events=self.hook_events(),
+            hook_allows=lambda hook: self.hook_approvals().allows(hook),
         )
         self._factories.append(factory)
         self.tree = factory.tree
         spec = factory.registry.get(agent_type) if agent_type else None
         main = await factory.main(session, built, spec=spec, hooks=hooks, titles=titles)
         self.coordinator.add(main)
+        self._main_agents.append(main)
         return main
 
     async def conversation(

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from nestor.cli import agents_cmd, batch_cmd, lsp_cmd, mcp_cmd, sessions_cmd
+from nestor.cli import agents_cmd, batch_cmd, hooks_cmd, lsp_cmd, mcp_cmd, sessions_cmd
 from nestor.cli.options import CommonOptions
 from nestor.core.errors import NestorError
 
@@ -27,6 +27,7 @@ app.add_typer(sessions_cmd.app, name="sessions")
 app.add_typer(agents_cmd.app, name="agents")
 app.add_typer(mcp_cmd.app, name="mcp")
 app.add_typer(lsp_cmd.app, name="lsp")
+app.add_typer(hooks_cmd.app, name="hooks")
 app.add_typer(batch_cmd.app, name="batch")
 
 
@@ -161,7 +162,7 @@ def run(
     nestor.toml allows them or --yolo is given; --yolo does not override deny or ask rules. The
     budgets bound the whole run, sub-agents (background ones too) included; a stopped agent gets
     one last turn without tools to report. Exit codes: 0 done, 1 error, 2 usage error, 3 stopped
-    by a budget or the time limit, 4 the model refused (stop_reason "refusal"), 130 cancelled by
+    by a budget, the time limit or a hook, 4 the model refused (stop_reason "refusal"), 130 cancelled by
     Ctrl-C (129 by a closed terminal, 143 by kill: 128 + the signal's number; the turn is stored
     and running commands are killed).
     """

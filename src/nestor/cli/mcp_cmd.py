@@ -248,16 +248,20 @@ def ask_to_approve_servers(settings: Settings, ask: Callable[[str], str]) -> Non
     approved: list[ProjectServer] = []
     for server, state in pending_servers(settings, servers) if servers else ():
         request = approval_request(server, state)
-        try:
-            answer = ask(
-                f"{request.description}?\n  {request.target}\nStart it, now and while it stays so? [y/N] "
-            )
-        except EOFError:
-            answer = ""
-        if answer.strip().lower() in ("y", "yes"):
+        question = f"{request.description}?\n  {request.target}\nStart it, now and while it stays so? [y/N] "
+        if answered_yes(ask, question):
             approved.append(server)
     if approved:
         approve_servers(settings, approved)
+
+
+def answered_yes(ask: Callable[[str], str], question: str) -> bool:
+    """Whether the user answers ``question`` yes; no answer (end of input) is a no."""
+    try:
+        answer = ask(question)
+    except EOFError:
+        return False
+    return answer.strip().lower() in ("y", "yes")
 
 
 def _states(settings: Settings, names: list[str] | None) -> list[ServerState]:

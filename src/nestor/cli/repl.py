@@ -39,6 +39,7 @@ from rich.console import Console
 from nestor.cli.error_report import report_error
 from nestor.cli.formatting import spinner_frame
 from nestor.cli.headless import detach_from_terminal, terminal_outputs
+from nestor.cli.hooks_cmd import ask_to_approve_hooks
 from nestor.cli.mcp_cmd import ask_to_approve_servers
 from nestor.cli.options import CommonOptions
 from nestor.cli.render import EventRenderer
@@ -329,6 +330,7 @@ def run_repl(options: CommonOptions, *, resume: str | None, continue_latest: boo
     try:
         settings = settings_after_asking(options, options.load_settings(), input)
         ask_to_approve_servers(settings, input)
+        ask_to_approve_hooks(settings, input)
     except NestorError as exc:
         return report_error(exc, debug=options.debug)
     return asyncio.run(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import tomllib
 from dataclasses import dataclass
@@ -58,6 +59,29 @@ def read_file(path: Path, *, inside: Path | None = None) -> Layer | None:
     if _depth(data) > _MAX_CONFIG_DEPTH:
         raise _too_deep(path)
     return Layer(str(path), data, path)
+
+
+def read_json_file(path: Path, *, inside: Path | None = None, what: str = "a JSON config") -> Any:
+    """Parse one JSON file (Claude Code's ``.mcp.json``, its ``settings.json``); None when it does not exist.
+
+    Raises:
+        ConfigError: The file cannot be read, is larger than 1 MB, or is not JSON (its line named).
+
+    """
+    try:
+        read = read_bounded_text(path, limit_bytes=_MAX_CONFIG_BYTES, inside=inside, errors="strict")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ConfigError(f"{path}: cannot read: {reason}", hint="fix it or remove it") from None
+    if read.cut:
+        raise ConfigError(f"{path}: larger than {_MAX_CONFIG_BYTES:,} bytes", hint=f"is it really {what}?")
+    try:
+        return json.loads(read.text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        where = f":{exc.lineno}" if isinstance(exc, json.JSONDecodeError) else ""
+        raise ConfigError(f"{path}{where}: invalid JSON: {exc}", hint=f"fix the JSON of {path}") from None
 
 
 def _too_deep(path: Path) -> ConfigError:

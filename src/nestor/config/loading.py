@@ -9,6 +9,14 @@ from pathlib import Path
 from typing import Any
 
 from nestor.config.files import Layer, read_file
+from nestor.config.hooks import (
+    CLAUDE_SETTINGS_FILES,
+    ConfiguredHook,
+    check_hooks_table,
+    claude_user_settings,
+    configured_hooks,
+    read_claude_settings_hooks,
+)
 from nestor.config.mcp_json import MCP_JSON_NAME, mcp_json_server_names, read_mcp_json
 from nestor.config.mcp_project import ProjectMcp, allowed_variables, project_mcp
 from nestor.config.paths import PROJECT_CONFIG_NAME, default_user_config_path, resolve_data_dir
@@ -73,6 +81,8 @@ def load_settings(
     project_ignored: list[IgnoredSetting] = []
     user_layer = read_file(user_path)
     user_data = user_layer.data if user_layer else {}
+    if "hooks" in user_data:  # checked first: an unknown event is named as such, with its file
+        check_hooks_table(user_data["hooks"], str(user_path))
     if user_layer is not None:
         layers.append(user_layer)
     allowed = allowed_variables(user_data, str(user_path))
@@ -93,6 +103,11 @@ def load_settings(
     else:
         names = mcp_json_server_names(mcp_json, inside=project_root)
         ignored.extend(IgnoredSetting(f"{MCP_JSON_NAME} server {name}", "untrusted") for name in names)
+    project_hooks: list[ConfiguredHook] = []
+    if "hooks" in data and project_layer is not None:  # a trusted project's: kept apart, approved one by one
+        table = check_hooks_table(data.pop("hooks"), project_layer.label)
+        project_hooks = configured_hooks(table, PROJECT_CONFIG_NAME, project=True)
+    project_hooks += _project_claude_hooks(project_root, ignored, trusted=trusted)
     if project_layer is not None:
         ignored.extend(project_ignored)
         layers.append(Layer(project_layer.label, data, project_layer.path))
@@ -110,6 +125,10 @@ def load_settings(
         # Mistakes are reported in keys that do not apply yet too: the file is checked as written.
         validate([project_layer if layer.path == project_layer.path else layer for layer in layers])
     document = validate(layers)
+    claude_settings = claude_user_settings(env)
+    user_hooks = configured_hooks(document.hooks, str(user_path), project=False)
+    if (claude_table := read_claude_settings_hooks(claude_settings)) is not None:
+        user_hooks += configured_hooks(claude_table, str(claude_settings), project=False)
     return Settings(
         **{name: getattr(document, name) for name in ConfigDocument.model_fields},
         project_root=project_root.absolute(),
@@ -119,7 +138,29 @@ def load_settings(
         project_trusted=trusted,
         ignored=tuple(ignored),
         project_mcp_servers=mcp.servers,
+        configured_hooks=(*user_hooks, *project_hooks),
     )
+
+
+def _project_claude_hooks(
+    project_root: Path, ignored: list[IgnoredSetting], *, trusted: bool
+) -> list[ConfiguredHook]:
+    """A trusted project's Claude Code settings' hooks; an untrusted one's are named as ignored."""
+    hooks: list[ConfiguredHook] = []
+    for name in CLAUDE_SETTINGS_FILES:
+        path = project_root / name
+        if not trusted:
+            try:  # read, never run: only to name what was left out
+                present = read_claude_settings_hooks(path, inside=project_root) is not None
+            except ConfigError:
+                present = path.is_file()
+            if present:
+                ignored.append(IgnoredSetting(f"{name} hooks", "untrusted"))
+            continue
+        table = read_claude_settings_hooks(path, inside=project_root)
+        if table is not None:
+            hooks += configured_hooks(table, name, project=True)
+    return hooks
 
 
 def _coerce_overrides(overrides: CliOverrides | Mapping[str, Any] | None) -> CliOverrides:

@@ -8,15 +8,13 @@ repository, so :func:`load_settings` uses it only in a trusted folder, and its `
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from nestor.config.files import read_json_file
 from nestor.core.errors import ConfigError
-from nestor.core.files import read_bounded_text
 
 MCP_JSON_NAME = ".mcp.json"
-_MAX_BYTES = 1_000_000
 _KEYS = {"type": "transport", "command": "command", "args": "args", "env": "env"}
 _KEYS |= {"url": "url", "headers": "headers", "cwd": "cwd", "timeout": "timeout", "enabled": "enabled"}
 
@@ -55,20 +53,9 @@ def mcp_json_server_names(path: Path, *, inside: Path | None = None) -> list[str
 
 
 def _servers(path: Path, inside: Path | None) -> dict[str, Any] | None:
-    try:
-        read = read_bounded_text(path, limit_bytes=_MAX_BYTES, inside=inside, errors="strict")
-    except FileNotFoundError:
+    data: Any = read_json_file(path, inside=inside, what="an MCP config")
+    if data is None:
         return None
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise ConfigError(f"{path}: cannot read: {reason}", hint="fix it or remove it") from None
-    if read.cut:
-        raise ConfigError(f"{path}: larger than {_MAX_BYTES:,} bytes", hint="is it really an MCP config?")
-    try:
-        data: Any = json.loads(read.text)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        where = f":{exc.lineno}" if isinstance(exc, json.JSONDecodeError) else ""
-        raise ConfigError(f"{path}{where}: invalid JSON: {exc}", hint=f"fix the JSON of {path}") from None
     servers: Any = data.get("mcpServers", {}) if isinstance(data, dict) else None
     if not isinstance(servers, dict):
         raise _shape_error(path, 'expected {"mcpServers": {"NAME": {...}}}')

@@ -21,6 +21,8 @@ from pydantic import (
     model_validator,
 )
 
+from nestor.config.hooks import HookEvent, HookMatcherConfig, HooksTable
+
 ModelRole: TypeAlias = Literal["large", "small"]
 ThinkingEffort: TypeAlias = Literal["minimal", "low", "medium", "high", "xhigh", "max"]
 ThinkingSetting: TypeAlias = bool | ThinkingEffort
@@ -424,6 +426,7 @@ class ConfigDocument(_ConfigModel):
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict[str, McpServerConfig])
     mcp: McpConfig = McpConfig()
     lsp: dict[str, LspServerConfig] = Field(default_factory=dict[str, LspServerConfig])
+    hooks: HooksTable = Field(default_factory=dict[HookEvent, list[HookMatcherConfig]])
 
     @field_validator("mcp_servers")
     @classmethod

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from nestor.config.hooks import ConfiguredHook
 from nestor.config.sections import ConfigDocument, McpServerConfig, ModelConfig, ModelRole
 from nestor.core.errors import ConfigError
 from nestor.core.shown import one_line
@@ -98,6 +99,10 @@ class Settings(ConfigDocument):
         project_mcp_servers: The servers of :attr:`mcp_servers` that the project defines (a
             trusted folder's ``.mcp.json`` and ``[mcp_servers]``), as written: each starts only
             once the user approved its definition. The others are the user's own.
+        configured_hooks: Every shell hook of the user's config (``[hooks]``, Claude Code's
+            ``~/.claude/settings.json``) and of a trusted project's (``nestor.toml``,
+            ``.claude/settings.json``, ``.claude/settings.local.json``), each with its source;
+            a project's run only once approved.
 
     """
 
@@ -108,6 +113,7 @@ class Settings(ConfigDocument):
     project_trusted: bool = True
     ignored: tuple[IgnoredSetting, ...] = ()
     project_mcp_servers: dict[str, ProjectServer] = Field(default_factory=dict[str, ProjectServer])
+    configured_hooks: tuple[ConfiguredHook, ...] = ()
 
     @property
     def database_path(self) -> Path:

@@ -33,7 +33,7 @@ def merge(base: dict[str, Any], top: dict[str, Any], path: tuple[str, ...] = ())
             old = {"model": old}
         if isinstance(old, dict) and isinstance(value, dict):
             result[key] = merge(old, value, (*path, key))  # pyright: ignore[reportUnknownArgumentType]
-        elif path == ("permissions",) and isinstance(old, list) and isinstance(value, list):
+        elif path in (("permissions",), ("hooks",)) and isinstance(old, list) and isinstance(value, list):
             result[key] = old + [rule for rule in value if rule not in old]  # pyright: ignore[reportUnknownVariableType]
         else:
             result[key] = value

@@ -15,11 +15,12 @@ from nestor.core.permission import PERMISSION_CHOICES, PermissionAnswer, Permiss
 from nestor.core.usage import Usage, UsageField
 
 StopReason = Literal[
-    "completed", "max_iterations", "token_budget", "timeout", "cancelled", "error", "loop", "refusal"
+    "completed", "max_iterations", "token_budget", "timeout", "cancelled", "error", "loop", "refusal", "hook"
 ]
 """Why an agent's run ended: it answered (``completed``), a budget or the loop guard stopped it, the
-user cancelled it, an error ended it, or the model refused (``refusal``: the provider reported a
-refusal or its content filter)."""
+user cancelled it, an error ended it, the model refused (``refusal``: the provider reported a
+refusal or its content filter), or a user's hook stopped it (``hook``: ``continue: false``, or a
+blocked prompt)."""
 
 
 class _Event(BaseModel):

@@ -1,8 +1,8 @@
 """What the user approved of the definitions a project brings: each by its kind, project, name and hash.
 
-A trusted project still brings commands nestor would run: MCP servers (``kind = "mcp_server"``),
-and project hooks later. Each runs only once the user has seen and approved its exact definition,
-as Codex does for project hooks; an approval covers one definition's hash, so a changed definition
+A trusted project still brings commands nestor would run: MCP servers (``kind = "mcp_server"``)
+and hooks (``kind = "hook"``). Each runs only once the user has seen and approved its exact
+definition, as Codex does for project hooks; an approval covers one definition's hash, so a changed definition
 is asked about again. Every definition approved is kept: going back to one approved before needs
 no new approval. Trusting a folder approves nothing.
 """
@@ -15,8 +15,10 @@ from typing import Literal, TypeAlias
 
 from nestor.store.db import Database
 
-ApprovalKind: TypeAlias = Literal["mcp_server"]
-"""What is approved; project hooks will add theirs."""
+ApprovalKind: TypeAlias = Literal["mcp_server", "hook"]
+"""What is approved."""
+ApprovalState: TypeAlias = Literal["approved", "changed", "new"]
+"""``changed``: the user approved another definition of this name, not this one."""
 
 
 class Approvals:
@@ -55,6 +57,19 @@ class Approvals:
             (kind, _key(project), name),
         )
         return row is not None
+
+    def state(self, kind: ApprovalKind, project: Path, name: str, digest: str) -> ApprovalState:
+        """Whether the definition ``digest`` of ``name`` is approved, another of its definitions was, or none.
+
+        Raises:
+            StoreError: The database failed.
+
+        """
+        if self.is_approved(kind, project, name, digest):
+            return "approved"
+        if self.approved_before(kind, project, name):
+            return "changed"
+        return "new"
 
     def approve(self, kind: ApprovalKind, project: Path, name: str, digest: str) -> None:
         """Record the user's approval of the definition ``digest`` of ``name`` in ``project``.

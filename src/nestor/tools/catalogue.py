@@ -86,6 +86,8 @@ class ToolInfo:
         rule_target: What its permission rules' patterns are matched against.
         comes_with: The tool that brings this one along: an agent that may use ``comes_with`` may
             use this one too (``task_status`` comes with ``task``, ``web_fetch`` with ``fetch``).
+        hook_name: Claude Code's name of it, which hooks' matchers may give and their payloads
+            carry (``Bash``, ``Read``); None where Claude Code has none.
 
     """
 
@@ -97,6 +99,7 @@ class ToolInfo:
     governed_by: tuple[str, ...] = ()
     rule_target: RuleTarget = "other"
     comes_with: str | None = None
+    hook_name: str | None = None
 
     @property
     def stateless(self) -> bool:
@@ -126,6 +129,7 @@ BUILTIN_TOOLS: tuple[ToolInfo, ...] = (
         aliases=("read", "read_file", "read_many_files"),
         rule_aliases=("read",),
         rule_target="path",
+        hook_name="Read",
     ),
     ToolInfo(
         "ls",
@@ -134,9 +138,15 @@ BUILTIN_TOOLS: tuple[ToolInfo, ...] = (
         aliases=("list_files", "list", "list_directory"),
         governed_by=("view",),
         rule_target="path",
+        hook_name="LS",
     ),
     ToolInfo(
-        "glob", _lazy("glob", "GlobTool"), frozenset({"read_only"}), governed_by=("view",), rule_target="path"
+        "glob",
+        _lazy("glob", "GlobTool"),
+        frozenset({"read_only"}),
+        governed_by=("view",),
+        rule_target="path",
+        hook_name="Glob",
     ),
     ToolInfo(
         "grep",
@@ -145,6 +155,7 @@ BUILTIN_TOOLS: tuple[ToolInfo, ...] = (
         aliases=("semantic_search", "search_file_content"),
         governed_by=("view",),
         rule_target="path",
+        hook_name="Grep",
     ),
     *(_code_intelligence(name) for name in ("definition", "references", "hover", "symbols", "diagnostics")),
     ToolInfo(
@@ -154,6 +165,7 @@ BUILTIN_TOOLS: tuple[ToolInfo, ...] = (
         aliases=("write_file",),
         governed_by=("edit",),
         rule_target="path",
+        hook_name="Write",
     ),
     ToolInfo(
         "edit",
@@ -163,8 +175,15 @@ BUILTIN_TOOLS: tuple[ToolInfo, ...] = (
         rule_aliases=("multiedit",),
         governed_by=("write",),
         rule_target="path",
+        hook_name="Edit",
     ),
-    ToolInfo("bash", _lazy("bash", "BashTool"), aliases=("run_shell_command",), rule_target="command"),
+    ToolInfo(
+        "bash",
+        _lazy("bash", "BashTool"),
+        aliases=("run_shell_command",),
+        rule_target="command",
+        hook_name="Bash",
+    ),
     # Claude Code's WebFetch permission rule is fetch's (it governs web_fetch too); in an agent
     # file, WebFetch means web_fetch.
     ToolInfo(
@@ -173,13 +192,22 @@ BUILTIN_TOOLS: tuple[ToolInfo, ...] = (
         frozenset({"read_only"}),
         rule_aliases=("webfetch",),
         rule_target="url",
+        hook_name="WebFetch",
     ),
-    ToolInfo("task", _TREE, frozenset({"delegation"}), aliases=("agent",), rule_aliases=("agent",)),
+    ToolInfo(
+        "task",
+        _TREE,
+        frozenset({"delegation"}),
+        aliases=("agent",),
+        rule_aliases=("agent",),
+        hook_name="Task",
+    ),
     ToolInfo(
         "todo_write",
         BuiltByOwner("the app: the session's todo list"),
         frozenset({"read_only"}),
         aliases=("todowrite", "write_todos"),
+        hook_name="TodoWrite",
     ),
     ToolInfo("task_status", _TREE, frozenset({"delegation", "read_only"}), comes_with="task"),
     ToolInfo("task_output", _TREE, frozenset({"delegation", "read_only"}), comes_with="task"),
@@ -191,6 +219,7 @@ BUILTIN_TOOLS: tuple[ToolInfo, ...] = (
         aliases=("websearch", "google_web_search"),
         rule_aliases=("websearch",),
         comes_with="fetch",
+        hook_name="WebSearch",
     ),
     ToolInfo(
         "web_fetch",
@@ -200,6 +229,7 @@ BUILTIN_TOOLS: tuple[ToolInfo, ...] = (
         governed_by=("fetch",),
         rule_target="url",
         comes_with="fetch",
+        hook_name="WebFetch",
     ),
     ToolInfo(
         "agentic_fetch",
@@ -283,6 +313,11 @@ class ToolCatalogue:
         """True when the tool called ``name`` is known and has ``trait``."""
         info = self._tools.get(name)
         return info is not None and trait in info.traits
+
+    def hook_names(self, name: str) -> tuple[str, ...]:
+        """The names hooks' matchers read for tool ``name``: its own, then Claude Code's where it has one."""
+        info = self._tools.get(name)
+        return (name, info.hook_name) if info is not None and info.hook_name else (name,)
 
     def aliases(self) -> dict[str, str]:
         """Every name an agent file may use (lower case: the tools' own and their aliases) -> the tool."""

@@ -42,6 +42,7 @@ _STOP_REASONS: dict[str, Any] = {
     # The agent said why in its last message: the turn ended, not the protocol.
     "timeout": "end_turn",
     "loop": "end_turn",
+    "hook": "end_turn",
 }
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from nestor.cli.error_report import report_error
 from nestor.cli.headless import STOP_SIGNALS, detach_from_terminal, terminal_outputs
+from nestor.cli.hooks_cmd import ask_to_approve_hooks
 from nestor.cli.mcp_cmd import ask_to_approve_servers
 from nestor.cli.options import CommonOptions
 from nestor.cli.repl_controller import ReplController
@@ -36,6 +37,7 @@ def run_tui(options: CommonOptions, *, resume: str | None, continue_latest: bool
     try:
         settings = settings_after_asking(options, options.load_settings(), input)
         ask_to_approve_servers(settings, input)
+        ask_to_approve_hooks(settings, input)
     except NestorError as exc:
         return report_error(exc, debug=options.debug)
     return asyncio.run(

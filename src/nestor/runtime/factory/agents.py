@@ -22,12 +22,14 @@ from nestor.agents.registry import AgentRegistry
 from nestor.agents.spec import AgentSpec
 from nestor.bus import EventBus
 from nestor.checkpoints.recorder import CheckpointRecorder
+from nestor.config.hooks import ConfiguredHook
 from nestor.config.paths import mcp_log_dir, scratch_dir
 from nestor.config.settings import ProjectServer, Settings
 from nestor.providers.build import BuiltModel
 from nestor.runtime.factory.prompt import EnvironmentCache, read_instructions
 from nestor.runtime.factory.recipe import AgentParts, ModelSource, Recipe, ToolSource
 from nestor.runtime.features.compaction import Compaction, SummaryModel
+from nestor.runtime.features.hook_events.dispatcher import HookDispatcher
 from nestor.runtime.features.titles import TitleWriter
 from nestor.runtime.kernel.context import ContextPolicy
 from nestor.runtime.kernel.hooks import Hook
@@ -78,6 +80,8 @@ class AgentFactory:
             built, so that no two agents share a hook's state); None adds none.
         checkpoints: The tree's snapshots: every agent that can change files gets a hook that
             snapshots the project around its calls that can (None: no checkpoints).
+        events: The hooks of Claude Code's events every agent fires (None: none).
+        hook_allows: Whether an agent file's own hook may run (a project's: once approved).
         tree: The tree of the agents this factory builds.
 
     """
@@ -102,6 +106,8 @@ class AgentFactory:
     notify: Callable[[str], None] = lambda _message: None
     subagent_hooks: Callable[[], Sequence[Hook]] | None = None
     checkpoints: CheckpointRecorder | None = None
+    events: HookDispatcher | None = None
+    hook_allows: Callable[[ConfiguredHook], bool] = lambda hook: not hook.project
     tree: AgentTree = field(init=False)
     recipe: Recipe = field(init=False)
     _own_servers: dict[str, McpServers] = field(default_factory=dict[str, McpServers])
@@ -138,6 +144,9 @@ class AgentFactory:
             mcp=self.mcp,
             subagent_hooks=self.subagent_hooks,
             checkpoints=self.checkpoints,
+            events=self.events,
+            hook_allows=self.hook_allows,
+            notify=self.notify,
         )
 
     @property

@@ -21,6 +21,7 @@ from typing import Any, Protocol
 from nestor.agents.registry import AgentRegistry, builtin_spec
 from nestor.agents.spec import AgentSpec
 from nestor.checkpoints.recorder import CheckpointRecorder
+from nestor.config.hooks import ConfiguredHook
 from nestor.config.paths import scratch_dir
 from nestor.config.settings import Settings
 from nestor.core.errors import NestorError, ToolError
@@ -29,6 +30,8 @@ from nestor.permissions.child import ChildPolicy
 from nestor.providers.build import BuiltModel
 from nestor.runtime.factory.prompt import build_system_prompt, compose_subagent_prompt
 from nestor.runtime.features.checkpoints import CheckpointHook
+from nestor.runtime.features.hook_events.agent_hook import AgentInfo, EventHook
+from nestor.runtime.features.hook_events.dispatcher import HookDispatcher
 from nestor.runtime.features.large_results import LargeResultHook
 from nestor.runtime.features.small.gathering.reader import ProjectReader
 from nestor.runtime.features.small.harness import SmallModelHarness
@@ -128,6 +131,9 @@ class Recipe:
         mcp: The process's MCP servers: the main agent gets all their tools.
         subagent_hooks: Makes an embedder's hooks for each sub-agent (None adds none).
         checkpoints: The tree's snapshots (None: no checkpoints).
+        events: The user's and the embedder's hooks of Claude Code's events (None: none).
+        hook_allows: Whether an agent file's own hook may run (a project's: once approved).
+        notify: Shows the user one line (what a hook says, a hook's error).
 
     """
 
@@ -146,6 +152,9 @@ class Recipe:
     mcp: McpServers | None = None
     subagent_hooks: Callable[[], Sequence[Hook]] | None = None
     checkpoints: CheckpointRecorder | None = None
+    events: HookDispatcher | None = None
+    hook_allows: Callable[[ConfiguredHook], bool] = lambda hook: not hook.project
+    notify: Callable[[str], None] = lambda _message: None
 
     @property
     def project_root(self) -> Path:
@@ -309,6 +318,7 @@ class Recipe:
             hooks=[
                 BudgetHook(plan.budgets, tree_budget),
                 LoopGuardHook(),
+                *self._event_hooks(spec, session_id, parent, depth),
                 *self._own_hooks(spec, plan, session_id, parent, hooks, titles),
                 *self.tree_hooks(depth),
                 *self.tools.hooks(plan.tool_names, session_id),
@@ -384,6 +394,41 @@ class Recipe:
             TimeoutReportHook(),
             large_results,
         ]
+
+    def _event_hooks(
+        self, spec: AgentSpec, session_id: str, parent: SessionAgent | None, depth: int
+    ) -> list[Hook]:
+        """The hooks of Claude Code's events, for the main agent and every sub-agent alike.
+
+        An agent file's own hooks join them for that agent alone: a project's file's only in a
+        trusted folder, once approved.
+        """
+        events = self.events
+        own = [
+            hook
+            for hook in spec.hooks
+            if (self.settings.project_trusted or not hook.project) and self.hook_allows(hook)
+        ]
+        if own:
+            events = (events or HookDispatcher()).with_hooks(HookDispatcher.of(own, self.project_root))
+        if events is None:
+            return []
+        root = session_id
+        if parent is not None:
+            root = next(
+                (hook.agent.session_id for hook in parent.setup.hooks if isinstance(hook, EventHook)),
+                parent.session_id,
+            )
+        agent = AgentInfo(
+            session_id=root,
+            agent_id=session_id,
+            agent_type=spec.name,
+            parent_agent_id=parent.session_id if parent is not None else None,
+            depth=depth,
+            project_root=self.project_root,
+            permission_mode="bypassPermissions" if self.settings.yolo else "default",
+        )
+        return [EventHook(events, agent, self.catalogue.hook_names, self.notify)]
 
     def tree_hooks(self, depth: int) -> list[Hook]:
         """Hooks every agent of the tree gets: the cost cap, and the delegation guard where allowed."""

@@ -273,6 +273,9 @@ class Compaction:
         cut = find_cut(agent.history, keep)
         if cut is None:
             return None
+        for hook in setup.hooks:
+            if not await hook.before_compact(agent.session_id, trigger, instructions):
+                return None
         before = agent.context_tokens()
         publish = setup.bus.publish
         publish(
@@ -333,4 +336,6 @@ class Compaction:
             duration_s=time.monotonic() - started,
         )
         publish(event)
+        for hook in setup.hooks:
+            await hook.after_compact(agent.session_id, trigger, summary)
         return event

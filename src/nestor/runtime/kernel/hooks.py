@@ -2,17 +2,23 @@
 
 The loop calls every hook at these points:
 
+- :meth:`Hook.before_run` when a run starts, before its prompt is stored: a hook may drop the
+  prompt and end the run, or add context the model sees with it;
 - :meth:`Hook.before_request` before each model request: a hook may stop the run (a budget is
   spent) or add a reminder the model sees in that request;
 - :meth:`Hook.before_tool_call` before each tool call: a hook may refuse the call (a blocked
-  tool, a spent search budget, an invalid delegation) with a message the model sees instead;
+  tool, a spent search budget, an invalid delegation) with a message the model sees instead, or
+  change it (:class:`ToolCallChange`: other arguments, a permission already given or to be asked);
+- :meth:`Hook.permission_request` when the rules leave a call to the user: a hook may answer
+  instead; :meth:`Hook.on_permission_prompt` when the user is then asked;
 - :meth:`Hook.after_tool_result` after each tool call: a hook may replace the result the model
   sees (trim it, append a reminder);
 - :meth:`Hook.before_finish` when the model answers without calling a tool: a hook may send it
   back to work with a reminder (unfinished todos);
 - :meth:`Hook.final_turn` when a budget, the time limit or the loop guard stopped the run: a hook
   may ask for one last request without tools, so the agent reports what it found;
-- :meth:`Hook.on_run_end` when a run ends, whatever the reason.
+- :meth:`Hook.on_run_end` when a run ends, whatever the reason;
+- :meth:`Hook.before_compact` and :meth:`Hook.after_compact` around a compaction of the history.
 
 Built-in hooks live here too: :class:`BudgetHook` enforces turn (``max_iterations``) and token budgets,
 :class:`LoopGuardHook` stops an agent repeating the same tool call, or a short cycle of calls.
@@ -23,11 +29,13 @@ from __future__ import annotations
 import time
 from collections import Counter, deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic_ai.messages import ToolCallPart, ToolReturnPart
 
 from nestor.core.events import StopReason as StopReason  # hooks and the tree name a stop by it
+from nestor.core.permission import PermissionRequest
+from nestor.core.prompts import UserPrompt
 from nestor.core.usage import Usage
 
 if TYPE_CHECKING:
@@ -74,16 +82,57 @@ class Remind:
 HookAction = Stop | Remind | None
 
 
+@dataclass(frozen=True, slots=True)
+class ToolCallChange:
+    """Returned by :meth:`Hook.before_tool_call` to run a call otherwise.
+
+    Attributes:
+        args: The arguments to run it with instead of the model's (None: the model's).
+        permission: ``allow``: what the rules would ask about runs without asking (a deny rule
+            still refuses, and what is always asked still is); ``ask``: the user is asked even
+            where a rule allows (refused where nobody can answer); None: the rules decide.
+        reason: Why, shown with a question it causes.
+
+    """
+
+    args: dict[str, Any] | None = None
+    permission: Literal["allow", "ask"] | None = None
+    reason: str = ""
+
+
 class Hook:
     """Base class of hooks; every method is a no-op until overridden."""
+
+    async def before_run(self, state: RunState, prompt: UserPrompt | None) -> HookAction:
+        """Called when a run starts on ``prompt`` (None: queued notices alone), before it is stored.
+
+        :class:`Stop` drops the prompt and ends the run; :class:`Remind` adds its text to the prompt.
+        """
+        return None
 
     async def before_request(self, state: RunState) -> HookAction:
         """Called before each model request; return :class:`Stop`, :class:`Remind` or None."""
         return None
 
-    async def before_tool_call(self, state: RunState, call: ToolCallPart) -> str | None:
-        """Called before each tool call; return a refusal the model sees instead, or None to run it."""
+    async def before_tool_call(self, state: RunState, call: ToolCallPart) -> str | ToolCallChange | None:
+        """Called before each tool call; a refusal the model sees instead, a change, or None to run it."""
         return None
+
+    async def permission_request(
+        self, state: RunState, call: ToolCallPart, request: PermissionRequest
+    ) -> Literal["allow", "deny"] | None:
+        """Called when the rules leave ``request`` to the user; answer it, or None to let the user."""
+        return None
+
+    async def on_permission_prompt(self, state: RunState, request: PermissionRequest) -> None:
+        """Called when the user is about to be asked about ``request``."""
+
+    async def before_compact(self, agent_id: str, trigger: str, instructions: str | None) -> bool:
+        """Called before a compaction of the agent's history; False skips it."""
+        return True
+
+    async def after_compact(self, agent_id: str, trigger: str, summary: str) -> None:
+        """Called after a compaction, with the summary that replaced the older history."""
 
     async def after_tool_result(
         self, state: RunState, call: ToolCallPart, result: ToolReturnPart

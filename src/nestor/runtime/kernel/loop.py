@@ -212,6 +212,11 @@ class SessionAgent:
             self.append(unanswered)
         # Prompts left queued by a run that did not complete go first, in the order they came.
         prompts = self._take_queue() + ([UserPromptPart(prompt)] if prompt is not None else [])
+        started = await self._before_run(state, prompt)
+        if isinstance(started, Stop):  # a hook dropped the prompt: nothing is stored, nothing asked
+            return await finish_run(self, self._hooks, state, (started.reason, started.message), None)
+        if started is not None:
+            prompts.append(UserPromptPart(f"<system-reminder>{started.text}</system-reminder>"))
         # Marked when a prompt starts it: the prompts of a session are what /rewind and undo name.
         self.append(ModelRequest(parts=prompts, metadata=prompt_metadata() if prompt is not None else None))
         time_limit_s = setup.budgets.max_time_s
@@ -326,6 +331,17 @@ class SessionAgent:
         if not prompts:
             return None
         return await self._requests.final_turn(state, self._request_parameters, "\n\n".join(prompts))
+
+    async def _before_run(self, state: RunState, prompt: UserPrompt | None) -> Stop | Remind | None:
+        """The hooks' ``before_run``: the first stop, or their reminders joined."""
+        reminders: list[str] = []
+        for hook in self._hooks:
+            action = await hook.before_run(state, prompt)
+            if isinstance(action, Stop):
+                return action
+            if isinstance(action, Remind):
+                reminders.append(action.text)
+        return Remind("\n\n".join(reminders)) if reminders else None
 
     async def before_request(self, state: RunState) -> Stop | Remind | None:
         """Run the hooks' ``before_request`` for the next request: a stop, reminders, or nothing."""

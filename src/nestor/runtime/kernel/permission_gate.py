@@ -9,7 +9,7 @@ shows a stalled agent without saying why.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from nestor.bus import EventBus
@@ -17,10 +17,30 @@ from nestor.core.events import PermissionAsked
 from nestor.core.permission import PermissionAnswer, PermissionRequest
 from nestor.permissions import Decision, PermissionPolicy
 
-__all__ = ["PermissionAnswer", "PermissionAsker", "PermissionGate", "Verdict"]
+__all__ = ["AskHooks", "PermissionAnswer", "PermissionAsker", "PermissionGate", "Verdict"]
 
 PermissionAsker = Callable[[PermissionRequest, str], Awaitable[PermissionAnswer]]
 """Asks the user about ``request`` for agent ``agent_id``; None where nobody can answer (headless)."""
+
+
+@dataclass(frozen=True, slots=True)
+class AskHooks:
+    """What the agent's hooks say about one call's permission (see ``Hook.before_tool_call``).
+
+    Attributes:
+        preset: ``allow``: a question the rules leave open (no rule, nothing always asked) is
+            allowed; ``ask``: what the rules allow is asked; None: the rules decide.
+        answer: Answers a question before the user is asked (``PermissionRequest`` hooks); None
+            leaves it to the user.
+        before_asking: Called when the user is about to be asked (``Notification`` hooks).
+        reason: Why the hook asks, shown with the question.
+
+    """
+
+    preset: Literal["allow", "ask"] | None = None
+    answer: Callable[[PermissionRequest], Awaitable[Literal["allow", "deny"] | None]] | None = None
+    before_asking: Callable[[PermissionRequest], Awaitable[None]] | None = None
+    reason: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,9 +62,25 @@ class PermissionGate:
         self._bus = bus
         self._agent_id = agent_id
 
-    async def settle(self, request: PermissionRequest, tool_call_id: str) -> Verdict:
-        """Decide ``request`` by the rules, asking the user when they say "ask" and someone can answer."""
+    async def settle(
+        self, request: PermissionRequest, tool_call_id: str, hooks: AskHooks | None = None
+    ) -> Verdict:
+        """Decide ``request`` by the rules, asking the user when they say "ask" and someone can answer.
+
+        ``hooks`` may allow what no rule decided, ask what the rules allow, or answer a question
+        instead of the user; a deny rule always refuses.
+        """
         decision = self.policy.decide(request)
+        if hooks is not None:
+            decision = _hooked(decision, hooks)
+            if decision.kind == "ask" and not decision.must_ask and hooks.answer is not None:
+                answer = await hooks.answer(request)
+                if answer is not None:
+                    decision = replace(decision, reason=f"{decision.reason}; answered by a hook")
+                    self._publish(request, tool_call_id, decision, answer)
+                    return Verdict(answer == "allow", replace(decision, kind=answer))
+            if decision.kind == "ask" and self.asker is not None and hooks.before_asking is not None:
+                await hooks.before_asking(request)
         if decision.kind == "ask" and self.asker is not None:
             self._publish(request, tool_call_id, decision, None)
             answer = await self.asker(request, self._agent_id)
@@ -57,9 +93,11 @@ class PermissionGate:
             self._publish(request, tool_call_id, decision, "allow" if allowed else "deny")
         return Verdict(allowed, decision)
 
-    async def allows(self, request: PermissionRequest, tool_call_id: str) -> bool:
+    async def allows(
+        self, request: PermissionRequest, tool_call_id: str, hooks: AskHooks | None = None
+    ) -> bool:
         """:meth:`settle`, as the yes/no a tool asking mid-run needs."""
-        return (await self.settle(request, tool_call_id)).allowed
+        return (await self.settle(request, tool_call_id, hooks)).allowed
 
     def refusal(self, request: PermissionRequest, decision: Decision) -> str:
         """What the model is told when ``request`` was refused: why, and not to retry it."""
@@ -106,3 +144,16 @@ class PermissionGate:
                 must_ask=decision.must_ask,
             )
         )
+
+
+def _hooked(decision: Decision, hooks: AskHooks) -> Decision:
+    """The rules' decision with a hook's preset: its allow opens no deny or ask rule, nor a must-ask.
+
+    Claude Code's rule too: a hook's allow skips a question, never a rule.
+    """
+    if hooks.preset == "allow" and decision.kind == "ask" and decision.rule is None and not decision.must_ask:
+        return replace(decision, kind="allow", reason="allowed by a hook")
+    if hooks.preset == "ask" and decision.kind == "allow":
+        why = f": {hooks.reason}" if hooks.reason else ""
+        return replace(decision, kind="ask", reason=f"a hook asks{why}")
+    return decision

@@ -1,6 +1,7 @@
 """Tool execution: one response's tool calls run in parallel, each through hooks and the gate.
 
-A call is checked by the hooks' ``before_tool_call``, validated against the tool's parameters,
+A call is checked by the hooks' ``before_tool_call`` (which may refuse it, or change its arguments
+or how its permission is settled), validated against the tool's parameters,
 asked of the :class:`PermissionGate` when the tool needs permission, run, and passed through the
 hooks' ``after_tool_result``. Nothing but a cancellation escapes: an unknown tool, invalid
 arguments, a refusal or a tool's own bug becomes a result the model reads and can act on.
@@ -9,6 +10,7 @@ arguments, a refusal or a tool's own bug becomes a result the model reads and ca
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
@@ -18,8 +20,9 @@ from pydantic_ai.messages import ModelRequest, ModelRequestPart, ToolCallPart, T
 
 from nestor.core.errors import PermissionDeniedError, ToolError
 from nestor.core.events import ToolFinished, ToolStarted
-from nestor.runtime.kernel.hooks import Hook, RunState
-from nestor.runtime.kernel.permission_gate import PermissionGate
+from nestor.core.permission import PermissionRequest
+from nestor.runtime.kernel.hooks import Hook, RunState, ToolCallChange
+from nestor.runtime.kernel.permission_gate import AskHooks, PermissionGate
 from nestor.tools.base import Tool, ToolContext, ToolResult
 
 if TYPE_CHECKING:
@@ -101,10 +104,16 @@ class ToolRunner:
         self, state: RunState, call: ToolCallPart
     ) -> tuple[Outcome, str, dict[str, Any] | None]:
         """Run one call: hooks, validation, permission, the tool; never raises but for cancellation."""
+        preset: ToolCallChange | None = None
         for hook in self._hooks:
-            refusal = await hook.before_tool_call(state, call)
-            if refusal is not None:
-                return "denied", refusal, None
+            verdict = await hook.before_tool_call(state, call)
+            if isinstance(verdict, str):
+                return "denied", verdict, None
+            if verdict is not None:
+                preset = _combined(preset, verdict)
+                if verdict.args is not None:
+                    call = dataclasses.replace(call, args=verdict.args)
+        ask_hooks = self._ask_hooks(state, call, preset)
         tool = self.tools.get(call.tool_name)
         if tool is None:
             available = ", ".join(sorted(self.tools)) or "none"
@@ -126,14 +135,14 @@ class ToolRunner:
             session_id=self._session_id,
             tool_call_id=call.tool_call_id,
             emit=self._setup.bus.publish,
-            ask_permission=lambda request: gate.allows(request, call.tool_call_id),
+            ask_permission=lambda request: gate.allows(request, call.tool_call_id, ask_hooks),
             withholds=gate.policy.withholds,
             may_withhold=gate.policy.may_withhold,
         )
         try:
             request = tool.permission(params, ctx)
             if request is not None:
-                verdict = await gate.settle(request, call.tool_call_id)
+                verdict = await gate.settle(request, call.tool_call_id, ask_hooks)
                 if not verdict.allowed:
                     raise PermissionDeniedError(gate.refusal(request, verdict.decision))
             result = await tool.run(params, ctx)
@@ -146,6 +155,41 @@ class ToolRunner:
         if isinstance(result, str):
             result = ToolResult(result)
         return ("failed" if result.is_error else "success"), result.content, result.metadata or None
+
+    def _ask_hooks(self, state: RunState, call: ToolCallPart, preset: ToolCallChange | None) -> AskHooks:
+        """How the hooks take part in this call's permission: a preset, an answer, a notice."""
+        hooks = self._hooks
+
+        async def answer(request: PermissionRequest) -> Literal["allow", "deny"] | None:
+            for hook in hooks:
+                if (said := await hook.permission_request(state, call, request)) is not None:
+                    return said
+            return None
+
+        async def before_asking(request: PermissionRequest) -> None:
+            for hook in hooks:
+                await hook.on_permission_prompt(state, request)
+
+        return AskHooks(
+            preset=preset.permission if preset else None,
+            answer=answer,
+            before_asking=before_asking,
+            reason=preset.reason if preset else "",
+        )
+
+
+def _combined(before: ToolCallChange | None, change: ToolCallChange) -> ToolCallChange:
+    """Two hooks' changes: the later arguments; an ask wins over an allow."""
+    if before is None:
+        return change
+    permission = (
+        "ask" if "ask" in (before.permission, change.permission) else (change.permission or before.permission)
+    )
+    return ToolCallChange(
+        args=change.args if change.args is not None else before.args,
+        permission=permission,
+        reason=change.reason or before.reason,
+    )
 
 
 def _with_interrupted(calls: list[ToolCallPart], done: dict[str, ToolReturnPart]) -> list[ModelRequestPart]:

@@ -17,7 +17,7 @@ from nestor.runtime.kernel.hooks import Hook, RunState, StopReason
 from nestor.tools.base import ToolResult
 
 TaskStopReason = Literal[
-    "completed", "max_turns", "token_budget", "timeout", "cancelled", "loop", "error", "refusal"
+    "completed", "max_turns", "token_budget", "timeout", "cancelled", "loop", "error", "refusal", "hook"
 ]
 
 _PATH_ARGS = ("path", "file_path")

@@ -18,14 +18,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Literal, TypeAlias
 
 from nestor.config.settings import ProjectServer
 from nestor.core.errors import StoreError
-from nestor.store.approvals import Approvals
-
-ApprovalState: TypeAlias = Literal["approved", "changed", "new"]
-"""``changed``: the user approved another definition of this server, not this one."""
+from nestor.store.approvals import Approvals, ApprovalState
 
 AskApproval = Callable[[ProjectServer, ApprovalState], Awaitable[bool]]
 """Shows the user a server's definition and returns whether they approve it."""
@@ -61,11 +57,7 @@ class ServerApprovals:
             StoreError: The database failed.
 
         """
-        if self._approvals.is_approved("mcp_server", self._project_root, server.name, server.digest):
-            return "approved"
-        if self._approvals.approved_before("mcp_server", self._project_root, server.name):
-            return "changed"
-        return "new"
+        return self._approvals.state("mcp_server", self._project_root, server.name, server.digest)
 
     def approve(self, server: ProjectServer) -> None:
         """Record the user's approval of ``server``'s definition.
