@@ -41,7 +41,7 @@ def requests_of(server: ScriptedOpenAIServer, prompt: str) -> list[dict[str, Any
         ({"permission_mode": "yolo"}, "AgentOptions.permission_mode is 'yolo'; it must be one of default"),
         ({"max_turns": 0}, "AgentOptions.max_turns is 0"),
         ({"max_budget_usd": -1}, "AgentOptions.max_budget_usd is -1"),
-        ({"hooks": {"PreToolUse": [object()]}}, "hooks are not wired yet"),
+        ({"hooks": {"BeforeLunch": []}}, "AgentOptions.hooks is 'BeforeLunch'; it must be an event of"),
         ({"allowed_tools": "Read"}, "AgentOptions.allowed_tools is 'Read'"),
         ({"model": "gpt-4o"}, "AgentOptions.model is 'gpt-4o'; it must be 'provider:model'"),
         ({"cwd": "/no/such/dir"}, "AgentOptions.cwd is '/no/such/dir'; it must be an existing directory"),

@@ -71,7 +71,7 @@ class Client:
         if self._app is not None:
             return
         prepared = prepare(self.options)
-        app = App.open(prepared.settings)
+        app = App.open(prepared.settings, hooks=self.options.hooks)
         try:
             registry = app.agent_registry(prepared.env)
             for spec in prepared.agents:

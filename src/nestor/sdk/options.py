@@ -24,11 +24,12 @@ from nestor.agents.registry import builtin_spec
 from nestor.agents.spec import AgentSpec
 from nestor.agents.tool_names import describe_unknown_tool, map_tool_name, split_tool_entry
 from nestor.app.records import TrustedFolders
+from nestor.config.hooks import HOOK_EVENTS
 from nestor.config.loading import load_settings
 from nestor.config.paths import resolve_data_dir
 from nestor.config.sections import McpServerConfig, ModelConfig, PermissionsConfig, check_mcp_server_names
 from nestor.config.settings import Settings
-from nestor.core.errors import ConfigError, NestorError, StoreError
+from nestor.core.errors import ConfigError, StoreError
 from nestor.sdk.types import AgentDefinition, CanUseTool, PermissionMode
 
 PLAN_MODE_DENIED = ("write", "edit", "bash")
@@ -64,8 +65,9 @@ class AgentOptions:
         can_use_tool: ``async (tool_name, input, context) -> PermissionResultAllow |
             PermissionResultDeny``, asked every question the rules leave open, for every agent
             of the tree (nestor's tool names: ``bash``, ``write``, ``edit``, ...).
-        hooks: Hook callbacks by event, ``{"PreToolUse": [HookMatcher(...)]}`` (as Claude's SDK);
-            not wired yet: a non-empty value is refused.
+        hooks: Hook callbacks by event, ``{"PreToolUse": [HookMatcher(...)]}`` (as Claude's SDK:
+            ``nestor.api.HookMatcher``, each callback ``async (input, tool_use_id, context) -> dict``),
+            for every agent of the tree, as ``App.open(settings, hooks=...)`` takes them.
         agents: Sub-agents by name, available to the main agent's ``task`` calls in this
             session; they take precedence over agent files of the same name.
         mcp_servers: MCP servers by name, as ``.mcp.json`` writes them (``{"command": ...,
@@ -129,11 +131,9 @@ def prepare(options: AgentOptions) -> Prepared:
 
 
 def _check_values(options: AgentOptions) -> None:
-    if options.hooks:
-        raise NestorError(
-            "hooks are not wired yet",
-            hint="leave AgentOptions.hooks empty; nestor.extensions.Hook classes go through App.conversation",
-        )
+    for event in options.hooks or {}:
+        if event not in HOOK_EVENTS:
+            _invalid("hooks", event, f"an event of {', '.join(HOOK_EVENTS)}")
     modes = get_args(PermissionMode)
     if options.permission_mode is not None and options.permission_mode not in modes:
         _invalid("permission_mode", options.permission_mode, f"one of {', '.join(modes)}")
