@@ -2,7 +2,7 @@
 
 Importing the modules a command needs before its first model request is most of it; the rest is
 work pydantic defers to first use, such as building the serializer of pydantic-ai's messages
-(0.6 s here), which the first message stored would otherwise pay.
+(0.6 s here), which the first message stored would otherwise pay, and the tools' JSON schemas.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ WARM_MODULES = (
     "pydantic_ai.providers.anthropic",
     "genai_prices.data",
     "genai_prices.decompose",
+    "importlib.readers",
     "importlib.resources.readers",
     "genai_prices.validation",
     "anyio._backends._asyncio",
@@ -36,11 +37,14 @@ WARM_MODULES = (
 
 
 def warm_up() -> None:
-    """Import :data:`WARM_MODULES` and build the stored messages' serializer and validator."""
+    """Import :data:`WARM_MODULES`, build the stored messages' serializer and the tools' schemas."""
     for module in WARM_MODULES:
         with contextlib.suppress(ImportError):
             importlib.import_module(module)
     from pydantic_ai.messages import ModelMessagesTypeAdapter
 
+    from nestor.tools.base import build_loaded_schemas
+
+    build_loaded_schemas()
     ModelMessagesTypeAdapter.dump_json([])
     ModelMessagesTypeAdapter.validate_json("[]")

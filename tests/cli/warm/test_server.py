@@ -202,3 +202,38 @@ def _processes_of(env: dict[str, str]) -> list[Path]:
         except OSError:
             continue
     return found
+
+
+_CHILD_SCRIPT = """
+import os, sys
+from nestor.cli.warm.server import prepare
+prepare()
+from nestor.testing import ScriptedOpenAIServer, ServerReply
+from nestor.cli.entry import run_here
+seen = []
+def answer(_request):
+    seen.append(set(sys.modules))
+    return ServerReply(text="ok")
+with ScriptedOpenAIServer([answer] * 4) as server:
+    before = set(sys.modules)
+    os.environ.update(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="k")
+    code = run_here(["run", "--model", "openai-chat:gpt-4o", "hi"])
+print("NEW", code, " ".join(sorted(seen[0] - before)))
+"""
+
+
+def test_a_warm_child_imports_nothing_before_its_first_request(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    env = warm_env(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD_SCRIPT],
+        env=env,
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    (line,) = [line for line in done.stdout.splitlines() if line.startswith("NEW")]
+    _new, code, *imported = line.split()
+    assert code == "0"
+    assert imported == []

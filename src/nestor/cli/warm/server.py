@@ -79,7 +79,7 @@ def serve(path: str, identity: str, run: Runner, *, idle_timeout_s: float) -> No
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             return  # another server of this installation holds the socket
-        _warm_up()
+        prepare()
         signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
@@ -105,7 +105,8 @@ def serve(path: str, identity: str, run: Runner, *, idle_timeout_s: float) -> No
             listener.close()
 
 
-def _warm_up() -> None:
+def prepare() -> None:
+    """Import and build, once, what each command it serves would import and build before its request."""
     from nestor.app.warm_up import warm_up
 
     warm_up()
