@@ -237,3 +237,42 @@ def test_a_warm_child_imports_nothing_before_its_first_request(tmp_path: Path) -
     _new, code, *imported = line.split()
     assert code == "0"
     assert imported == []
+
+
+_INITIALIZE = {
+    ("mcp", "serve"): {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2024-11-05",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    },
+    ("acp",): {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}},
+}
+
+
+@pytest.mark.parametrize("command", list(_INITIALIZE))
+def test_the_stdio_servers_served_warm_speak_over_the_callers_stdio(
+    tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    env = warm_env(tmp_path)
+    with warm_server(env):
+        session = subprocess.Popen(
+            [sys.executable, "-X", "importtime", "-m", "nestor", *command],
+            env=env,
+            cwd=_project(tmp_path),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        assert session.stdin is not None and session.stdout is not None and session.stderr is not None
+        session.stdin.write(json.dumps(_INITIALIZE[command]).encode() + b"\n")
+        session.stdin.flush()
+        reply = json.loads(session.stdout.readline())
+        session.stdin.close()  # the client leaves: the server ends
+        assert session.wait(timeout=60) == 0
+        assert served_warm(session.stderr.read().decode())
+    assert reply["id"] == 1 and "result" in reply
