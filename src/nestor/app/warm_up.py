@@ -14,6 +14,7 @@ WARM_MODULES = (
     "nestor.app.conversation",
     "nestor.app.mcp_serve",
     "nestor.runtime.factory.agents",
+    "nestor.runtime.features.small.harness",  # imported in a command only on a small model
     "nestor.providers.build",
     "nestor.providers.openai_client",
     "nestor.agents.builtin",

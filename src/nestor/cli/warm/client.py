@@ -86,7 +86,10 @@ def _follow(sock: socket.socket, replies: BinaryIO, pid: int) -> int:
 def _read_line(replies: BinaryIO) -> dict[str, int]:
     """One reply; ``{}`` at the end of the stream or for anything but an object of numbers."""
     line = replies.readline()
-    message = json.loads(line) if line else {}
+    try:
+        message = json.loads(line) if line else {}
+    except ValueError:
+        return {}
     if not isinstance(message, dict) or not all(isinstance(value, int) for value in message.values()):
         return {}
     return message
@@ -102,7 +105,6 @@ def start_server() -> None:
 
     if private_dir() is None:
         return
-
     with open(os.devnull, "rb+") as devnull:
         subprocess.Popen(
             [sys.executable, "-P", "-m", "nestor", "serve"],
