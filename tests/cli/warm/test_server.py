@@ -208,6 +208,7 @@ _CHILD_SCRIPT = """
 import os, sys
 from nestor.cli.warm.server import prepare
 prepare()
+print("THREADS", len(os.listdir("/proc/self/task")))  # a fork copies only the thread that calls it
 from nestor.testing import ScriptedOpenAIServer, ServerReply
 from nestor.cli.entry import run_here
 seen = []
@@ -222,7 +223,9 @@ print("NEW", code, " ".join(sorted(seen[0] - before)))
 """
 
 
-def test_a_warm_child_imports_nothing_before_its_first_request(tmp_path: Path) -> None:
+def test_the_prepared_server_holds_one_thread_and_its_child_imports_nothing_before_its_request(
+    tmp_path: Path,
+) -> None:
     project = _project(tmp_path)
     env = warm_env(tmp_path)
     done = subprocess.run(
@@ -233,6 +236,7 @@ def test_a_warm_child_imports_nothing_before_its_first_request(tmp_path: Path) -
         text=True,
         timeout=300,
     )
+    assert "THREADS 1" in done.stdout.splitlines(), done.stdout + done.stderr[-2000:]
     (line,) = [line for line in done.stdout.splitlines() if line.startswith("NEW")]
     _new, code, *imported = line.split()
     assert code == "0"
