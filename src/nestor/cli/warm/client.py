@@ -105,7 +105,8 @@ def start_server() -> None:
 
     if private_dir() is None:
         return
-    with open(os.devnull, "rb+") as devnull:
+    # A server is a convenience for the next command: failing to start one costs this one nothing.
+    with contextlib.suppress(OSError), open(os.devnull, "rb+") as devnull:
         subprocess.Popen(
             [sys.executable, "-P", "-m", "nestor", "serve"],
             cwd="/",
