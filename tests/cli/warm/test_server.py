@@ -184,6 +184,14 @@ def test_the_first_cold_run_starts_a_server_that_the_next_uses(tmp_path: Path) -
         stop_servers(env)
 
 
+def test_a_server_stopped_by_sigterm_removes_its_socket(tmp_path: Path) -> None:
+    env = warm_env(tmp_path)
+    with warm_server(env) as server:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=60)
+    assert sockets(env) == []
+
+
 def test_an_idle_server_exits_and_removes_its_socket(tmp_path: Path) -> None:
     env = warm_env(tmp_path)
     with warm_server(env, idle_timeout_s=1) as server:

@@ -81,6 +81,7 @@ def serve(path: str, identity: str, run: Runner, *, idle_timeout_s: float) -> No
             return  # another server of this installation holds the socket
         prepare()
         signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
+        signal.signal(signal.SIGTERM, _exit_on_signal)  # a stopped server takes its socket with it
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -103,6 +104,10 @@ def serve(path: str, identity: str, run: Runner, *, idle_timeout_s: float) -> No
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
             listener.close()
+
+
+def _exit_on_signal(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 def prepare() -> None:
