@@ -70,6 +70,7 @@ def main() -> None:
         root = Path(tmp)
         env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
         env |= {"NESTOR_HOME": str(root / "data"), "HOME": str(root), "XDG_CONFIG_HOME": str(root / "cfg")}
+        env["NESTOR_WARM"] = "0"  # each run in its own process, no warm server started or used
         project = root / "project"
         project.mkdir()
         subprocess.run(["git", "init", "-q"], cwd=project, check=True)

@@ -130,6 +130,7 @@ def main() -> None:
         root = Path(tmp)
         env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
         env |= {"NESTOR_HOME": str(root / "data"), "HOME": str(root), "XDG_CONFIG_HOME": str(root / "cfg")}
+        env["NESTOR_WARM"] = "0"  # each run in its own process, no warm server started or used
         projects = {"none": _project(root, "empty", 0), "many": _project(root, "many", AGENT_FILES)}
         samples = measure(env, projects)
     print(f"Start-up with {AGENT_FILES:,} project agent files (median of {RUNS} interleaved runs)")

@@ -61,6 +61,7 @@ def environment(home: Path, server: ScriptedOpenAIServer) -> dict[str, str]:
     kept = {key: value for key, value in os.environ.items() if not key.endswith(("_API_KEY", "_BASE_URL"))}
     kept.pop("NESTOR_HOME", None)
     return kept | {
+        "NESTOR_WARM": "0",  # each run in its own process, no warm server started or used
         "HOME": str(home),
         "XDG_CONFIG_HOME": str(home / ".config"),
         "XDG_DATA_HOME": str(home / ".local" / "share"),

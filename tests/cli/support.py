@@ -44,11 +44,17 @@ def openai_env(tmp_path: Path, server: ScriptedOpenAIServer) -> dict[str, str]:
 
 
 def nestor(
-    args: list[str], *, cwd: Path, env: dict[str, str], timeout: float = 60, stdin: str | None = None
+    args: list[str],
+    *,
+    cwd: Path,
+    env: dict[str, str],
+    timeout: float = 60,
+    stdin: str | None = None,
+    python_options: tuple[str, ...] = (),
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m nestor ARGS`` and return what it printed."""
+    """Run ``python [PYTHON_OPTIONS] -m nestor ARGS`` (``-X importtime``...) and return what it printed."""
     return subprocess.run(
-        [sys.executable, "-m", "nestor", *args],
+        [sys.executable, *python_options, "-m", "nestor", *args],
         cwd=cwd,
         env=env,
         input=stdin,

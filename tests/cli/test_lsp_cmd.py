@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.cli.support import clean_env
+from tests.cli.support import clean_env, nestor
 from tests.tools.lsp.conftest import pylsp_bin
 
 pytestmark = pytest.mark.timeout(120)
@@ -26,15 +25,7 @@ def lsp_env(tmp_path: Path, user_config: str = "") -> dict[str, str]:
 
 
 def nestor_lsp(args: list[str], project: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "nestor", *args],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=90,
-        check=False,
-    )
+    return nestor(args, cwd=project, env=env, timeout=90, python_options=("-X", "importtime"))
 
 
 @pytest.fixture

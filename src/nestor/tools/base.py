@@ -198,6 +198,17 @@ def _schema_of(params_model: type[BaseModel]) -> dict[str, Any]:
     return params_model.model_json_schema()
 
 
+def build_loaded_schemas() -> None:
+    """Build the schemas of every tool class imported so far (the warm process does, once)."""
+    classes: list[type[Tool[Any]]] = list(Tool.__subclasses__())
+    while classes:
+        tool_class = classes.pop()
+        classes.extend(tool_class.__subclasses__())
+        params_model = getattr(tool_class, "params_model", None)
+        if isinstance(params_model, type) and issubclass(params_model, BaseModel):
+            _schema_of(params_model)
+
+
 def clamp_timeout(requested: int, maximum: int, notes: list[str]) -> int:
     """Return ``requested`` capped at ``maximum``, adding a note for the model when it was capped."""
     if requested <= maximum:

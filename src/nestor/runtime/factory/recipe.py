@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from nestor.agents.registry import AgentRegistry, builtin_spec
 from nestor.agents.spec import AgentSpec
@@ -33,8 +33,6 @@ from nestor.runtime.features.checkpoints import CheckpointHook
 from nestor.runtime.features.hook_events.agent_hook import AgentInfo, EventHook
 from nestor.runtime.features.hook_events.dispatcher import HookDispatcher
 from nestor.runtime.features.large_results import LargeResultHook
-from nestor.runtime.features.small.gathering.reader import ProjectReader
-from nestor.runtime.features.small.harness import SmallModelHarness
 from nestor.runtime.features.titles import TitleHook, TitleWriter
 from nestor.runtime.kernel.hooks import BudgetHook, Budgets, Hook, LoopGuardHook, TreeBudget
 from nestor.runtime.kernel.loop import SessionAgent
@@ -56,6 +54,9 @@ from nestor.store.messages import MessageStore
 from nestor.tools.base import Tool
 from nestor.tools.catalogue import ToolCatalogue
 from nestor.tools.mcp.servers import McpServers
+
+if TYPE_CHECKING:
+    from nestor.runtime.features.small.harness import SmallModelHarness
 
 
 def main_tool_names(spec: AgentSpec, catalogue: ToolCatalogue, *, can_delegate: bool) -> list[str]:
@@ -335,6 +336,10 @@ class Recipe:
         """The small-model harness on a small model; only the main agent's names agents to delegate to."""
         if not plan.built.small_profile:
             return None
+        # Imported here: 0.2-0.5 s of modules that only an agent on a small model runs.
+        from nestor.runtime.features.small.gathering.reader import ProjectReader
+        from nestor.runtime.features.small.harness import SmallModelHarness
+
         registry = self.registry
 
         def delegable() -> list[str]:
