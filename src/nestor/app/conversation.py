@@ -22,7 +22,7 @@ from nestor.runtime.tree.tree_usage import TreeUsage
 if TYPE_CHECKING:
     from nestor.app.checkpoints import SessionCheckpoints
     from nestor.core.events import Compacted, StopReason
-    from nestor.core.permission import PermissionAnswer
+    from nestor.core.permission import PermissionAnswer, PermissionRequest
     from nestor.runtime.features.titles import TitleWriter
     from nestor.runtime.kernel.coordinator import Coordinator
     from nestor.runtime.kernel.loop import SessionAgent
@@ -201,6 +201,18 @@ class Conversation:
     def answer(self, request_id: str, decision: PermissionAnswer) -> bool:
         """Answer the permission question ``request_id``; False when it no longer waits (or nobody asks)."""
         return self._questions is not None and self._questions.answer(request_id, decision)
+
+    async def ask_yes_no(self, request: PermissionRequest) -> bool:
+        """Ask the user to approve what ``request`` describes, yes or no, as the main agent.
+
+        The question travels as the others do (a yes/no :class:`~nestor.core.events.PermissionRequested`);
+        with nobody to ask (a headless conversation) the answer is no.
+        """
+        from nestor.app.approval_questions import yes_no_asker
+
+        if self._questions is None:
+            return False
+        return await yes_no_asker(self._questions, self.session_id)(request)
 
     def waiting(self, request_id: str) -> bool:
         """True while the permission question ``request_id`` waits for an answer."""

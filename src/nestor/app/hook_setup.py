@@ -6,8 +6,9 @@ A project's (a trusted folder's ``nestor.toml``, ``.claude/settings.json``,
 approved each exact hook: an approval is stored by the hook's hash in the same store as MCP
 servers' (:class:`~nestor.store.approvals.Approvals`, kind ``hook``), so a changed hook is asked
 about again and ``nestor trust`` or ``--trust`` approve none. A hook not approved is skipped, and
-the run names the skipped hooks in one line; ``nestor hooks approve`` (or the REPL's question
-before it starts) approves them.
+the run names the skipped hooks in one line; ``nestor hooks approve``, the REPL's and the TUI's
+question before they start, or the editor's before the first prompt (``nestor acp``,
+:meth:`HookApprovals.ask_pending`) approves them.
 """
 
 from __future__ import annotations
@@ -20,9 +21,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from nestor.agents.registry import AgentRegistry, project_registry
+from nestor.app.approval_questions import AskYesNo, approval_question
 from nestor.config.hooks import ConfiguredHook
 from nestor.config.settings import Settings
 from nestor.core.errors import StoreError
+from nestor.core.permission import PermissionRequest
 from nestor.runtime.features.hook_events.agent_hook import AgentInfo, EventHook
 from nestor.runtime.features.hook_events.dispatcher import HookDispatcher
 from nestor.runtime.features.hook_events.outcome import HookOutcome
@@ -111,6 +114,29 @@ class HookApprovals:
         """
         self._approvals.approve("hook", self._root, hook.name, hook.digest)
 
+    async def ask_pending(self, ask: AskYesNo) -> list[ConfiguredHook]:
+        """Ask about each hook not approved (a project's, an agent file's), one question each.
+
+        A yes is stored; the hooks declined are named in one line (and not again when an agent
+        file's would run). Returns the configured hooks approved now, which the running
+        dispatcher does not hold yet (an agent file's are read when its agent is built).
+
+        Raises:
+            StoreError: The database failed.
+
+        """
+        approved: list[ConfiguredHook] = []
+        declined: list[ConfiguredHook] = []
+        for listed in self.listed():
+            if listed.state in ("new", "changed"):
+                (approved if await ask(hook_approval_request(listed)) else declined).append(listed.hook)
+        for hook in approved:
+            self.approve(hook)
+        self._named.update(hook.digest for hook in declined)
+        if declined:
+            self._notify(skipped_line(declined))
+        return [hook for hook in approved if hook in self._hooks]
+
     def runnable(self) -> tuple[list[ConfiguredHook], list[ConfiguredHook]]:
         """The hooks that run, and the project's that do not for want of approval.
 
@@ -123,6 +149,14 @@ class HookApprovals:
         for hook in self._hooks:
             (run if self.state(hook) in ("user", "approved") else skipped).append(hook)
         return run, skipped
+
+
+def hook_approval_request(listed: ListedHook) -> PermissionRequest:
+    """The yes/no question about a project's hook not approved: its command is the request's target."""
+    hook = listed.hook
+    changed = ", changed since you approved it" if listed.state == "changed" else ""
+    description = f"Run the project's hook {hook.name}{changed} (it runs as you, outside the sandbox)"
+    return approval_question("hook", hook.command, description)
 
 
 def skipped_line(skipped: Sequence[ConfiguredHook]) -> str:

@@ -4,7 +4,8 @@ A project's servers (a trusted folder's ``.mcp.json`` and ``[mcp_servers]``, and
 own) start only once the user approved their exact definition (``nestor.tools.mcp.approval``).
 ``nestor mcp approve`` records approvals; the REPL and the TUI ask before the process's servers
 start (:func:`pending_servers`, :func:`approve_servers`), and while agents run, through the
-conversation's permission questions (:func:`approval_asker`), about an agent file's servers.
+conversation's yes/no questions (:func:`approval_asker`, ``nestor acp`` included), about an agent
+file's servers.
 """
 
 from __future__ import annotations
@@ -15,10 +16,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from nestor.agents.registry import project_registry
+from nestor.app.approval_questions import approval_question, yes_no_asker
 from nestor.config.settings import ProjectServer, Settings
-from nestor.core.permission import YES_NO, PermissionRequest
+from nestor.core.permission import PermissionRequest
 from nestor.runtime.kernel.permission_gate import PermissionAsker
-from nestor.runtime.kernel.permission_questions import PermissionQuestions
 from nestor.runtime.tree.mcp_tools import own_project_servers
 from nestor.store.approvals import Approvals
 from nestor.store.db import open_database
@@ -89,28 +90,15 @@ def approve_servers(settings: Settings, servers: Sequence[ProjectServer]) -> Non
 def approval_request(server: ProjectServer, state: ApprovalState) -> PermissionRequest:
     """The yes/no question about starting ``server``: its definition is the request's target."""
     changed = ", whose definition changed since you approved it" if state == "changed" else ""
-    return PermissionRequest(
-        tool_name="mcp_server",
-        action="execute",
-        target=server.definition,
-        description=f"Start MCP server {server.name} (defined by {server.origin}){changed}",
-        grant_key="",
-    )
+    description = f"Start MCP server {server.name} (defined by {server.origin}){changed}"
+    return approval_question("mcp_server", server.definition, description)
 
 
 def approval_asker(asker: PermissionAsker, agent_id: str) -> AskApproval:
-    """Ask through a conversation's permission questions, on behalf of ``agent_id``: yes approves.
+    """Ask through a conversation's permission questions, on behalf of ``agent_id``: yes approves."""
+    ask = yes_no_asker(asker, agent_id)
 
-    The conversation's own questions offer yes and no; another asker's "once" and "for this
-    session" both approve.
-    """
+    async def ask_server(server: ProjectServer, state: ApprovalState) -> bool:
+        return await ask(approval_request(server, state))
 
-    async def ask(server: ProjectServer, state: ApprovalState) -> bool:
-        request = approval_request(server, state)
-        if isinstance(asker, PermissionQuestions):
-            answer = await asker(request, agent_id, choices=YES_NO)
-        else:
-            answer = await asker(request, agent_id)
-        return answer != "deny"
-
-    return ask
+    return ask_server

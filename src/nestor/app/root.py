@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from nestor.agents.registry import AgentRegistry, project_registry
+from nestor.app.approval_questions import AskYesNo
 from nestor.app.checkpoints import (
     SessionCheckpoints,
     prune_old_checkpoints,
@@ -75,6 +76,8 @@ class App:
             ``edit`` and ``write`` read and write; None uses the disk.
         hooks: An embedder's in-process hooks of Claude Code's events, by event name (the Claude
             Agent SDK's ``hooks`` option), run beside the configured shell hooks by every agent.
+        asks_hooks: The UI asks about a project's hooks not approved before its first prompt
+            (:meth:`ask_hook_approvals`, ``nestor acp``), so they are not named as skipped at start.
 
     """
 
@@ -90,6 +93,7 @@ class App:
     catalogue: ToolCatalogue = field(default_factory=ToolCatalogue)
     editor_files: EditorFiles | None = None
     hooks: HookMatchers | None = None
+    asks_hooks: bool = False
     models: ModelBuilder = field(init=False)
     tools: ToolBuilder = field(init=False)
     lsp: LspManager = field(init=False)
@@ -127,6 +131,7 @@ class App:
         notify: Callable[[str], None] | None = None,
         editor_files: EditorFiles | None = None,
         hooks: HookMatchers | None = None,
+        asks_hooks: bool = False,
     ) -> App:
         """Open the database named by ``settings`` (creating it on first use).
 
@@ -137,6 +142,7 @@ class App:
             hooks: In-process hooks by event name: ``{"PreToolUse": [HookMatcher("Bash", [check])]}``
                 (``nestor.api.HookMatcher``), each callback ``async (input, tool_use_id, context)
                 -> dict`` with the JSON a shell hook reads and writes.
+            asks_hooks: The UI asks about a project's hooks not approved before its first prompt.
 
         Raises:
             ValueError: ``hooks`` names an event nestor does not fire.
@@ -155,6 +161,7 @@ class App:
             notify=notify or (lambda _message: None),
             editor_files=editor_files,
             hooks=hooks,
+            asks_hooks=asks_hooks,
         )
 
     def close(self) -> None:
@@ -235,14 +242,29 @@ class App:
     def hook_events(self) -> HookDispatcher | None:
         """The hooks every agent fires: the user's, the approved project's, the embedder's; None without any.
 
-        Built once; a project's hooks not approved are named in one line then.
+        Built once; a project's hooks not approved are named in one line then, unless the UI asks.
         """
         if self._events is None and (self.settings.configured_hooks or self.hooks):
             run, skipped = self.hook_approvals().runnable()
-            if skipped:
+            if skipped and not self.asks_hooks:
                 self.notify(skipped_line(skipped))
             self._events = HookDispatcher.of(run, Path(self.settings.project_root), self.hooks)
         return self._events
+
+    async def ask_hook_approvals(self, ask: AskYesNo) -> None:
+        """Ask about each project hook not approved, before the main agent's first prompt.
+
+        A yes is stored and the hook runs from now on, in every agent; the hooks declined are
+        named in one line.
+
+        Raises:
+            StoreError: The database failed.
+
+        """
+        approved = await self.hook_approvals().ask_pending(ask)
+        events = self.hook_events()
+        if approved and events is not None:
+            events.add(approved, Path(self.settings.project_root))
 
     async def test_hooks(
         self, event: str, *, tool: str | None = None, tool_input: dict[str, Any] | None = None

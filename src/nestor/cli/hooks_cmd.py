@@ -104,7 +104,7 @@ def approve(ctx: typer.Context) -> None:
 
     A project's hooks run as your own commands, outside the sandbox: read each before you approve.
     Trusting the folder (nestor trust, --trust) approves none; nestor run skips a hook not approved,
-    and the REPL and the TUI ask.
+    the REPL and the TUI ask before they start, and nestor acp asks the editor.
     """
     from nestor.app.hook_setup import approve_hooks, pending_hooks
 
@@ -129,19 +129,15 @@ def ask_to_approve_hooks(settings: Settings, ask: Callable[[str], str]) -> None:
         StoreError: The database, where approvals are, fails.
 
     """
-    from nestor.app.hook_setup import approve_hooks, pending_hooks
+    from nestor.app.hook_setup import approve_hooks, hook_approval_request, pending_hooks
     from nestor.cli.mcp_cmd import answered_yes
 
     approved: list[ConfiguredHook] = []
     for item in pending_hooks(settings):
-        hook = item.hook
-        changed = ", changed since you approved it" if item.state == "changed" else ""
-        question = (
-            f"Run the project's hook {hook.name}{changed}? It runs as you, outside the sandbox:\n"
-            f"  {hook.command}\nRun it, now and while it stays so? [y/N] "
-        )
+        request = hook_approval_request(item)
+        question = f"{request.description}?\n  {request.target}\nRun it, now and while it stays so? [y/N] "
         if answered_yes(ask, question):
-            approved.append(hook)
+            approved.append(item.hook)
     if approved:
         approve_hooks(settings, approved)
 

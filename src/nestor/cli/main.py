@@ -282,8 +282,9 @@ def acp(
     The editor starts this command and drives sessions in the folders it opens: prompts (text,
     images, the files the editor attaches), tool calls with their diffs, permission questions
     (answered in the editor; --yolo starts sessions in the yolo mode, where deny and ask rules
-    still hold), and the agent tree (sub-agents show inside their task calls). See the README's
-    "Editors" section for each editor's settings.
+    still hold), and the agent tree (sub-agents show inside their task calls). A trusted project's
+    hooks not yet approved are asked about, yes or no, before a session's first prompt. See the
+    README's "Editors" section for each editor's settings.
     """
     from nestor.cli.acp.server import run_acp
 

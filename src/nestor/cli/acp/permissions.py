@@ -44,8 +44,8 @@ def permission_options(
 ) -> list[PermissionOption]:
     """Allow once, allow always (for the session, naming the rule), reject: those ``choices`` offers.
 
-    A yes/no question (no ``session`` among ``choices``: a project's MCP server to approve) gets
-    "Yes" and "No".
+    A yes/no question (no ``session`` among ``choices``: a project's MCP server or hook to
+    approve) gets "Yes" and "No".
     """
     if "session" not in choices:
         return [
@@ -103,8 +103,8 @@ class PermissionBridge:
         if question is None:
             return
         event, asked = question
-        # A yes/no question approves a definition (a project's MCP server), not a call: no
-        # mode answers it, as --yolo and --trust approve no server either.
+        # A yes/no question approves a definition (a project's MCP server or hook), not a call: no
+        # mode answers it, as --yolo and --trust approve no server or hook either.
         yes_no = "session" not in event.choices
         rule = asked.rule if asked is not None else None
         must_ask = asked is None or asked.must_ask  # unannounced: the editor's to answer
@@ -144,15 +144,17 @@ class PermissionBridge:
     async def _request(self, event: PermissionRequested, call_id: str) -> PermissionAnswer:
         request = event.request
         known = self._translator.calls.get(call_id)
-        outside = " (outside the project)" if request.outside_project else ""
+        detail = request.description + (" (outside the project)" if request.outside_project else "")
+        if "session" not in event.choices:  # a definition to approve: the editor shows what it is
+            detail += f":\n{request.target}"
         tool_call = ToolCallUpdate(
             tool_call_id=call_id or event.request_id,
             title=known.view.title if known is not None else request.description,
             kind=known.view.kind if known is not None else None,
             status="pending",
-            content=[*known.view.content, text_content(request.description + outside)]
+            content=[*known.view.content, text_content(detail)]
             if known is not None
-            else [text_content(request.description + outside)],
+            else [text_content(detail)],
             locations=known.view.locations or None if known is not None else None,
             raw_input=_raw_input(request),
             field_meta=self._translator.meta(event.agent_id),

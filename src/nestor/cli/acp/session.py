@@ -4,7 +4,9 @@ Each session has an :class:`~nestor.app.App` of its own (its project's settings,
 servers added, the editor's files where it offers them) and the :class:`~nestor.app.Conversation`
 of its main agent; the bus's events become updates (:mod:`~nestor.cli.acp.updates`) sent in order
 by the session's :class:`~nestor.cli.acp.outbox.Outbox`, and permission questions go to the editor
-(:mod:`~nestor.cli.acp.permissions`).
+(:mod:`~nestor.cli.acp.permissions`). Before its first prompt a session asks the editor, yes or no,
+about each of a trusted project's hooks not approved (an untrusted folder's are never read): a yes
+is stored and the hook runs from then on, a hook declined is skipped and named in the log.
 """
 
 from __future__ import annotations
@@ -76,6 +78,8 @@ class AcpSession:
             conn, self.session_id, conversation, self.translator, self.outbox, lambda: self.mode
         )
         self._cancelled = False
+        self._hooks_asked = False
+        self._asking: asyncio.Task[None] | None = None
         self._unsubscribe = app.subscribe(self._on_event)
 
     @classmethod
@@ -99,7 +103,7 @@ class AcpSession:
         from nestor.app import App  # the runtime: loaded by the first session, not by `initialize`
 
         files = client_files(conn, fs)
-        app = App.open(settings, notify=notice, editor_files=files)
+        app = App.open(settings, notify=notice, editor_files=files, asks_hooks=True)
         try:
             session = app.find_session(resume=resume, continue_latest=False) if resume else None
             if session is not None and session.parent_id is not None:
@@ -122,6 +126,10 @@ class AcpSession:
     async def prompt(self, blocks: list[Any]) -> PromptResponse:
         """Run one prompt to completion (background agents included) and say why it ended."""
         prompt = prompt_content(blocks)
+        if not self._hooks_asked:
+            self._cancelled = False
+            if not await self._ask_hook_approvals():
+                return PromptResponse(stop_reason="cancelled")
         command = slash_command(prompt) if isinstance(prompt, str) else None
         if command is not None:
             await self._command(*command)
@@ -145,9 +153,25 @@ class AcpSession:
             field_meta={"nestor": {"usage": outcome.usage.to_dict(), "numTurns": outcome.num_turns}},
         )
 
+    async def _ask_hook_approvals(self) -> bool:
+        """The editor approves the project's hooks not approved, or they are skipped; False: cancelled."""
+        self._asking = asyncio.ensure_future(self.app.ask_hook_approvals(self.conversation.ask_yes_no))
+        try:
+            await self._asking
+        except asyncio.CancelledError:
+            if not self._cancelled:
+                raise
+            return False  # asked again at the next prompt
+        finally:
+            self._asking = None
+        self._hooks_asked = True
+        return True
+
     def cancel(self) -> None:
         """Stop the prompt running: the main agent's run, its sub-agents, the background ones."""
         self._cancelled = True
+        if self._asking is not None:
+            self._asking.cancel()
         self.conversation.cancel()
         for agent_id, agent in list(self.translator.agents.items()):
             if agent.background:

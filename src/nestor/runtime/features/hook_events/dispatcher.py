@@ -91,14 +91,15 @@ class HookDispatcher:
         cls, configured: Iterable[ConfiguredHook], project_root: Path, callbacks: HookMatchers | None = None
     ) -> HookDispatcher:
         """Shell hooks (each its own matcher, with its time-out) followed by in-process ``callbacks``."""
-        shell: dict[str, list[HookMatcher]] = {}
+        dispatcher = cls()
+        dispatcher.add(configured, project_root)
+        return dispatcher.with_hooks(cls(callbacks))
+
+    def add(self, configured: Iterable[ConfiguredHook], project_root: Path) -> None:
+        """Shell hooks from now on, for every agent holding this dispatcher (approved while it runs)."""
         for hook in configured:
             group = HookMatcher(hook.matcher, [CommandHook(hook, project_root)], hook.timeout_s)
-            shell.setdefault(hook.event, []).append(group)
-        dispatcher = cls(callbacks)
-        for event, groups in shell.items():
-            dispatcher._hooks[event] = [*groups, *dispatcher._hooks.get(event, ())]
-        return dispatcher
+            self._hooks.setdefault(hook.event, []).append(group)
 
     def with_hooks(self, more: HookDispatcher) -> HookDispatcher:
         """These hooks and ``more``'s (an agent file's own, for that agent)."""
