@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -74,3 +75,29 @@ async def test_an_untrusted_folders_hooks_are_never_asked_about_nor_run(tmp_path
 
     assert client.questions == []
     assert not marker.exists()
+
+
+async def test_cancelling_the_prompt_while_a_hook_is_asked_about_asks_again_at_the_next(
+    tmp_path: Path,
+) -> None:
+    repo, marker = project(tmp_path)
+    client = RecordingClient(answers=["allow_once", "allow_once"])
+    client.hold_questions = asyncio.Event()
+    with ScriptedOpenAIServer(bash_then_done()) as server:
+        async with nestor_acp(client, repo, acp_env(tmp_path, server), "--yolo", "--trust") as conn:
+            await conn.initialize(protocol_version=1)
+            opened = await conn.new_session(cwd=str(repo))
+            prompt = asyncio.create_task(
+                conn.prompt(session_id=opened.session_id, prompt=[acp.text_block("go")])
+            )
+            await asyncio.wait_for(client.question_asked.wait(), 30)
+            await conn.cancel(session_id=opened.session_id)
+            cancelled = await asyncio.wait_for(prompt, 30)
+            client.hold_questions.set()  # the editor answers late: nothing is approved by it
+            await asyncio.sleep(0.5)
+            assert not server.requests and not marker.exists()
+            again = await conn.prompt(session_id=opened.session_id, prompt=[acp.text_block("go")])
+
+    assert (cancelled.stop_reason, again.stop_reason) == ("cancelled", "end_turn")
+    assert len(client.questions) == 2
+    assert marker.read_text() == "ran\n"
