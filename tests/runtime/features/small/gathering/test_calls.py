@@ -7,6 +7,7 @@ from pathlib import Path
 from nestor.runtime.features.small.gathering.calls import (
     UNBOUND_EXIT,
     call_script,
+    called_names,
     example_calls,
     import_statement,
     quoted_calls,
@@ -114,3 +115,10 @@ def test_a_question_with_an_example_implies_the_call_it_asks_about() -> None:
     # No function named before the example, or an example that is a call itself: nothing implied.
     assert example_calls("What is a cookie like `a=b`?", {"parse"}) == []
     assert example_calls("What does parse do with input like `os.system('id')`?", {"parse"}) == []
+
+
+def test_the_names_a_questions_calls_call_include_nested_and_dotted_ones() -> None:
+    # The function a question runs is often inside a builtin: list(sliding_window(...)).
+    prompt = "What does list(sliding_window(2, [1, 2, 3])) give, and Version.parse('1.2.3').bump_major()?"
+    assert called_names(prompt) == ["list", "sliding_window", "parse", "bump_major"]
+    assert called_names("no call here") == []

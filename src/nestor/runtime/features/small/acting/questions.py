@@ -16,7 +16,7 @@ from dataclasses import replace
 from nestor.runtime.features.small.acting import prompts
 from nestor.runtime.features.small.gathering.calls import (
     call_script,
-    call_texts,
+    called_names,
     example_calls,
     import_statement,
     quoted_calls,
@@ -45,7 +45,6 @@ CALL_TIMEOUT_S = 30
 MAX_CALLED_DEFINITIONS = 3
 """Definitions of the functions the question's calls call, shown at most (a name may have several)."""
 _FUNCTION_KINDS = ("function", "method")
-_CALLEE = re.compile(r"([A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*)\s*\(")
 _ASKS_WHERE = re.compile(
     r"\b(?:where(?:'s)?|which\s+(?:file|module|function|method|class|part)|point\s+me|implemented|"
     r"defined|lives?)\b",
@@ -141,11 +140,9 @@ def _with_example_calls(prompt: str, symbols: SymbolIndex) -> str:
 
 def _called_definitions(prompt: str, symbols: SymbolIndex) -> list[tuple[str, int]]:
     """Where the project's functions the question's calls call are defined: what a run of them does."""
-    callees = (_CALLEE.match(text) for text in call_texts(prompt))
-    called = {callee.group(1).rpartition(".")[2] for callee in callees if callee is not None}
     return [
         (symbol.path, symbol.line)
-        for name in sorted(called)
+        for name in called_names(prompt)
         for symbol in symbols.definitions(name)
         if symbol.kind in _FUNCTION_KINDS and not is_test_path(symbol.path)
     ][:MAX_CALLED_DEFINITIONS]

@@ -23,6 +23,8 @@ from nestor.runtime.features.small.gathering.reader import ProjectReader
 MAX_CALLS = 4
 MAX_NESTING = 4
 _NAME_START = re.compile(r"(?<![\w.])[A-Za-z_][\w.]*\(")
+_CALLED = re.compile(r"(?<![\w$])([A-Za-z_$][\w$]*)\s*\(")
+"""Any name called in a call's text: the outermost, nested ones, and each of a chain's methods."""
 _TEST_FILE = re.compile(r"(?:^|/)(?:tests?)/|(?:^|/)test_[^/]*$|_test\.py$|(?:^|/)conftest\.py$")
 SAFE_BUILTINS = frozenset(
     {
@@ -84,6 +86,17 @@ def call_texts(prompt: str) -> list[str]:
             found.append(prompt[match.start() : end])
             covered = end
     return list(dict.fromkeys(found))[:MAX_CALLS]
+
+
+def called_names(prompt: str) -> list[str]:
+    """The names of the functions the calls ``prompt`` writes out call, nested calls included.
+
+    ``list(sliding_window(2, xs))`` calls ``list`` and ``sliding_window``; ``v.next_version(...)``
+    calls ``next_version`` (a dotted name's last part), and each method of a chain. In order, without
+    repeats.
+    """
+    names = (match.group(1) for text in call_texts(prompt) for match in _CALLED.finditer(text))
+    return list(dict.fromkeys(names))
 
 
 _EXAMPLE = re.compile(
