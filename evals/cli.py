@@ -2,7 +2,7 @@
 
 nestor's tasks run as one ``nestor batch`` whose files are kept beside the JSON
 (:meth:`~evals.batch.BatchFiles.beside`): the same ``--json`` again resumes, grading only the tasks
-that ran since.
+that ran since, and keeping the peers' rows that JSON already has (``--redo`` runs everything again).
 
 Exit codes: 0 the run ended (solved or not), 1 the model or a harness could not be set up,
 2 a usage mistake (an unknown harness or kind, no task selected, a broken task file),
@@ -27,13 +27,22 @@ from evals.report import (
     Columns,
     Row,
     describe_run,
+    earlier_rows,
     report_document,
     summarize,
     totals_markdown,
     totals_table,
     write_report,
 )
-from evals.runner import BatchOptions, SetupError, per_kind, resolve_model, run_suite, select_tasks
+from evals.runner import (
+    BatchOptions,
+    SetupError,
+    per_kind,
+    resolve_model,
+    run_suite,
+    select_tasks,
+    with_time_limit,
+)
 from evals.tasks import EVALS_DIR, KINDS, REPOS_DIR, TASKS_DIR, Task, TaskFileError, load_tasks
 from nestor.core.errors import NestorError
 
@@ -108,7 +117,14 @@ def main(
     json_path: Path = options.json or DEFAULT_RESULTS_DIR / f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}.json"
     batch = BatchOptions(BatchFiles.beside(json_path), workers=options.workers, redo=options.redo)
     return run_and_report(
-        tasks, harnesses, context, json_path=json_path, repos_dir=repos_dir, keep=options.keep, batch=batch
+        tasks,
+        harnesses,
+        context,
+        json_path=json_path,
+        repos_dir=repos_dir,
+        keep=options.keep,
+        batch=batch,
+        redo=options.redo,
     )
 
 
@@ -121,11 +137,14 @@ def run_and_report(
     repos_dir: Path = REPOS_DIR,
     keep: bool = False,
     batch: BatchOptions | None = None,
+    redo: bool = False,
 ) -> int:
     """Run the suite, printing each row as it comes and the totals at the end; keep the JSON current.
 
-    The JSON file is rewritten after every row, so a run that dies part-way leaves what it did.
-    ``batch`` says how nestor's batch runs (None: its files beside ``json_path``, one worker).
+    The JSON file is rewritten after every row, so a run that dies part-way leaves what it did, and
+    the same ``json_path`` again runs only what is missing: the peers' rows it holds are kept
+    (``redo`` runs them again; nestor's batch resumes on its own files). ``batch`` says how
+    nestor's batch runs (None: its files beside ``json_path``, one worker).
 
     Returns:
         The exit code: 0, 1 when a harness could not be prepared, 130 when interrupted.
@@ -141,6 +160,9 @@ def run_and_report(
         harness_names=names,
     )
     rows: list[Row] = []
+    peers = {harness.name for harness in harnesses if not isinstance(harness, BatchHarness)}
+    wanted = {task.id for task in tasks}
+    done = [] if redo else [r for r in earlier_rows(json_path) if r.harness in peers and r.task_id in wanted]
 
     def save(*, interrupted: bool = False) -> None:
         write_report(json_path, report_document(setting, rows, interrupted=interrupted))
@@ -172,6 +194,7 @@ def run_and_report(
             batch=batch or BatchOptions(BatchFiles.beside(json_path)),
             on_row=on_row,
             notify=_notify,
+            done=done,
         )
     except SetupError as error:
         print(f"{_PROGRAM}: error: {error}", file=sys.stderr)
@@ -222,6 +245,13 @@ def _parser() -> argparse.ArgumentParser:
         help="of the selected tasks, N of each kind, spread over the repositories (a quicker run)",
     )
     parser.add_argument(
+        "--time-limit",
+        type=_positive_int,
+        metavar="S",
+        help="every task's time limit at most S seconds, for every harness alike (default: each "
+        "task's own, 600 s unless its file says otherwise)",
+    )
+    parser.add_argument(
         "--json",
         type=Path,
         metavar="PATH",
@@ -246,7 +276,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--redo",
         action="store_true",
-        help="run nestor's tasks again even if the --json run already has them (nestor batch --redo)",
+        help="run every task again even if the --json run already has it (nestor's: nestor batch --redo)",
     )
     parser.add_argument(
         "--work-dir",
@@ -282,6 +312,8 @@ def _selected_tasks(options: argparse.Namespace, tasks_dir: Path, repos_dir: Pat
     selected = select_tasks(tasks, options.task, options.kind)
     if options.per_kind:
         selected = per_kind(selected, options.per_kind)
+    if options.time_limit:
+        selected = with_time_limit(selected, options.time_limit)
     if not selected:
         raise UsageError(f"no task matches (of {len(tasks)} in {tasks_dir}); --list shows them")
     return selected

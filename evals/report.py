@@ -238,6 +238,15 @@ def report_document(
     }
 
 
+def earlier_rows(path: Path) -> list[Row]:
+    """The rows of the run whose JSON document is at ``path``; none if there is none or it is unreadable."""
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+        return [row_from_dict(data) for data in document["rows"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+
+
 def write_report(path: Path, document: dict[str, Any]) -> None:
     """Write ``document`` to ``path`` as JSON, whole or not at all (a reader never sees half)."""
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -74,6 +74,11 @@ def per_kind(tasks: Sequence[Task], count: int) -> list[Task]:
     return [task for task in tasks if task.id in chosen]
 
 
+def with_time_limit(tasks: Sequence[Task], seconds: float) -> list[Task]:
+    """``tasks`` with each one's time limit at most ``seconds`` (every harness reads it from the task)."""
+    return [dataclasses.replace(task, timeout_s=min(task.timeout_s, seconds)) for task in tasks]
+
+
 def resolve_model(work_dir: Path, notify: Callable[[str], None]) -> Path:
     """The bundled model's file, joined from its installed parts once, into the nestor harness's data dir.
 
@@ -118,6 +123,7 @@ def run_suite(
     batch: BatchOptions | None = None,
     on_row: Callable[[Row], None] | None = None,
     notify: Callable[[str], None] | None = None,
+    done: Sequence[Row] = (),
 ) -> list[Row]:
     """Prepare every harness, run every task through each, and close them all, whatever happens.
 
@@ -130,6 +136,7 @@ def run_suite(
         batch: How the batch harnesses run (None: the defaults).
         on_row: Called with each row as soon as it is known.
         notify: Receives one-line progress messages (preparing a harness, a harness failing to close).
+        done: Peer rows an earlier run of the same results measured: reported again, not run again.
 
     Returns:
         One row per task and harness: the batch harnesses' first, then task by task.
@@ -156,9 +163,12 @@ def run_suite(
                     tasks, harness, batch or BatchOptions(), repos_dir=repos_dir, keep=keep, on_row=report
                 )
         peers = [harness for harness in harnesses if not isinstance(harness, BatchHarness)]
+        measured = {(row.task_id, row.harness): row for row in done}
         for task in tasks:
             for harness in peers:
-                row = run_task(task, harness, repos_dir=repos_dir, keep=keep)
+                row = measured.get((task.id, harness.name)) or run_task(
+                    task, harness, repos_dir=repos_dir, keep=keep
+                )
                 rows.append(row)
                 report(row)
         return rows

@@ -21,7 +21,7 @@ import pytest
 from evals.cli import main, run_and_report
 from evals.harnesses.base import EvalContext, HarnessResult
 from evals.harnesses.nestor import NestorHarness
-from evals.runner import BatchOptions, run_task, run_through_batch, select_tasks
+from evals.runner import BatchOptions, run_task, run_through_batch, select_tasks, with_time_limit
 from evals.tasks import Task, load_tasks
 from nestor.testing import ScriptedOpenAIServer, ServerReply
 from tests.evals.support import scripted_model, served_nestor
@@ -159,6 +159,40 @@ def test_a_harness_without_sessions_gets_each_follow_up_with_the_exchange_before
     assert row.answer == "answer 2: 5" and row.seconds == 3.0 and row.input_tokens == 20 and row.solved
 
 
+def test_the_same_json_again_keeps_the_peer_rows_it_has_and_runs_the_rest(
+    suite: tuple[Path, Path], context: EvalContext, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tasks_dir, repos_dir = suite
+    tasks = load_tasks(tasks_dir, repos_dir)
+    json_path = tmp_path / "run.json"
+    first = Recorder()
+    assert run_and_report(tasks[:1], [first], context, json_path=json_path, repos_dir=repos_dir) == 0
+
+    # A longer run on the same results: the task measured before is not asked again.
+    second = Recorder()
+    assert run_and_report(tasks, [second], context, json_path=json_path, repos_dir=repos_dir) == 0
+    assert len(first.prompts) == 1 and second.prompts == [tasks[1].prompt]
+    rows = json.loads(json_path.read_text())["rows"]
+    assert [(row["task_id"], row["answer"]) for row in rows] == [
+        (tasks[0].id, "answer 1: 5"),
+        (tasks[1].id, "answer 1: 5"),
+    ]
+    assert "| recorder | " in capsys.readouterr().out
+
+    # --redo asks everything again.
+    third = Recorder()
+    assert run_and_report(tasks, [third], context, json_path=json_path, repos_dir=repos_dir, redo=True) == 0
+    assert third.prompts == [task.prompt for task in tasks]
+
+
+def test_a_time_limit_lowers_every_task_s_own_and_never_raises_one(suite: tuple[Path, Path]) -> None:
+    tasks = load_tasks(*suite)
+    short = dataclasses.replace(tasks[0], timeout_s=30.0)
+    limited = with_time_limit([short, tasks[1]], 45)
+    assert [task.timeout_s for task in limited] == [30.0, 45.0]
+    assert [task.id for task in limited] == [short.id, tasks[1].id]
+
+
 def test_a_harness_that_cannot_be_prepared_ends_the_run_with_one_line(
     suite: tuple[Path, Path], context: EvalContext, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -197,6 +231,7 @@ def test_list_prints_the_selected_tasks(suite: tuple[Path, Path], capsys: pytest
         (["--kind", "poetry"], "invalid choice: 'poetry'"),
         (["--threads", "0"], "expected at least 1, got 0"),
         (["--workers", "0"], "expected at least 1, got 0"),
+        (["--time-limit", "0"], "expected at least 1, got 0"),
     ],
 )
 def test_usage_mistakes_exit_2_with_one_line(
