@@ -140,7 +140,10 @@ def _nestor(api: Api) -> Callable[[Path, Path, Servers], Prepared]:
             if api == "openai"
             else {"ANTHROPIC_BASE_URL": servers.anthropic, "ANTHROPIC_API_KEY": "bench"}
         )
-        env = _env(venv, home, NESTOR_HOME=str(home / "nestor"), **keys)
+        # Its warm server (``nestor serve``) is its own too, started by the warm-up run in this home.
+        runtime = home / "run"
+        runtime.mkdir(mode=0o700)
+        env = _env(venv, home, NESTOR_HOME=str(home / "nestor"), XDG_RUNTIME_DIR=str(runtime), **keys)
         return Prepared([sys.executable, "-m", "nestor"], [], env)
 
     return prepare

@@ -8,7 +8,11 @@ once, so load on the shared machine falls on all alike). Per tool, medians of:
 - ``--version``: wall time of ``<tool> --version``;
 - first request: from spawning the prompt's process to the server receiving its first model request;
 - whole prompt: from spawning to the process exiting (what a script waits for);
-- peak RSS: the most resident memory of the process tree at once, sampled every 20 ms;
+- peak PSS: the most memory at once, sampled every 20 ms, of the process tree and of every process
+  already running with the tool's home (a warm server such as nestor's, with the children it forks
+  to serve the prompt), as proportional set sizes: a page shared by N processes counts 1/N in each,
+  so a forked child's pages shared with its server count once (resident sizes would count them
+  twice);
 - tokens of the first request that carries tools (the main agent's turn; the first request when none
   does): its system prompt and tool definitions, and the whole request body. One counter for
   all (``nestor.testing.request_tokens``): characters / 4 (tiktoken is installed here, but its
@@ -44,21 +48,49 @@ from peers import Peer, Servers, Skipped, all_peers
 RUNS = 5
 TIMEOUT_S = 120.0
 SAMPLE_S = 0.02
-_PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
-def tree_rss(pid: int) -> int:
-    """Resident bytes of ``pid`` and all its descendants now (0 once gone)."""
+def residents(home: Path) -> list[int]:
+    """The eldest processes running with ``home`` as HOME: what a tool left running (a warm server)."""
+    marker = f"HOME={home}".encode()
+    found: list[int] = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if marker in (entry / "environ").read_bytes().split(b"\0"):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return [pid for pid in found if _parent(pid) not in found]  # tree_pss counts the descendants
+
+
+def _parent(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def tree_pss(pid: int) -> int:
+    """Proportional set size in bytes of ``pid`` and all its descendants now (0 once gone)."""
     total, stack = 0, [pid]
     while stack:
         current = stack.pop()
         try:
-            total += int(Path(f"/proc/{current}/statm").read_text().split()[1]) * _PAGE
+            total += _pss(current)
             for task in Path(f"/proc/{current}/task").iterdir():
                 stack.extend(int(child) for child in (task / "children").read_text().split())
         except (OSError, ValueError):
             continue
     return total
+
+
+def _pss(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+        if line.startswith("Pss:"):
+            return int(line.split()[1]) * 1024
+    return 0
 
 
 @dataclass
@@ -67,7 +99,7 @@ class Sample:
 
     first_request_s: float | None
     wall_s: float
-    peak_rss: int
+    peak_pss: int
     bodies: list[dict[str, Any]]
     returncode: int
 
@@ -100,8 +132,9 @@ class Recorder:
 
 
 def run_prompt(peer: Peer, home: Path, project: Path, recorder: Recorder) -> Sample:
-    """One headless prompt: time to the first request, wall time, peak RSS of the tree."""
+    """One headless prompt: time to the first request, wall time, peak PSS of the tree and residents."""
     before = recorder.count(peer)
+    resident = residents(home)
     with (home / "prompt.log").open("ab") as log:
         started = time.time()
         process = subprocess.Popen(
@@ -116,7 +149,7 @@ def run_prompt(peer: Peer, home: Path, project: Path, recorder: Recorder) -> Sam
         peak = 0
         deadline = time.monotonic() + TIMEOUT_S
         while process.poll() is None and time.monotonic() < deadline:
-            peak = max(peak, tree_rss(process.pid))
+            peak = max(peak, tree_pss(process.pid) + sum(tree_pss(pid) for pid in resident))
             time.sleep(SAMPLE_S)
         wall = time.time() - started
         if process.poll() is None:
@@ -182,7 +215,7 @@ def _ratio(value: float | None, base: float | None) -> str:
 def table(peers: list[Peer], figures: dict[str, Figures]) -> list[str]:
     """The Markdown table: medians, each with its ratio to nestor on the same API."""
     rows = [
-        "| tool | API | `--version` ms | 1st request ms | whole prompt ms | peak RSS MiB "
+        "| tool | API | `--version` ms | 1st request ms | whole prompt ms | peak PSS MiB "
         "| prompt+tools tokens | whole 1st request tokens | tools |",
         "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
@@ -199,7 +232,7 @@ def table(peers: list[Peer], figures: dict[str, Figures]) -> list[str]:
             else None,
             statistics.median(firsts) if firsts else None,
             statistics.median(s.wall_s for s in got.samples),
-            statistics.median(s.peak_rss for s in got.samples) / 2**20,
+            statistics.median(s.peak_pss for s in got.samples) / 2**20,
             count_tokens(fixed_text(body)),
             count_tokens(json.dumps(body)),
             len(body.get("tools") or []),
@@ -235,7 +268,13 @@ def main(names: list[str] | None = None) -> None:
     cache = cache_dir()
     recorder = Recorder()
     with recorder.openai, recorder.anthropic, tempfile.TemporaryDirectory() as tmp:
-        figures = measure(peers, Path(tmp), cache, recorder)
+        try:
+            figures = measure(peers, Path(tmp), cache, recorder)
+        finally:
+            for home in (Path(tmp) / "homes").glob("*"):
+                for pid in residents(home):  # nestor's warm servers, whose homes are going
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGTERM)
     print(
         f"Start-up vs peers (median of {RUNS} interleaved runs after a warm-up; "
         "ratios to nestor on the same API)"
