@@ -38,7 +38,7 @@ async def test_a_pre_tool_use_callback_sees_every_agents_calls_and_its_deny_reac
     assert results[0].is_error and "no listing here" in (results[0].content or "")
     assert "x = 1" in (results[-2].content or "")  # explore's view ran: only LS was denied
     by_tool = {data["tool_name"]: data for data in seen}
-    assert {"LS", "Task", "Read"} <= set(by_tool)
+    assert {"LS", "Agent", "Read"} <= set(by_tool)
     assert by_tool["Read"]["agent_type"] == "explore" and by_tool["Read"]["depth"] == 1
     assert by_tool["LS"]["depth"] == 0 and by_tool["LS"]["parent_agent_id"] is None
     assert by_tool["Read"]["parent_agent_id"] == by_tool["LS"]["agent_id"]

@@ -161,3 +161,17 @@ def test_a_registration_that_cannot_work_is_refused_in_one_line(
         catalogue.register(name, DocsSearchTool, **kwargs)
     assert message in str(raised.value) and "\n" not in str(raised.value)
     assert catalogue.names() == ToolCatalogue().names()
+
+
+def test_claude_code_s_current_and_earlier_names_name_a_tool_and_the_payload_carries_the_current() -> None:
+    catalogue = ToolCatalogue()
+    assert catalogue.hook_names("task") == ("task", "Task", "Agent")  # Agent since Claude Code 2.1.63
+    assert catalogue.hook_names("bash") == ("bash", "Bash")
+    assert catalogue.hook_names("task_status") == ("task_status",)
+    assert [catalogue.named_by_hooks(name) for name in ("Agent", "Task", "Bash", "Read", "Nope")] == [
+        "task",
+        "task",
+        "bash",
+        "view",
+        None,
+    ]

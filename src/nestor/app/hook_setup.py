@@ -185,7 +185,7 @@ async def test_event(
     catalogue = catalogue or ToolCatalogue()
     names = catalogue.hook_names
     if tool is not None and tool not in catalogue:  # a Claude Code name (Bash): the tool it names
-        tool = next((info.name for info in catalogue if info.hook_name == tool), tool)
+        tool = catalogue.named_by_hooks(tool) or tool
     agent = AgentInfo("test-session", "test-session", "coder", None, 0, root)
     fields: dict[str, Any] = {}
     match: tuple[str, ...] = ()

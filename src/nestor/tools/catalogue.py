@@ -88,6 +88,8 @@ class ToolInfo:
             use this one too (``task_status`` comes with ``task``, ``web_fetch`` with ``fetch``).
         hook_name: Claude Code's name of it, which hooks' matchers may give and their payloads
             carry (``Bash``, ``Read``); None where Claude Code has none.
+        hook_aliases: Claude Code's earlier names of it, which hooks written then still give as
+            matchers (``Task``, ``Agent`` since Claude Code 2.1.63); payloads carry ``hook_name``.
 
     """
 
@@ -100,6 +102,7 @@ class ToolInfo:
     rule_target: RuleTarget = "other"
     comes_with: str | None = None
     hook_name: str | None = None
+    hook_aliases: tuple[str, ...] = ()
 
     @property
     def stateless(self) -> bool:
@@ -200,7 +203,8 @@ BUILTIN_TOOLS: tuple[ToolInfo, ...] = (
         frozenset({"delegation"}),
         aliases=("agent",),
         rule_aliases=("agent",),
-        hook_name="Task",
+        hook_name="Agent",
+        hook_aliases=("Task",),
     ),
     ToolInfo(
         "todo_write",
@@ -315,9 +319,21 @@ class ToolCatalogue:
         return info is not None and trait in info.traits
 
     def hook_names(self, name: str) -> tuple[str, ...]:
-        """The names hooks' matchers read for tool ``name``: its own, then Claude Code's where it has one."""
+        """The names hooks' matchers read for tool ``name``: its own, then Claude Code's.
+
+        Claude Code's earlier names come before its current one, which is last: the payload's
+        ``tool_name``.
+        """
         info = self._tools.get(name)
-        return (name, info.hook_name) if info is not None and info.hook_name else (name,)
+        if info is None or not info.hook_name:
+            return (name,)
+        return (name, *info.hook_aliases, info.hook_name)
+
+    def named_by_hooks(self, name: str) -> str | None:
+        """The tool Claude Code's name ``name`` (current or earlier: ``Bash``, ``Task``) stands for."""
+        return next(
+            (info.name for info in self._tools.values() if name in (info.hook_name, *info.hook_aliases)), None
+        )
 
     def aliases(self) -> dict[str, str]:
         """Every name an agent file may use (lower case: the tools' own and their aliases) -> the tool."""

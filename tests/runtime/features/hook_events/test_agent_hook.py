@@ -50,7 +50,7 @@ async def test_every_event_reaches_one_hook_from_the_main_agent_and_its_sub_agen
     prompts = [(e["depth"], e["prompt"]) for e in events if e["hook_event_name"] == "UserPromptSubmit"]
     assert prompts == [(0, "what is in a.txt?"), (1, "read a.txt")]  # a sub-agent's task prompt too
     assert by_name["SessionStart"]["source"] == "startup" and by_name["SessionStart"]["depth"] == 0
-    task_call = next(e for e in events if e["hook_event_name"] == "PreToolUse" and e["tool_name"] == "Task")
+    task_call = next(e for e in events if e["hook_event_name"] == "PreToolUse" and e["tool_name"] == "Agent")
     assert task_call["agent_id"] == main_id and task_call["tool_input"]["subagent_type"] == "explore"
     child = by_name["SubagentStart"]
     assert child["agent_type"] == "explore" and child["parent_agent_id"] == main_id and child["depth"] == 1

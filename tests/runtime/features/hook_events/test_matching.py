@@ -29,7 +29,9 @@ def test_no_matcher_an_empty_one_or_a_star_match_everything(matcher: str | None)
         ("WebFetch", "web_fetch", True),
         ("WebFetch", "fetch", True),
         ("WebSearch", "web_search", True),
-        ("Task", "task", True),
+        ("Agent", "task", True),  # Claude Code's name since 2.1.63
+        ("Task", "task", True),  # and before: hooks written then still match
+        ("Task", "task_status", False),
         ("mcp__github__.*", "mcp__github__search", True),
         ("mcp__github__.*", "mcp__gitlab__search", False),
         ("mcp__.*__write.*", "mcp__fs__write_file", True),
