@@ -39,6 +39,7 @@ from nestor.core.prompts import UserPrompt
 from nestor.core.usage import Usage
 
 if TYPE_CHECKING:
+    from nestor.runtime.kernel.permission_gate import HookAnswer
     from nestor.runtime.kernel.setup import RunResult
 
 
@@ -120,7 +121,7 @@ class Hook:
 
     async def permission_request(
         self, state: RunState, call: ToolCallPart, request: PermissionRequest
-    ) -> Literal["allow", "deny"] | None:
+    ) -> HookAnswer | None:
         """Called when the rules leave ``request`` to the user; answer it, or None to let the user."""
         return None
 

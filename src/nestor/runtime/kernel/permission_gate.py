@@ -10,17 +10,34 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Any, Literal
 
 from nestor.bus import EventBus
 from nestor.core.events import PermissionAsked
 from nestor.core.permission import PermissionAnswer, PermissionRequest
 from nestor.permissions import Decision, PermissionPolicy
 
-__all__ = ["AskHooks", "PermissionAnswer", "PermissionAsker", "PermissionGate", "Verdict"]
+__all__ = ["AskHooks", "HookAnswer", "PermissionAnswer", "PermissionAsker", "PermissionGate", "Verdict"]
 
 PermissionAsker = Callable[[PermissionRequest, str], Awaitable[PermissionAnswer]]
 """Asks the user about ``request`` for agent ``agent_id``; None where nobody can answer (headless)."""
+
+
+@dataclass(frozen=True, slots=True)
+class HookAnswer:
+    """A hook's answer to a question the rules left to the user (Claude Code's ``PermissionRequest``).
+
+    Attributes:
+        behavior: Allow or deny, instead of the user.
+        message: Why, for the model when it denies.
+        updated_args: With an allow, the arguments to run the call with instead (its permission is
+            settled again on them: a deny rule still refuses them).
+
+    """
+
+    behavior: Literal["allow", "deny"]
+    message: str = ""
+    updated_args: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,17 +55,27 @@ class AskHooks:
     """
 
     preset: Literal["allow", "ask"] | None = None
-    answer: Callable[[PermissionRequest], Awaitable[Literal["allow", "deny"] | None]] | None = None
+    answer: Callable[[PermissionRequest], Awaitable[HookAnswer | None]] | None = None
     before_asking: Callable[[PermissionRequest], Awaitable[None]] | None = None
     reason: str = ""
 
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    """Whether a request may go ahead, and the decision of the rules behind it."""
+    """Whether a request may go ahead, the decision behind it, and what a hook's answer added.
+
+    Attributes:
+        allowed: It may go ahead.
+        decision: The rules' decision (a hook's answer as its kind).
+        refusal: What the model is told when a hook denied it (empty: :meth:`PermissionGate.refusal`).
+        updated_args: The arguments a hook allowed the call with instead of its own.
+
+    """
 
     allowed: bool
     decision: Decision
+    refusal: str = ""
+    updated_args: dict[str, Any] | None = None
 
 
 class PermissionGate:
@@ -77,8 +104,8 @@ class PermissionGate:
                 answer = await hooks.answer(request)
                 if answer is not None:
                     decision = replace(decision, reason=f"{decision.reason}; answered by a hook")
-                    self._publish(request, tool_call_id, decision, answer)
-                    return Verdict(answer == "allow", replace(decision, kind=answer))
+                    self._publish(request, tool_call_id, decision, answer.behavior)
+                    return _hook_verdict(request, replace(decision, kind=answer.behavior), answer)
             if decision.kind == "ask" and self.asker is not None and hooks.before_asking is not None:
                 await hooks.before_asking(request)
         if decision.kind == "ask" and self.asker is not None:
@@ -144,6 +171,17 @@ class PermissionGate:
                 must_ask=decision.must_ask,
             )
         )
+
+
+def _hook_verdict(request: PermissionRequest, decision: Decision, answer: HookAnswer) -> Verdict:
+    if answer.behavior == "allow":
+        return Verdict(True, decision, updated_args=answer.updated_args)
+    why = answer.message or "no reason given"
+    return Verdict(
+        False,
+        decision,
+        refusal=f"Permission denied by a hook: {request.description} ({why}). Do not retry it.",
+    )
 
 
 def _hooked(decision: Decision, hooks: AskHooks) -> Decision:

@@ -22,10 +22,12 @@ from nestor.core.errors import PermissionDeniedError, ToolError
 from nestor.core.events import ToolFinished, ToolStarted
 from nestor.core.permission import PermissionRequest
 from nestor.runtime.kernel.hooks import Hook, RunState, ToolCallChange
-from nestor.runtime.kernel.permission_gate import AskHooks, PermissionGate
+from nestor.runtime.kernel.permission_gate import AskHooks, HookAnswer, PermissionGate
 from nestor.tools.base import Tool, ToolContext, ToolResult
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from nestor.runtime.kernel.setup import AgentSetup
 
 _PREVIEW_CHARS = 200
@@ -144,7 +146,9 @@ class ToolRunner:
             if request is not None:
                 verdict = await gate.settle(request, call.tool_call_id, ask_hooks)
                 if not verdict.allowed:
-                    raise PermissionDeniedError(gate.refusal(request, verdict.decision))
+                    raise PermissionDeniedError(verdict.refusal or gate.refusal(request, verdict.decision))
+                if verdict.updated_args is not None:
+                    params = await self._rewritten(tool, verdict.updated_args, ctx, call.tool_call_id)
             result = await tool.run(params, ctx)
         except PermissionDeniedError as exc:
             return "denied", str(exc), None
@@ -156,11 +160,42 @@ class ToolRunner:
             result = ToolResult(result)
         return ("failed" if result.is_error else "success"), result.content, result.metadata or None
 
+    async def _rewritten(
+        self, tool: Tool[Any], args: dict[str, Any], ctx: ToolContext, tool_call_id: str
+    ) -> BaseModel:
+        """The parameters a hook allowed a call with instead of its own, once their permission is settled.
+
+        The hook's allow stands for them as for the call it answered: it skips the question, and a
+        deny rule (or what is always asked) still refuses them.
+
+        Raises:
+            PermissionDeniedError: They are refused.
+            ToolError: They are not valid arguments of the tool.
+
+        """
+        try:
+            params = tool.params_model.model_validate(args)
+        except ValidationError as exc:
+            raise ToolError(
+                f"A hook rewrote the call into invalid arguments: {exc.errors()[0]['msg']}"
+            ) from exc
+        request = tool.permission(params, ctx)
+        if request is not None:
+            allowed = HookAnswer("allow")
+
+            async def answer(_request: PermissionRequest) -> HookAnswer:
+                return allowed
+
+            verdict = await self._gate.settle(request, tool_call_id, AskHooks(answer=answer))
+            if not verdict.allowed:
+                raise PermissionDeniedError(self._gate.refusal(request, verdict.decision))
+        return params
+
     def _ask_hooks(self, state: RunState, call: ToolCallPart, preset: ToolCallChange | None) -> AskHooks:
         """How the hooks take part in this call's permission: a preset, an answer, a notice."""
         hooks = self._hooks
 
-        async def answer(request: PermissionRequest) -> Literal["allow", "deny"] | None:
+        async def answer(request: PermissionRequest) -> HookAnswer | None:
             for hook in hooks:
                 if (said := await hook.permission_request(state, call, request)) is not None:
                     return said

@@ -157,6 +157,47 @@ async def test_a_hooks_allow_never_opens_a_deny_rule_and_its_deny_holds_under_yo
     assert outcome.text == "done"
 
 
+PERMISSION_REWRITE = """#!/bin/sh
+if grep -q first ; then command="echo rewritten"; else command="touch made.txt"; fi
+echo '{"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {"behavior": "allow",'\\
+' "updatedInput": {"command": "'"$command"'"}}}}'
+"""
+
+PERMISSION_DENY = """#!/bin/sh
+cat >/dev/null
+echo '{"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {"behavior": "deny",'\\
+' "message": "write through the formatter"}}}'
+"""
+
+
+async def test_a_permission_request_hooks_message_reaches_the_model_and_its_rewrite_runs_within_the_rules(
+    tmp_path: Path,
+) -> None:
+    project = Project(tmp_path)
+    rewrite = script(tmp_path / "bin", "rewrite.sh", PERMISSION_REWRITE)
+    deny = script(tmp_path / "bin", "deny.sh", PERMISSION_DENY)
+    project.user_config = hooks_toml({"PermissionRequest": [("Bash", str(rewrite)), ("Write", str(deny))]})
+    project.user_config = '[permissions]\ndeny = ["bash(touch *)"]\n\n' + project.user_config
+    outcome, requests = await project.run(
+        [
+            ServerReply(
+                tool_calls=(
+                    ServerToolCall("bash", {"command": "echo first"}),
+                    ServerToolCall("bash", {"command": "echo second"}),
+                    ServerToolCall("write", {"path": "w.txt", "content": "x"}),
+                )
+            ),
+            ServerReply(text="done"),
+        ]
+    )
+    first, second, write = tool_results(requests[1])
+    assert "rewritten" in first and "first" not in first  # headless, answered by the hook, rewritten
+    assert "denied by rule" in second.lower() and not (project.folder / "made.txt").exists()
+    assert "denied by a hook" in write and "write through the formatter" in write
+    assert not (project.folder / "w.txt").exists()
+    assert outcome.text == "done"
+
+
 STOP_ONCE = """#!/bin/sh
 if grep -q '"stop_hook_active": true' ; then exit 0; fi
 echo "run the tests first" >&2

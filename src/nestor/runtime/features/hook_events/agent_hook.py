@@ -34,6 +34,7 @@ from nestor.runtime.features.hook_events.dispatcher import HookDispatcher
 from nestor.runtime.features.hook_events.outcome import HookOutcome
 from nestor.runtime.features.hook_events.payload import hook_tool_input, tool_args, tool_response
 from nestor.runtime.kernel.hooks import Hook, HookAction, Remind, RunState, Stop, ToolCallChange
+from nestor.runtime.kernel.permission_gate import HookAnswer
 from nestor.runtime.kernel.setup import RunResult
 
 
@@ -201,15 +202,25 @@ class EventHook(Hook):
 
     async def permission_request(
         self, state: RunState, call: ToolCallPart, request: PermissionRequest
-    ) -> Literal["allow", "deny"] | None:
-        """PermissionRequest: a hook's ``decision.behavior`` answers instead of the user."""
+    ) -> HookAnswer | None:
+        """PermissionRequest: a hook's ``decision`` answers instead of the user.
+
+        Its ``behavior`` allows or denies (exit code 2 denies), a deny's ``message`` (or the
+        standard error) tells the model why, and an allow's ``updatedInput`` is what runs instead
+        (settled again: a deny rule still refuses it).
+        """
         if not self.dispatcher.has("PermissionRequest"):
             return None
-        _args, fields = self._input(call)
+        args, fields = self._input(call)
         outcome = await self.fire(
             "PermissionRequest", match=self._hook_names(call.tool_name), permission_suggestions=[], **fields
         )
-        return outcome.behavior
+        if outcome.behavior == "deny" or outcome.blocked:  # exit code 2 denies too, as in Claude Code
+            return HookAnswer("deny", message=outcome.reason)
+        if outcome.behavior is None:
+            return None
+        updated = outcome.updated_input
+        return HookAnswer("allow", updated_args=tool_args(call.tool_name, args, updated) if updated else None)
 
     async def on_permission_prompt(self, state: RunState, request: PermissionRequest) -> None:
         """Notification: the user is asked for a permission."""
