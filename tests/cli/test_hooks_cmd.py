@@ -65,7 +65,7 @@ def test_a_projects_hooks_never_run_untrusted_nor_trusted_until_approved_and_aga
         assert listed["state"] == "changed"
 
 
-def test_the_repl_asks_once_per_hook_and_again_after_a_change(tmp_path: Path) -> None:
+def test_the_repl_asks_once_per_hook_again_after_a_change_and_not_after_a_no(tmp_path: Path) -> None:
     marker = tmp_path / "marker"
     repo = git_repo(tmp_path / "repo", {".claude/settings.json": claude_settings(marker)})
     env = clean_env(tmp_path / "home")
@@ -84,7 +84,13 @@ def test_the_repl_asks_once_per_hook_and_again_after_a_change(tmp_path: Path) ->
     ask_to_approve_hooks(settings, lambda question: asked.append(question) or "n")
     assert len(asked) == 2 and "changed since you approved it" in asked[1]
     ask_to_approve_hooks(settings, lambda question: asked.append(question) or "n")
-    assert len(asked) == 3  # declined: asked again next time, and skipped meanwhile
+    assert len(asked) == 2  # declined: not asked again while it stays so, and skipped
+    listed = nestor(["--trust", "hooks", "list"], cwd=repo, env=env)
+    assert "(declined; not approved: does not run)" in listed.stdout
+    approved = nestor(["--trust", "hooks", "approve"], cwd=repo, env=env)
+    assert "declined before" in approved.stdout
+    listed = nestor(["--trust", "hooks", "list"], cwd=repo, env=env)
+    assert "(approved; runs)" in listed.stdout
 
 
 def test_hooks_test_prints_what_each_hook_decided(tmp_path: Path) -> None:

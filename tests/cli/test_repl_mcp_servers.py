@@ -30,6 +30,10 @@ pytestmark = pytest.mark.timeout(120)
 ENTER = "\r"
 
 
+def _pending(settings: Settings) -> list[tuple[str, str]]:
+    return [(server.name, state) for server, state in pending_servers(settings, project_servers(settings))]
+
+
 def project_settings(root: Path, base_url: str, files: dict[str, str]) -> Settings:
     project = root / "project"
     for name, text in files.items():
@@ -127,7 +131,9 @@ async def test_a_no_keeps_the_server_stopped_and_is_not_asked_again_in_the_sessi
     assert not (settings.data_dir / "mcp" / "logs" / "mine.log").exists()
 
 
-def test_before_the_repl_starts_each_unapproved_config_server_is_asked_about_once(tmp_path: Path) -> None:
+def test_before_the_repl_each_unapproved_config_server_is_asked_about_once_and_a_no_is_kept(
+    tmp_path: Path,
+) -> None:
     servers = {
         "mcpServers": {"docs": {"type": "http", "url": "http://127.0.0.1:9/mcp"}, "lint": {"command": "x"}}
     }
@@ -139,8 +145,11 @@ def test_before_the_repl_starts_each_unapproved_config_server_is_asked_about_onc
         questions.append(question)
         return "y" if "docs" in question else "no"
 
+    def closed(_question: str) -> str:
+        raise EOFError
+
     ask_to_approve_servers(settings, answer)
-    ask_to_approve_servers(settings, answer)  # docs is approved now; lint is asked about again
+    ask_to_approve_servers(settings, closed)  # docs is approved now, lint declined: nothing is asked
 
     assert questions[0] == (
         "Start MCP server docs (defined by .mcp.json)?\n"
@@ -150,16 +159,11 @@ def test_before_the_repl_starts_each_unapproved_config_server_is_asked_about_onc
     assert [question.split("?")[0] for question in questions] == [
         "Start MCP server docs (defined by .mcp.json)",
         "Start MCP server lint (defined by .mcp.json)",
-        "Start MCP server lint (defined by .mcp.json)",
     ]
-    assert [server.name for server, _state in pending_servers(settings, project_servers(settings))] == [
-        "lint"
-    ]
+    assert _pending(settings) == [("lint", "declined")]
 
-    def closed(_question: str) -> str:
-        raise EOFError
-
-    ask_to_approve_servers(settings, closed)  # stdin closed: a no
-    assert [server.name for server, _state in pending_servers(settings, project_servers(settings))] == [
-        "lint"
-    ]
+    # lint changes: asked again; stdin closed is a no.
+    servers["mcpServers"]["lint"] = {"command": "y"}
+    settings = project_settings(tmp_path, "http://127.0.0.1:9/v1", {".mcp.json": json.dumps(servers)})
+    ask_to_approve_servers(settings, closed)
+    assert _pending(settings) == [("lint", "declined")]

@@ -40,3 +40,21 @@ def test_a_link_to_the_project_shares_its_approvals(tmp_path: Path) -> None:
     with open_database(tmp_path / "nestor.db") as db:
         Approvals(db).approve("mcp_server", tmp_path / "link", "docs", "aaa")
         assert Approvals(db).is_approved("mcp_server", project, "docs", "aaa")
+
+
+def test_a_decline_holds_for_its_exact_definition_until_it_changes_and_approving_wins(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    with open_database(tmp_path / "nestor.db") as db:
+        approvals = Approvals(db)
+        approvals.decline("hook", project, "fmt", "aaa")
+        approvals.decline("hook", project, "fmt", "aaa")  # twice is once
+    with open_database(tmp_path / "nestor.db") as db:
+        approvals = Approvals(db)
+        assert approvals.state("hook", project, "fmt", "aaa") == "declined"
+        assert approvals.state("hook", project, "fmt", "bbb") == "new"  # changed: asked again
+        assert approvals.state("mcp_server", project, "fmt", "aaa") == "new"  # another kind
+        approvals.approve("hook", project, "fmt", "aaa")  # nestor hooks approve, after a no
+        assert approvals.state("hook", project, "fmt", "aaa") == "approved"
+        approvals.decline("hook", project, "fmt", "bbb")
+        assert approvals.state("hook", project, "fmt", "bbb") == "declined"  # not "changed": a no holds

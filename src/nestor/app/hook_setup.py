@@ -5,7 +5,8 @@ A project's (a trusted folder's ``nestor.toml``, ``.claude/settings.json``,
 ``.claude/settings.local.json``; an untrusted folder's are never read) run only once the user
 approved each exact hook: an approval is stored by the hook's hash in the same store as MCP
 servers' (:class:`~nestor.store.approvals.Approvals`, kind ``hook``), so a changed hook is asked
-about again and ``nestor trust`` or ``--trust`` approve none. A hook not approved is skipped, and
+about again and ``nestor trust`` or ``--trust`` approve none; a hook declined is stored too, and
+not asked about again until it changes. A hook not approved is skipped, and
 the run names the skipped hooks in one line; ``nestor hooks approve``, the REPL's and the TUI's
 question before they start, or the editor's before the first prompt (``nestor acp``,
 :meth:`HookApprovals.ask_pending`) approves them.
@@ -33,8 +34,11 @@ from nestor.store.approvals import Approvals, ApprovalState
 from nestor.store.db import open_database
 from nestor.tools.catalogue import ToolCatalogue
 
-HookState = Literal["user", "approved", "changed", "new"]
+HookState = Literal["user", "approved", "declined", "changed", "new"]
 """``user``: the user's own hook, which needs no approval; else a project hook's approval."""
+
+ASKED: frozenset[HookState] = frozenset({"new", "changed"})
+"""The states a question is asked about: a hook declined is not asked about again as it is."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,12 +118,22 @@ class HookApprovals:
         """
         self._approvals.approve("hook", self._root, hook.name, hook.digest)
 
-    async def ask_pending(self, ask: AskYesNo) -> list[ConfiguredHook]:
-        """Ask about each hook not approved (a project's, an agent file's), one question each.
+    def decline(self, hook: ConfiguredHook) -> None:
+        """Record that the user declined ``hook`` as it is now: it is not asked about again.
 
-        A yes is stored; the hooks declined are named in one line (and not again when an agent
-        file's would run). Returns the configured hooks approved now, which the running
-        dispatcher does not hold yet (an agent file's are read when its agent is built).
+        Raises:
+            StoreError: The database failed.
+
+        """
+        self._approvals.decline("hook", self._root, hook.name, hook.digest)
+
+    async def ask_pending(self, ask: AskYesNo) -> list[ConfiguredHook]:
+        """Ask about each hook never approved or changed (a project's, an agent file's), one each.
+
+        A yes and a no are both stored; the hooks not approved (declined now or before) are named
+        in one line (and not again when an agent file's would run). Returns the configured hooks
+        approved now, which the running dispatcher does not hold yet (an agent file's are read
+        when its agent is built).
 
         Raises:
             StoreError: The database failed.
@@ -128,8 +142,14 @@ class HookApprovals:
         approved: list[ConfiguredHook] = []
         declined: list[ConfiguredHook] = []
         for listed in self.listed():
-            if listed.state in ("new", "changed"):
-                (approved if await ask(hook_approval_request(listed)) else declined).append(listed.hook)
+            if listed.state in ASKED:
+                if await ask(hook_approval_request(listed)):
+                    approved.append(listed.hook)
+                else:
+                    self.decline(listed.hook)
+                    declined.append(listed.hook)
+            elif listed.state == "declined":
+                declined.append(listed.hook)
         for hook in approved:
             self.approve(hook)
         self._named.update(hook.digest for hook in declined)
@@ -232,14 +252,26 @@ def opened_hook_approvals(settings: Settings, env: Mapping[str, str] = os.enviro
 
 
 def pending_hooks(settings: Settings) -> list[ListedHook]:  # the REPL's question, nestor hooks approve
-    """The project's hooks not approved as they are now (never approved, or changed since).
+    """The project's hooks not approved as they are now (never approved, declined, or changed since).
 
     Raises:
         StoreError: The database fails.
 
     """
     with opened_hook_approvals(settings) as approvals:
-        return [listed for listed in approvals.listed() if listed.state in ("new", "changed")]
+        return [listed for listed in approvals.listed() if listed.state not in ("user", "approved")]
+
+
+def decline_hooks(settings: Settings, hooks: Sequence[ConfiguredHook]) -> None:
+    """Record that the user declined each of ``hooks`` as it is now.
+
+    Raises:
+        StoreError: The database fails.
+
+    """
+    with opened_hook_approvals(settings) as approvals:
+        for hook in hooks:
+            approvals.decline(hook)
 
 
 def approve_hooks(settings: Settings, hooks: Sequence[ConfiguredHook]) -> None:

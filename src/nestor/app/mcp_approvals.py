@@ -3,7 +3,8 @@
 A project's servers (a trusted folder's ``.mcp.json`` and ``[mcp_servers]``, and its agent files'
 own) start only once the user approved their exact definition (``nestor.tools.mcp.approval``).
 ``nestor mcp approve`` records approvals; the REPL and the TUI ask before the process's servers
-start (:func:`pending_servers`, :func:`approve_servers`), and while agents run, through the
+start (:func:`pending_servers`, :func:`approve_servers`, :func:`decline_servers`: a server declined
+is not asked about again until its definition changes), and while agents run, through the
 conversation's yes/no questions (:func:`approval_asker`, ``nestor acp`` included), about an agent
 file's servers.
 """
@@ -31,6 +32,7 @@ __all__ = [
     "approval_asker",
     "approval_request",
     "approve_servers",
+    "decline_servers",
     "not_started_line",
     "opened_approvals",
     "pending_servers",
@@ -85,6 +87,18 @@ def approve_servers(settings: Settings, servers: Sequence[ProjectServer]) -> Non
     with opened_approvals(settings) as approvals:
         for server in servers:
             approvals.approve(server)
+
+
+def decline_servers(settings: Settings, servers: Sequence[ProjectServer]) -> None:
+    """Record that the user declined each of ``servers``' definitions: they are not asked about again.
+
+    Raises:
+        StoreError: The database fails.
+
+    """
+    with opened_approvals(settings) as approvals:
+        for server in servers:
+            approvals.decline(server)
 
 
 def approval_request(server: ProjectServer, state: ApprovalState) -> PermissionRequest:

@@ -112,8 +112,8 @@ def approve(ctx: typer.Context) -> None:
     pending = pending_hooks(settings)
     approve_hooks(settings, [item.hook for item in pending])
     for item in pending:
-        changed = ", changed since you approved it" if item.state == "changed" else ""
-        print(f"approved hook {item.hook.name}{changed}:\n  {item.hook.command}")
+        was = {"changed": ", changed since you approved it", "declined": ", declined before"}
+        print(f"approved hook {item.hook.name}{was.get(item.state, '')}:\n  {item.hook.command}")
     if not pending:
         print("no project hook waits for approval")
     for line in _untrusted_lines(settings):
@@ -121,25 +121,36 @@ def approve(ctx: typer.Context) -> None:
 
 
 def ask_to_approve_hooks(settings: Settings, ask: Callable[[str], str]) -> None:
-    """Before the REPL or the TUI starts: ask about each project hook not approved as it is now.
+    """Before the REPL or the TUI starts: ask about each project hook never approved or changed since.
 
-    A yes is stored; a hook declined does not run, and the session says so in one line.
+    A yes is stored; a no is stored too (the hook is not asked about again until it changes), and
+    a hook declined does not run, which the session says in one line.
 
     Raises:
         StoreError: The database, where approvals are, fails.
 
     """
-    from nestor.app.hook_setup import approve_hooks, hook_approval_request, pending_hooks
+    from nestor.app.hook_setup import (
+        ASKED,
+        approve_hooks,
+        decline_hooks,
+        hook_approval_request,
+        pending_hooks,
+    )
     from nestor.cli.mcp_cmd import answered_yes
 
     approved: list[ConfiguredHook] = []
+    declined: list[ConfiguredHook] = []
     for item in pending_hooks(settings):
+        if item.state not in ASKED:
+            continue
         request = hook_approval_request(item)
         question = f"{request.description}?\n  {request.target}\nRun it, now and while it stays so? [y/N] "
-        if answered_yes(ask, question):
-            approved.append(item.hook)
+        (approved if answered_yes(ask, question) else declined).append(item.hook)
     if approved:
         approve_hooks(settings, approved)
+    if declined:
+        decline_hooks(settings, declined)
 
 
 def _untrusted_lines(settings: Settings) -> list[str]:

@@ -197,8 +197,8 @@ def approve(
     pending = pending_servers(settings, servers)
     approve_servers(settings, [server for server, _state in pending])
     for server, state in pending:
-        changed = ", its definition changed since you approved it" if state == "changed" else ""
-        print(f"approved MCP server {server.name} (defined by {server.origin}{changed}):")
+        was = {"changed": ", its definition changed since you approved it", "declined": ", declined before"}
+        print(f"approved MCP server {server.name} (defined by {server.origin}{was.get(state, '')}):")
         print("  " + json.dumps(json.loads(server.definition), indent=2).replace("\n", "\n  "))
     waiting = {server for server, _state in pending}
     for server in servers:
@@ -235,24 +235,29 @@ def ask_to_approve_servers(settings: Settings, ask: Callable[[str], str]) -> Non
 
     These are the enabled servers of the project's config, which start with the main agent,
     before the UI could ask (its agent files' own are asked about when a sub-agent starts them).
-    A yes is stored; a server declined does not start, and the run says so.
+    A yes is stored; a no is stored too (not asked again until the definition changes), and a
+    server declined does not start, which the run says.
 
     Raises:
         StoreError: The database, where approvals are, fails.
 
     """
-    from nestor.app.mcp_approvals import approval_request, approve_servers, pending_servers
+    from nestor.app.mcp_approvals import approval_request, approve_servers, decline_servers, pending_servers
 
     configured = settings.project_mcp_servers
     servers = [server for name, server in configured.items() if settings.mcp_servers[name].enabled]
     approved: list[ProjectServer] = []
+    declined: list[ProjectServer] = []
     for server, state in pending_servers(settings, servers) if servers else ():
+        if state == "declined":
+            continue
         request = approval_request(server, state)
         question = f"{request.description}?\n  {request.target}\nStart it, now and while it stays so? [y/N] "
-        if answered_yes(ask, question):
-            approved.append(server)
+        (approved if answered_yes(ask, question) else declined).append(server)
     if approved:
         approve_servers(settings, approved)
+    if declined:
+        decline_servers(settings, declined)
 
 
 def answered_yes(ask: Callable[[str], str], question: str) -> bool:

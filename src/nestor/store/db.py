@@ -94,7 +94,21 @@ _SCHEMA_V3: Migration = (
     """,
 )
 
-MIGRATIONS: tuple[Migration, ...] = (_SCHEMA_V1, _SCHEMA_V2, _SCHEMA_V3, CHECKPOINTS_SCHEMA)
+# What the user declined of a project's definitions, so that it is not asked again (store/approvals.py).
+_SCHEMA_V5: Migration = (
+    """
+    CREATE TABLE declines (
+        kind TEXT NOT NULL,
+        project_path TEXT NOT NULL,
+        name TEXT NOT NULL,
+        digest TEXT NOT NULL,
+        declined_at REAL NOT NULL,
+        PRIMARY KEY (kind, project_path, name, digest)
+    )
+    """,
+)
+
+MIGRATIONS: tuple[Migration, ...] = (_SCHEMA_V1, _SCHEMA_V2, _SCHEMA_V3, CHECKPOINTS_SCHEMA, _SCHEMA_V5)
 """Every schema step in order; migration ``i`` brings the database to version ``i + 1``."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

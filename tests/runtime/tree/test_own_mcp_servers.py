@@ -71,6 +71,7 @@ class Approver:
     def __init__(self, harness: TreeHarness, *, yes: bool = True) -> None:
         self.yes = yes
         self.asked: list[tuple[str, ApprovalState]] = []
+        self.servers: list[ProjectServer] = []
         self.notices: list[str] = []
         harness.factory.mcp_approvals = ServerApprovals(
             Approvals(harness.database), harness.project, notify=self.notices.append
@@ -79,6 +80,7 @@ class Approver:
 
     async def ask(self, server: ProjectServer, state: ApprovalState) -> bool:
         self.asked.append((server.name, state))
+        self.servers.append(server)
         return self.yes
 
 
@@ -113,7 +115,7 @@ async def test_an_own_server_serves_the_sub_agent_and_stops_when_it_ends(
     assert await wait_until_dead(int(pid_file.read_text()))
 
 
-async def test_a_project_agents_own_server_starts_only_once_approved_and_is_asked_about_once(
+async def test_a_project_agents_own_server_starts_only_once_approved_and_a_no_is_kept_until_it_changes(
     tmp_path: Path,
 ) -> None:
     pid_file = tmp_path / "server.pid"
@@ -127,7 +129,7 @@ async def test_a_project_agents_own_server_starts_only_once_approved_and_is_aske
         await without.run("USER: go")
         assert not pid_file.exists()
 
-        approver = Approver(harness, yes=False)
+        approver = declining = Approver(harness, yes=False)
         declined = harness.main(scripted(), policy=policy)
         await declined.run("USER: go")
         await declined.run("USER: again")
@@ -136,16 +138,25 @@ async def test_a_project_agents_own_server_starts_only_once_approved_and_is_aske
         finished = [e for e in harness.events if isinstance(e, ToolFinished) and e.agent_id == child.id]
         assert [e.outcome for e in finished] != ["success"]
 
+        approver = Approver(harness)  # ...and is kept: the next process does not ask, and says why
+        kept = harness.main(scripted(), policy=policy)
+        await kept.run("USER: go")
+        assert not pid_file.exists() and approver.asked == []
+        [notice] = approver.notices
+        assert notice.startswith("MCP server mine (agent asker (") and "was declined, so it did not" in notice
+
         approver = Approver(harness)
+        [server] = declining.servers
+        Approvals(harness.database).approve("mcp_server", harness.project, server.name, server.digest)
         approved = harness.main(scripted(), policy=policy)
         await approved.run("USER: go")
         await approved.run("USER: again")
-        assert pid_file.exists() and approver.asked == [("mine", "new")]
+        assert pid_file.exists() and approver.asked == []  # approved as nestor mcp approve does
 
         harness.write_agent("asker", agent_file(pid_file).replace("  mine:\n", "  mine:\n    timeout: 20\n"))
         again = harness.main(scripted(), policy=policy)
         await again.run("USER: go")
-        assert approver.asked == [("mine", "new"), ("mine", "changed")]
+        assert approver.asked == [("mine", "changed")]
     finally:
         await harness.factory.close()
 

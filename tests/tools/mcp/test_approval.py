@@ -49,7 +49,7 @@ async def test_a_yes_is_stored_for_that_definition_and_a_changed_one_is_asked_ab
     assert user.asked == [(DOCS.definition, "new"), (CHANGED.definition, "changed")]
 
 
-async def test_one_definition_is_asked_about_once_even_when_two_agents_start_it_at_once(
+async def test_one_definition_is_asked_about_once_even_when_two_agents_start_it_at_once_and_a_no_is_kept(
     database: Database, tmp_path: Path
 ) -> None:
     approvals = ServerApprovals(Approvals(database), tmp_path)
@@ -58,7 +58,21 @@ async def test_one_definition_is_asked_about_once_even_when_two_agents_start_it_
     assert await asyncio.gather(*(approvals.allows(DOCS, ask=user.ask) for _ in range(3))) == [False] * 3
     assert not await approvals.allows(DOCS, ask=user.ask)  # a no holds for the process
     assert user.asked == [(DOCS.definition, "new")]
-    assert approvals.state(DOCS) == "new"
+    assert approvals.state(DOCS) == "declined"
+
+    # ...and for the next process, named in one line instead of asked, until the definition changes.
+    notices: list[str] = []
+    later = ServerApprovals(Approvals(database), tmp_path, notify=notices.append)
+    assert not await later.allows(DOCS, ask=user.ask)
+    assert user.asked == [(DOCS.definition, "new")]
+    assert notices == [
+        "MCP server docs (.mcp.json) was declined, so it did not start; "
+        "`nestor mcp approve docs` shows its definition and approves it"
+    ]
+    assert not await later.allows(CHANGED, ask=user.ask)
+    assert user.asked == [(DOCS.definition, "new"), (CHANGED.definition, "new")]
+    later.approve(DOCS)  # nestor mcp approve: a declined definition is approved as any other
+    assert approvals.state(DOCS) == "approved"
 
 
 async def test_with_nobody_to_ask_the_server_is_named_once_with_what_to_do(

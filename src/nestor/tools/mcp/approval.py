@@ -7,8 +7,9 @@ server starts only once the user approved its definition as written
 (:class:`~nestor.store.approvals.Approvals`), as Codex does for project hooks. A changed definition
 needs a new approval. Where someone can answer (the REPL, the TUI), the user is asked when the
 server would first start; elsewhere (``nestor run``, ``nestor mcp serve``) the server is skipped and
-the run says so in one line, naming ``nestor mcp approve``. A server declined or skipped is not
-asked about again in the same process.
+the run says so in one line, naming ``nestor mcp approve``. A server skipped is not asked about
+again in the same process, and one declined is not asked about again at all until its definition
+changes (the decline is stored beside the approvals; ``nestor mcp approve`` still approves it).
 
 This module does not import the ``mcp`` SDK.
 """
@@ -69,11 +70,21 @@ class ServerApprovals:
         self._approvals.approve("mcp_server", self._project_root, server.name, server.digest)
         self._refused.discard((server.name, server.digest))
 
+    def decline(self, server: ProjectServer) -> None:
+        """Record that the user declined ``server``'s definition: it is not asked about again.
+
+        Raises:
+            StoreError: The database failed.
+
+        """
+        self._approvals.decline("mcp_server", self._project_root, server.name, server.digest)
+
     async def allows(self, server: ProjectServer, *, ask: AskApproval | None = None) -> bool:
         """Whether ``server`` may start: approved, or approved now through ``ask``.
 
-        Without ``ask`` an unapproved server is named in one line (once) and does not start; a
-        server the user declines is not asked about again in this process.
+        Without ``ask``, or when the user declined this definition before, an unapproved server is
+        named in one line (once) and does not start; a server the user declines now is stored as
+        declined.
         """
         key = (server.name, server.digest)
         async with self._asking.setdefault(key, asyncio.Lock()):  # one question per definition
@@ -83,22 +94,28 @@ class ServerApprovals:
                 state = self.state(server)
                 if state == "approved":
                     return True
-                if ask is not None and await ask(server, state):
-                    self.approve(server)
-                    return True
+                asked = ask is not None and state != "declined"
+                if ask is not None and asked:
+                    if await ask(server, state):
+                        self.approve(server)
+                        return True
+                    self.decline(server)
             except StoreError as error:
                 self._notify(f"MCP server {server.name} ({server.origin}) did not start: {error.message}")
                 self._refused.add(key)
                 return False
             self._refused.add(key)
-            if ask is None:
+            if not asked:
                 self._notify(not_started_line(server, state))
             return False
 
 
+_WHY: dict[ApprovalState, str] = {"changed": "changed since you approved it", "declined": "was declined"}
+
+
 def not_started_line(server: ProjectServer, state: ApprovalState) -> str:
     """The line that says a project's server did not start for want of approval, and what to do."""
-    why = "changed since you approved it" if state == "changed" else "is not approved"
+    why = _WHY.get(state, "is not approved")
     return (
         f"MCP server {server.name} ({server.origin}) {why}, so it did not start; "
         f"`nestor mcp approve {server.name}` shows its definition and approves it"
