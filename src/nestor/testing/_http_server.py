@@ -49,12 +49,10 @@ class ServerToolCall:
 
     def arguments_object(self) -> Any:
         """Return the arguments as a JSON value: raw text parsed when it parses, else the text as it is."""
-        if not isinstance(self.arguments, str):
-            return self.arguments
-        try:
-            return json.loads(self.arguments)
-        except ValueError:
-            return self.arguments
+        if isinstance(self.arguments, str):
+            with contextlib.suppress(ValueError):
+                return json.loads(self.arguments)
+        return self.arguments
 
 
 @dataclass(frozen=True)
