@@ -126,10 +126,10 @@ _SCHEMA_VALUES: dict[str, Any] = {"STRING": "ok", "INTEGER": 1, "NUMBER": 1, "BO
 
 
 def gemini_answer(request: dict[str, Any]) -> ServerReply:
-    """ "ok", or for a request for JSON of a schema (Gemini CLI's model router) an object of it.
+    """Answer "ok", or a request for JSON of a schema (Gemini CLI's model router) with an object of it.
 
-    Its required properties, each with a value of its type, so the client goes on as after a real
-    answer rather than through its error path.
+    The object holds the schema's required properties, each with a value of its type, so the client
+    goes on as after a real answer rather than through its error path.
     """
     schema = (request.get("generationConfig") or {}).get("responseJsonSchema") or {}
     if not schema:

@@ -5,9 +5,8 @@ as a scripted server records it, in any of the four APIs: Anthropic's Messages (
 OpenAI's chat completions (``system`` and ``developer`` messages) and Responses (``instructions``,
 and ``system``/``developer`` input items), and Gemini's ``generateContent`` (``systemInstruction``;
 its tools are the ``functionDeclarations`` inside each ``tools`` entry); tools as their JSON.
-One counter for every harness, so
-figures compare: characters / 4, rounded up (no tokenizer's vocabulary needs downloading, and
-tools are JSON, which tokenizers split about that finely).
+One counter for every harness, so figures compare: characters / 4, rounded up (no tokenizer's
+vocabulary needs downloading, and tools are JSON, which tokenizers split about that finely).
 
 Only the standard library is used.
 """
