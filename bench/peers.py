@@ -4,8 +4,9 @@ Each peer installs into a folder of its own under the bench's cache (``npm insta
 venv, with the evals' own installers, reused once it holds the pinned version) and runs with a home
 of its own (``HOME`` and the XDG directories in the bench's temp dir, keys and proxies dropped:
 :func:`evals.harnesses.llama_server.peer_environment`), configured for one provider: nestor's
-scripted OpenAI-compatible server (chat completions; Codex's Responses API) or its scripted
-Anthropic server, both on 127.0.0.1. Update checks, telemetry and model-list downloads are turned
+scripted OpenAI-compatible server (chat completions; Codex's Responses API), its scripted
+Anthropic server, or its scripted Gemini server (Gemini CLI, through ``GOOGLE_GEMINI_BASE_URL``),
+all on 127.0.0.1. Update checks, telemetry, usage statistics and model-list downloads are turned
 off, so nothing but the package registries (at install) and loopback is reached.
 
 A peer that cannot be installed, or spoken to on loopback, raises :class:`Skipped` with the reason.
@@ -27,11 +28,16 @@ from evals.harnesses.llama_server import ensure_venv, peer_environment
 from evals.harnesses.mini_swe_agent import MINI_SWE_AGENT_VERSION
 from evals.harnesses.opencode import OPENCODE_VERSION, ensure_npm_package, opencode_config
 
-Api = Literal["openai", "anthropic"]
+Api = Literal["openai", "anthropic", "gemini"]
+NestorApi = Literal["openai", "anthropic"]
+"""The APIs nestor is measured on: its Google provider has no base-URL setting to point it at loopback."""
+BASELINE: dict[Api, NestorApi] = {"openai": "openai", "anthropic": "anthropic", "gemini": "openai"}
+"""The nestor row a peer's ratios are to: nestor on the same API, and on OpenAI's for Gemini CLI."""
 PROMPT = "hi"
 MODEL = "scripted"
 CLAUDE_CODE_VERSION = "2.1.332"
 CODEX_VERSION = "0.171.0"
+GEMINI_CLI_VERSION = "0.61.0"
 
 
 class Skipped(Exception):
@@ -44,6 +50,7 @@ class Servers:
 
     openai: str
     anthropic: str
+    gemini: str
 
 
 @dataclass(frozen=True)
@@ -132,7 +139,7 @@ def _venv_peer(
     )
 
 
-def _nestor(api: Api) -> Callable[[Path, Path, Servers], Prepared]:
+def _nestor(api: NestorApi) -> Callable[[Path, Path, Servers], Prepared]:
     def prepare(cache: Path, home: Path, servers: Servers) -> Prepared:
         venv = Path(sys.prefix)
         keys = (
@@ -149,7 +156,7 @@ def _nestor(api: Api) -> Callable[[Path, Path, Servers], Prepared]:
     return prepare
 
 
-def nestor_model(api: Api) -> str:
+def nestor_model(api: NestorApi) -> str:
     """The ``--model`` nestor runs with on ``api``'s scripted server."""
     return "openai-chat:gpt-4o" if api == "openai" else "anthropic:claude-sonnet-4-5"
 
@@ -298,10 +305,24 @@ def _kimi(cache: Path, home: Path, servers: Servers) -> Prepared:
     return Prepared([str(bin_dir / "kimi")], ["--print", "--yolo"], env)
 
 
+GEMINI_SETTINGS = {
+    # An API key (a dummy; the base URL makes the default "gateway", which headless runs refuse).
+    "security": {"auth": {"selectedType": "gemini-api-key"}},
+    "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
+    "privacy": {"usageStatisticsEnabled": False},  # on by default: usage logs sent to Google
+    "telemetry": {"enabled": False},
+    "ide": {"enabled": False},
+}
+
+
 def _gemini(cache: Path, home: Path, servers: Servers) -> Prepared:
-    raise Skipped(
-        "Gemini CLI speaks only Google's Gemini API; nestor's scripted servers speak OpenAI's and Anthropic's"
-    )
+    folder, gemini = _npm_peer(cache, "gemini-cli", "@google/gemini-cli", GEMINI_CLI_VERSION, "gemini")
+    settings = home / ".gemini" / "settings.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text(json.dumps(GEMINI_SETTINGS), encoding="utf-8")
+    env = _env(folder, home, GEMINI_API_KEY="bench", GOOGLE_GEMINI_BASE_URL=servers.gemini)
+    # --skip-trust: a headless run in a folder never trusted stops at once otherwise.
+    return Prepared([str(gemini)], ["--skip-trust"], env)
 
 
 def all_peers() -> list[Peer]:
@@ -319,7 +340,7 @@ def all_peers() -> list[Peer]:
         Peer("Claude Code", "anthropic", _claude, ["-p", PROMPT]),
         Peer("Codex CLI", "openai", _codex, ["exec", "--skip-git-repo-check", PROMPT]),
         Peer("OpenCode", "openai", _opencode, ["run", "-m", f"llama/{MODEL}", PROMPT]),
-        Peer("Gemini CLI", "openai", _gemini, []),
+        Peer("Gemini CLI", "gemini", _gemini, ["-p", PROMPT]),
         Peer("Kimi CLI", "openai", _kimi, ["--prompt", PROMPT]),
         Peer("aider", "openai", _aider, ["--message", PROMPT]),
         Peer("mini-swe-agent", "openai", _mini, ["--yolo", "--exit-immediately", "--task", PROMPT]),

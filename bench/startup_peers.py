@@ -1,9 +1,11 @@
 """Start-up and the first request's size, nestor beside its peers, each against nestor's scripted servers.
 
-Every tool (nestor on both APIs; Claude Code, Codex CLI, OpenCode, aider, mini-swe-agent; see
-``peers.py``) runs a one-word headless prompt against a scripted server on 127.0.0.1 that answers
-"ok" at once, after one warm-up, in :data:`RUNS` interleaved rounds (each round runs every tool
-once, so load on the shared machine falls on all alike). Per tool, medians of:
+Every tool (nestor on both APIs; Claude Code, Codex CLI, OpenCode, Gemini CLI, aider,
+mini-swe-agent; see ``peers.py``) runs a one-word headless prompt against a scripted server on
+127.0.0.1 (OpenAI's, Anthropic's or Gemini's API) that answers "ok" at once (a request for JSON of a
+schema, such as Gemini CLI's model router, gets an object of that schema), after one warm-up, in
+:data:`RUNS` interleaved rounds (each round runs every tool once, so load on the shared machine
+falls on all alike). Per tool, medians of:
 
 - ``--version``: wall time of ``<tool> --version``;
 - first request: from spawning the prompt's process to the server receiving its first model request;
@@ -18,10 +20,11 @@ once, so load on the shared machine falls on all alike). Per tool, medians of:
   all (``nestor.testing.request_tokens``): characters / 4 (tiktoken is installed here, but its
   encodings would have to be downloaded).
 
-Ratios are to nestor on the same API. Peers install into ``$XDG_CACHE_HOME/nestor/bench-peers``
-(``NESTOR_BENCH_PEERS`` overrides it); one that cannot be installed or pointed at loopback is
-skipped with a note. ``python bench/startup_peers.py [NAME ...]`` runs only the named tools
-(nestor always runs).
+Ratios are to nestor on the same API; Gemini CLI's are to nestor on OpenAI's (``peers.BASELINE``):
+nestor's Google provider has no base-URL setting, so nestor is not measured on the Gemini API.
+Peers install into ``$XDG_CACHE_HOME/nestor/bench-peers`` (``NESTOR_BENCH_PEERS`` overrides it);
+one that cannot be installed or pointed at loopback is skipped with a note.
+``python bench/startup_peers.py [NAME ...]`` runs only the named tools (nestor always runs).
 """
 
 from __future__ import annotations
@@ -41,9 +44,15 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the evals' installers
 
-from nestor.testing import AnthropicReply, ScriptedAnthropicServer, ScriptedOpenAIServer, ServerReply
-from nestor.testing.request_tokens import count_tokens, fixed_text, main_request
-from peers import Peer, Servers, Skipped, all_peers
+from nestor.testing import (
+    AnthropicReply,
+    ScriptedAnthropicServer,
+    ScriptedGeminiServer,
+    ScriptedOpenAIServer,
+    ServerReply,
+)
+from nestor.testing.request_tokens import count_tokens, fixed_text, main_request, tool_definitions
+from peers import BASELINE, Peer, Servers, Skipped, all_peers
 
 RUNS = 5
 TIMEOUT_S = 120.0
@@ -113,22 +122,46 @@ class Figures:
     note: str = ""
 
 
+_SCHEMA_VALUES: dict[str, Any] = {"STRING": "ok", "INTEGER": 1, "NUMBER": 1, "BOOLEAN": False}
+
+
+def gemini_answer(request: dict[str, Any]) -> ServerReply:
+    """Answer "ok", or a request for JSON of a schema (Gemini CLI's model router) with an object of it.
+
+    The object holds the schema's required properties, each with a value of its type, so the client
+    goes on as after a real answer rather than through its error path.
+    """
+    schema = (request.get("generationConfig") or {}).get("responseJsonSchema") or {}
+    if not schema:
+        return ServerReply(text="ok")
+    properties = schema.get("properties") or {}
+    answer = {
+        name: _SCHEMA_VALUES.get(str(properties.get(name, {}).get("type", "")).upper(), "ok")
+        for name in schema.get("required") or []
+    }
+    return ServerReply(text=json.dumps(answer))
+
+
 class Recorder:
-    """The two scripted servers, answering "ok" to everything, and what each run sent them."""
+    """The three scripted servers, answering "ok" to everything, and what each run sent them."""
 
     def __init__(self) -> None:
         self.openai = ScriptedOpenAIServer([ServerReply(text="ok")] * 100_000)
         self.anthropic = ScriptedAnthropicServer([AnthropicReply(text="ok")] * 100_000)
+        self.gemini = ScriptedGeminiServer([gemini_answer] * 100_000)
+
+    def _server(self, peer: Peer) -> ScriptedOpenAIServer | ScriptedAnthropicServer | ScriptedGeminiServer:
+        return {"openai": self.openai, "anthropic": self.anthropic, "gemini": self.gemini}[peer.api]
 
     def since(self, peer: Peer, count: int, started: float) -> tuple[float | None, list[dict[str, Any]]]:
         """Seconds from ``started`` to the first request after the first ``count``, and their bodies."""
-        server = self.openai if peer.api == "openai" else self.anthropic
+        server = self._server(peer)
         times, bodies = server.request_times[count:], server.requests[count:]
         return (times[0] - started if times else None), list(bodies)
 
     def count(self, peer: Peer) -> int:
         """Requests its server has received so far."""
-        return len((self.openai if peer.api == "openai" else self.anthropic).requests)
+        return len(self._server(peer).requests)
 
 
 def run_prompt(peer: Peer, home: Path, project: Path, recorder: Recorder) -> Sample:
@@ -181,7 +214,7 @@ def version_time(peer: Peer, project: Path) -> float | None:
 
 def measure(peers: list[Peer], root: Path, cache: Path, recorder: Recorder) -> dict[str, Figures]:
     """Install every peer, warm each up, then run :data:`RUNS` interleaved rounds."""
-    servers = Servers(recorder.openai.base_url, recorder.anthropic.base_url)
+    servers = Servers(recorder.openai.base_url, recorder.anthropic.base_url, recorder.gemini.base_url)
     project = root / "project"
     project.mkdir()
     subprocess.run(["git", "init", "-q"], cwd=project, check=True)
@@ -213,7 +246,7 @@ def _ratio(value: float | None, base: float | None) -> str:
 
 
 def table(peers: list[Peer], figures: dict[str, Figures]) -> list[str]:
-    """The Markdown table: medians, each with its ratio to nestor on the same API."""
+    """The Markdown table: medians, each with its ratio to nestor on the API :data:`peers.BASELINE` names."""
     rows = [
         "| tool | API | `--version` ms | 1st request ms | whole prompt ms | peak PSS MiB "
         "| prompt+tools tokens | whole 1st request tokens | tools |",
@@ -235,12 +268,12 @@ def table(peers: list[Peer], figures: dict[str, Figures]) -> list[str]:
             statistics.median(s.peak_pss for s in got.samples) / 2**20,
             count_tokens(fixed_text(body)),
             count_tokens(json.dumps(body)),
-            len(body.get("tools") or []),
+            len(tool_definitions(body)),
         ]
     for peer in peers:
         if peer.name not in medians:
             continue
-        mine, base = medians[peer.name], medians.get(f"nestor ({peer.api})", [None] * 7)
+        mine, base = medians[peer.name], medians.get(f"nestor ({BASELINE[peer.api]})", [None] * 7)
         cells = [
             f"{mine[0] * 1000:.0f} ({_ratio(mine[0], base[0])})" if mine[0] is not None else "-",
             f"{mine[1] * 1000:.0f} ({_ratio(mine[1], base[1])})" if mine[1] is not None else "-",
@@ -267,7 +300,7 @@ def main(names: list[str] | None = None) -> None:
     peers = [p for p in all_peers() if not names or p.name.startswith("nestor") or p.name in names]
     cache = cache_dir()
     recorder = Recorder()
-    with recorder.openai, recorder.anthropic, tempfile.TemporaryDirectory() as tmp:
+    with recorder.openai, recorder.anthropic, recorder.gemini, tempfile.TemporaryDirectory() as tmp:
         try:
             figures = measure(peers, Path(tmp), cache, recorder)
         finally:
@@ -277,7 +310,7 @@ def main(names: list[str] | None = None) -> None:
                         os.kill(pid, signal.SIGTERM)
     print(
         f"Start-up vs peers (median of {RUNS} interleaved runs after a warm-up; "
-        "ratios to nestor on the same API)"
+        "ratios to nestor on the same API, Gemini CLI's to nestor on openai)"
     )
     print(f"  peers installed in {cache}; tokens counted as characters / 4")
     for row in table(peers, figures):

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import json
 
-from nestor.testing.request_tokens import count_tokens, fixed_text, main_request
+from nestor.testing.request_tokens import count_tokens, fixed_text, main_request, tool_definitions
 
 TOOLS = [{"name": "read", "description": "Read a file.", "input_schema": {"type": "object"}}]
 
@@ -43,9 +43,46 @@ def test_responses_instructions_and_developer_items_count() -> None:
     assert fixed_text(body) == "You are X.\nRules.\n" + json.dumps(TOOLS)
 
 
+GEMINI_DECLARATIONS = [
+    {"name": "read_file", "description": "Read a file.", "parameters": {"type": "object"}},
+    {"name": "glob", "description": "Find files.", "parameters": {"type": "object"}},
+]
+
+
+def test_gemini_system_instruction_and_function_declarations_count() -> None:
+    body = {
+        "contents": [{"role": "user", "parts": [{"text": "a very long question " * 50}]}],
+        "systemInstruction": {"role": "user", "parts": [{"text": "You are X."}, {"text": "Rules."}]},
+        "tools": [
+            {"functionDeclarations": GEMINI_DECLARATIONS[:1]},
+            {"functionDeclarations": GEMINI_DECLARATIONS[1:]},
+        ],
+        "generationConfig": {"temperature": 1},
+    }
+    assert fixed_text(body) == "You are X.\nRules.\n" + json.dumps(GEMINI_DECLARATIONS)
+    assert tool_definitions(body) == GEMINI_DECLARATIONS
+
+
+def test_a_gemini_built_in_tool_counts_as_one_tool() -> None:
+    body = {"tools": [{"functionDeclarations": GEMINI_DECLARATIONS}, {"googleSearch": {}}]}
+    assert tool_definitions(body) == [*GEMINI_DECLARATIONS, {"googleSearch": {}}]
+
+
+def test_other_apis_tools_are_their_list_as_it_is() -> None:
+    assert tool_definitions({"tools": TOOLS}) == TOOLS
+    assert tool_definitions({"messages": []}) == []
+
+
 def test_the_main_request_is_the_first_with_tools() -> None:
     title = {"messages": [{"role": "user", "content": "title this"}]}
     turn = {"messages": [], "tools": TOOLS}
     assert main_request([title, turn]) is turn
     assert main_request([title]) is title
     assert main_request([]) is None
+
+
+def test_a_gemini_routing_request_is_not_the_main_request() -> None:
+    routing = {"contents": [], "systemInstruction": {"parts": [{"text": "Score it."}]}}
+    turn = {"contents": [], "tools": [{"functionDeclarations": GEMINI_DECLARATIONS}]}
+    empty_group = {"contents": [], "tools": [{"functionDeclarations": []}]}
+    assert main_request([routing, empty_group, turn]) is turn

@@ -1,4 +1,4 @@
-"""Test support shipped with nestor: scripted models and scripted OpenAI-compatible and Anthropic servers.
+"""Test support shipped with nestor: scripted models, and scripted OpenAI, Anthropic and Gemini servers.
 
 - :class:`ScriptedModel` answers nestor's agent loop from a script of :class:`Step` s (built with
   :func:`reply`, :func:`call`, :func:`fail`, or computed by a function of the messages so far), streamed
@@ -6,12 +6,16 @@
 - :class:`ScriptedOpenAIServer` speaks the OpenAI chat completions protocol (and the Responses API) on
   127.0.0.1, so tests can drive the real OpenAI provider over real HTTP, including rate limits, server
   errors and dropped streams; ``python -m nestor.testing.openai_server`` runs it as a separate process.
-  Both servers record each request's body, headers and arrival time.
+  Every server records each request's body, headers and arrival time.
 - :class:`ScriptedAnthropicServer` speaks the Anthropic Messages API on 127.0.0.1 the same way
   (:class:`AnthropicReply` steps, usage with cache reads and writes, Anthropic-style errors from
   :func:`anthropic_error`, and :func:`prompt_too_long` for a context overflow), and records every
   request body, so tests can check what the Anthropic provider sends (cache breakpoints, tools).
-  Both servers take the shared :class:`HTTPErrorReply` and :class:`ServerToolCall`.
+- :class:`ScriptedGeminiServer` speaks Google's Gemini API on 127.0.0.1 (``generateContent`` and its
+  server-sent-event stream, ``countTokens``), from :class:`ServerReply` steps, for Gemini clients
+  pointed at it with ``GOOGLE_GEMINI_BASE_URL``.
+
+The servers take the shared :class:`HTTPErrorReply` and :class:`ServerToolCall`.
 
 Names are imported on first use: the server modules need only the standard library, and running one
 with ``python -m`` should not pay for importing pydantic-ai.
@@ -32,6 +36,7 @@ if TYPE_CHECKING:
         anthropic_error,
         prompt_too_long,
     )
+    from nestor.testing.gemini_server import ScriptedGeminiServer
     from nestor.testing.openai_server import (
         HTTPErrorReply,
         ScriptedOpenAIServer,
@@ -73,6 +78,7 @@ _MODULE_OF: dict[str, str] = {
         ],
         "nestor.testing.anthropic_server",
     ),
+    "ScriptedGeminiServer": "nestor.testing.gemini_server",
     **dict.fromkeys(
         [
             "HTTPErrorReply",
@@ -118,6 +124,7 @@ __all__ = [
     "Script",
     "ScriptExhausted",
     "ScriptedAnthropicServer",
+    "ScriptedGeminiServer",
     "ScriptedModel",
     "ScriptedOpenAIServer",
     "ServerReply",

@@ -3,8 +3,8 @@
 A :class:`ScriptedServer` subclass names its routes and renders its replies in its own protocol
 (:class:`JSONReply` or :class:`EventStream`); everything else lives here: the daemon thread, request
 recording, the script's cursor, step functions, delays, error replies, chunked server-sent events,
-dropped connections, and a stop that ends every kept-alive connection. The step types both servers
-use (:class:`HTTPErrorReply`, :class:`ServerToolCall`) live here too; the public server modules
+dropped connections, and a stop that ends every kept-alive connection. The step types every server
+uses (:class:`HTTPErrorReply`, :class:`ServerToolCall`) live here too; the public server modules
 re-export them.
 
 Only the standard library is used, so a server started with ``python -m`` starts fast.
@@ -46,6 +46,13 @@ class ServerToolCall:
     def arguments_json(self) -> str:
         """Return the arguments as the JSON text sent on the wire."""
         return self.arguments if isinstance(self.arguments, str) else json.dumps(self.arguments)
+
+    def arguments_object(self) -> Any:
+        """Return the arguments as a JSON value: raw text parsed when it parses, else the text as it is."""
+        if isinstance(self.arguments, str):
+            with contextlib.suppress(ValueError):
+                return json.loads(self.arguments)
+        return self.arguments
 
 
 @dataclass(frozen=True)
@@ -126,7 +133,8 @@ class ScriptedServer(Generic[ReplyT]):
     """A server on 127.0.0.1 answering its routes from one script; subclasses speak a protocol.
 
     Subclasses set :attr:`label`, :attr:`post_routes` and :attr:`base_path`, and implement
-    :meth:`_render`, :meth:`_error_body` and :meth:`_get`.
+    :meth:`_render`, :meth:`_error_body` and :meth:`_get`, and :meth:`_answer` for a POST answered off
+    the script.
 
     Attributes:
         requests: Every request body to the scripted route, in order (unscripted ones included).
@@ -266,6 +274,10 @@ class ScriptedServer(Generic[ReplyT]):
         """Answer ``GET path`` (query removed), or ``None`` for no such route."""
         return None
 
+    def _answer(self, route: str, request: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
+        """Answer a POST off the script (Gemini's ``countTokens``), or ``None`` to go on to the routes."""
+        return None
+
 
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
@@ -333,12 +345,19 @@ class _Handler(BaseHTTPRequestHandler):
         arrived = time.time()
         body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
         scripted = self.httpd.scripted
+        request: Any = None
+        try:
+            request, parsed = json.loads(body), True
+        except ValueError:
+            parsed = False
+        answer = scripted._answer(self.route, request) if isinstance(request, dict) else None
+        if answer is not None:
+            self._send_json(*answer)
+            return
         if not self.route.endswith(scripted.post_routes):
             self._send_error(404, f"no route for POST {self.path}", "not_found")
             return
-        try:
-            request = json.loads(body)
-        except ValueError:
+        if not parsed:
             self._send_error(400, "the request body is not JSON", "invalid_request_error")
             return
         headers = {name.lower(): value for name, value in self.headers.items()}

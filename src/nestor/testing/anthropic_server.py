@@ -189,7 +189,7 @@ class _Message:
         """Return the non-streamed ``message`` object."""
         content: list[dict[str, Any]] = [{"type": "text", "text": self.step.text}] if self.step.text else []
         content.extend(
-            {"type": "tool_use", "id": call_id, "name": c.name, "input": _input_object(c)}
+            {"type": "tool_use", "id": call_id, "name": c.name, "input": c.arguments_object()}
             for call_id, c in zip(self.call_ids, self.step.tool_calls, strict=True)
         )
         return self._message(content, self.stop_reason, self.usage.to_wire())
@@ -246,15 +246,6 @@ class _Message:
             "stop_sequence": None,
             "usage": usage,
         }
-
-
-def _input_object(call: ServerToolCall) -> Any:
-    if not isinstance(call.arguments, str):
-        return call.arguments
-    try:
-        return json.loads(call.arguments)
-    except ValueError:
-        return call.arguments
 
 
 class ScriptedAnthropicServer(ScriptedServer[AnthropicReply]):

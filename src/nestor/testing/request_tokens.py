@@ -1,11 +1,12 @@
 """The fixed size of a model request: its system prompt and tool definitions, in tokens.
 
 What a harness sends with every request whatever the conversation holds, read from a request body
-as a scripted server records it, in any of the three APIs: Anthropic's Messages (``system``),
+as a scripted server records it, in any of the four APIs: Anthropic's Messages (``system``),
 OpenAI's chat completions (``system`` and ``developer`` messages) and Responses (``instructions``,
-and ``system``/``developer`` input items); tools as their JSON. One counter for every harness, so
-figures compare: characters / 4, rounded up (no tokenizer's vocabulary needs downloading, and
-tools are JSON, which tokenizers split about that finely).
+and ``system``/``developer`` input items), and Gemini's ``generateContent`` (``systemInstruction``;
+its tools are the ``functionDeclarations`` inside each ``tools`` entry); tools as their JSON.
+One counter for every harness, so figures compare: characters / 4, rounded up (no tokenizer's
+vocabulary needs downloading, and tools are JSON, which tokenizers split about that finely).
 
 Only the standard library is used.
 """
@@ -15,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["count_tokens", "fixed_text", "main_request"]
+__all__ = ["count_tokens", "fixed_text", "main_request", "tool_definitions"]
 
 
 def count_tokens(text: str) -> int:
@@ -36,14 +37,35 @@ def fixed_text(body: dict[str, Any]) -> str:
     for message in messages if isinstance(messages, list) else []:  # pyright: ignore[reportUnknownVariableType]
         if isinstance(message, dict) and message.get("role") in ("system", "developer"):  # pyright: ignore[reportUnknownMemberType]
             parts.append(_text(message.get("content")))  # pyright: ignore[reportUnknownMemberType]
-    if body.get("tools"):
-        parts.append(json.dumps(body["tools"]))
+    instruction = body.get("systemInstruction")
+    if isinstance(instruction, dict):
+        parts.append(_text(instruction.get("parts")))  # pyright: ignore[reportUnknownMemberType]
+    elif isinstance(instruction, str):
+        parts.append(instruction)
+    tools = tool_definitions(body)
+    if tools:
+        parts.append(json.dumps(tools))
     return "\n".join(parts)
+
+
+def tool_definitions(body: dict[str, Any]) -> list[Any]:
+    """A request's tools, one entry each: Gemini's ``functionDeclarations`` taken out of their groups."""
+    tools = body.get("tools")
+    if not isinstance(tools, list):
+        return []
+    definitions: list[Any] = []
+    for tool in tools:  # pyright: ignore[reportUnknownVariableType]
+        declarations = tool.get("functionDeclarations") if isinstance(tool, dict) else None  # pyright: ignore[reportUnknownMemberType]
+        if isinstance(declarations, list):
+            definitions.extend(declarations)  # pyright: ignore[reportUnknownArgumentType]
+        else:
+            definitions.append(tool)  # a built-in tool (Gemini's googleSearch) or another API's tool
+    return definitions
 
 
 def main_request(bodies: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The first request that carries tools (an agent's turn, not a title's), else the first."""
-    return next((body for body in bodies if body.get("tools")), bodies[0] if bodies else None)
+    return next((body for body in bodies if tool_definitions(body)), bodies[0] if bodies else None)
 
 
 def _text(content: Any) -> str:
