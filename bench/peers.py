@@ -29,10 +29,6 @@ from evals.harnesses.mini_swe_agent import MINI_SWE_AGENT_VERSION
 from evals.harnesses.opencode import OPENCODE_VERSION, ensure_npm_package, opencode_config
 
 Api = Literal["openai", "anthropic", "gemini"]
-NestorApi = Literal["openai", "anthropic"]
-"""The APIs nestor is measured on: its Google provider has no base-URL setting to point it at loopback."""
-BASELINE: dict[Api, NestorApi] = {"openai": "openai", "anthropic": "anthropic", "gemini": "openai"}
-"""The nestor row a peer's ratios are to: nestor on the same API, and on OpenAI's for Gemini CLI."""
 PROMPT = "hi"
 MODEL = "scripted"
 CLAUDE_CODE_VERSION = "2.1.332"
@@ -139,14 +135,14 @@ def _venv_peer(
     )
 
 
-def _nestor(api: NestorApi) -> Callable[[Path, Path, Servers], Prepared]:
+def _nestor(api: Api) -> Callable[[Path, Path, Servers], Prepared]:
     def prepare(cache: Path, home: Path, servers: Servers) -> Prepared:
         venv = Path(sys.prefix)
-        keys = (
-            {"OPENAI_BASE_URL": servers.openai, "OPENAI_API_KEY": "bench"}
-            if api == "openai"
-            else {"ANTHROPIC_BASE_URL": servers.anthropic, "ANTHROPIC_API_KEY": "bench"}
-        )
+        keys = {
+            "openai": {"OPENAI_BASE_URL": servers.openai, "OPENAI_API_KEY": "bench"},
+            "anthropic": {"ANTHROPIC_BASE_URL": servers.anthropic, "ANTHROPIC_API_KEY": "bench"},
+            "gemini": {"GOOGLE_GEMINI_BASE_URL": servers.gemini, "GOOGLE_API_KEY": "bench"},
+        }[api]
         # Its warm server (``nestor serve``) is its own too, started by the warm-up run in this home.
         runtime = home / "run"
         runtime.mkdir(mode=0o700)
@@ -156,9 +152,13 @@ def _nestor(api: NestorApi) -> Callable[[Path, Path, Servers], Prepared]:
     return prepare
 
 
-def nestor_model(api: NestorApi) -> str:
+def nestor_model(api: Api) -> str:
     """The ``--model`` nestor runs with on ``api``'s scripted server."""
-    return "openai-chat:gpt-4o" if api == "openai" else "anthropic:claude-sonnet-4-5"
+    return {
+        "openai": "openai-chat:gpt-4o",
+        "anthropic": "anthropic:claude-sonnet-4-5",
+        "gemini": "google:gemini-2.5-flash",
+    }[api]
 
 
 def _claude(cache: Path, home: Path, servers: Servers) -> Prepared:
@@ -326,17 +326,11 @@ def _gemini(cache: Path, home: Path, servers: Servers) -> Prepared:
 
 
 def all_peers() -> list[Peer]:
-    """nestor on both APIs, then every peer, in table order."""
+    """nestor on each API, then every peer, in table order."""
+    apis: tuple[Api, ...] = ("openai", "anthropic", "gemini")
+    nestor = [Peer(f"nestor ({a})", a, _nestor(a), ["run", "--model", nestor_model(a), PROMPT]) for a in apis]
     return [
-        Peer(
-            "nestor (openai)", "openai", _nestor("openai"), ["run", "--model", nestor_model("openai"), PROMPT]
-        ),
-        Peer(
-            "nestor (anthropic)",
-            "anthropic",
-            _nestor("anthropic"),
-            ["run", "--model", nestor_model("anthropic"), PROMPT],
-        ),
+        *nestor,
         Peer("Claude Code", "anthropic", _claude, ["-p", PROMPT]),
         Peer("Codex CLI", "openai", _codex, ["exec", "--skip-git-repo-check", PROMPT]),
         Peer("OpenCode", "openai", _opencode, ["run", "-m", f"llama/{MODEL}", PROMPT]),

@@ -1,6 +1,6 @@
 """Start-up and the first request's size, nestor beside its peers, each against nestor's scripted servers.
 
-Every tool (nestor on both APIs; Claude Code, Codex CLI, OpenCode, Gemini CLI, aider,
+Every tool (nestor on each API; Claude Code, Codex CLI, OpenCode, Gemini CLI, aider,
 mini-swe-agent; see ``peers.py``) runs a one-word headless prompt against a scripted server on
 127.0.0.1 (OpenAI's, Anthropic's or Gemini's API) that answers "ok" at once (a request for JSON of a
 schema, such as Gemini CLI's model router, gets an object of that schema), after one warm-up, in
@@ -20,8 +20,8 @@ falls on all alike). Per tool, medians of:
   all (``nestor.testing.request_tokens``): characters / 4 (tiktoken is installed here, but its
   encodings would have to be downloaded).
 
-Ratios are to nestor on the same API; Gemini CLI's are to nestor on OpenAI's (``peers.BASELINE``):
-nestor's Google provider has no base-URL setting, so nestor is not measured on the Gemini API.
+Ratios are to nestor on the same API (nestor runs on all three: ``GOOGLE_GEMINI_BASE_URL`` points
+its Google provider at the Gemini server).
 Peers install into ``$XDG_CACHE_HOME/nestor/bench-peers`` (``NESTOR_BENCH_PEERS`` overrides it);
 one that cannot be installed or pointed at loopback is skipped with a note.
 ``python bench/startup_peers.py [NAME ...]`` runs only the named tools (nestor always runs).
@@ -52,7 +52,7 @@ from nestor.testing import (
     ServerReply,
 )
 from nestor.testing.request_tokens import count_tokens, fixed_text, main_request, tool_definitions
-from peers import BASELINE, Peer, Servers, Skipped, all_peers
+from peers import Peer, Servers, Skipped, all_peers
 
 RUNS = 5
 TIMEOUT_S = 120.0
@@ -246,7 +246,7 @@ def _ratio(value: float | None, base: float | None) -> str:
 
 
 def table(peers: list[Peer], figures: dict[str, Figures]) -> list[str]:
-    """The Markdown table: medians, each with its ratio to nestor on the API :data:`peers.BASELINE` names."""
+    """The Markdown table: medians, each with its ratio to nestor on the same API."""
     rows = [
         "| tool | API | `--version` ms | 1st request ms | whole prompt ms | peak PSS MiB "
         "| prompt+tools tokens | whole 1st request tokens | tools |",
@@ -273,7 +273,7 @@ def table(peers: list[Peer], figures: dict[str, Figures]) -> list[str]:
     for peer in peers:
         if peer.name not in medians:
             continue
-        mine, base = medians[peer.name], medians.get(f"nestor ({BASELINE[peer.api]})", [None] * 7)
+        mine, base = medians[peer.name], medians.get(f"nestor ({peer.api})", [None] * 7)
         cells = [
             f"{mine[0] * 1000:.0f} ({_ratio(mine[0], base[0])})" if mine[0] is not None else "-",
             f"{mine[1] * 1000:.0f} ({_ratio(mine[1], base[1])})" if mine[1] is not None else "-",
@@ -310,7 +310,7 @@ def main(names: list[str] | None = None) -> None:
                         os.kill(pid, signal.SIGTERM)
     print(
         f"Start-up vs peers (median of {RUNS} interleaved runs after a warm-up; "
-        "ratios to nestor on the same API, Gemini CLI's to nestor on openai)"
+        "ratios to nestor on the same API)"
     )
     print(f"  peers installed in {cache}; tokens counted as characters / 4")
     for row in table(peers, figures):

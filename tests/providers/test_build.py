@@ -29,6 +29,7 @@ from nestor.providers.local.loader import DEFAULT_LOCAL_CONTEXT_WINDOW
 from nestor.providers.local.model import LocalModel
 from nestor.providers.local.weights import BUNDLED_MODEL_NAME
 from nestor.providers.usage import usage_from_response
+from nestor.testing import ScriptedGeminiServer, ServerReply
 from tests.providers.local.gguf_writer import COMPACT_TENSORS, LARGE_TENSORS, write_chat_gguf
 
 FAKE_KEYS = {
@@ -460,6 +461,19 @@ async def test_keyless_openai_compatible_server_via_base_url(tmp_path: Path, ser
     built = build_model(ModelConfig(model="openai-chat:local-model"), make_settings(tmp_path), env=env)
     server.replies.append((200, chat_completion("ok", "local-model")))
     assert (await ask(built)).text == "ok"
+
+
+async def test_google_requests_go_to_the_injected_envs_base_url_not_the_processs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The process's own value points at a closed loopback port: reading it instead would fail.
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", "http://127.0.0.1:9")
+    with ScriptedGeminiServer([ServerReply(text="hallo")]) as gemini:
+        env = {"GOOGLE_API_KEY": "g-injected", "GOOGLE_GEMINI_BASE_URL": gemini.base_url}
+        built = build_model(ModelConfig(model="google:gemini-2.5-flash"), make_settings(tmp_path), env=env)
+        assert (await ask(built)).text == "hallo"
+    [request] = gemini.requests
+    assert request["contents"][-1]["parts"][0]["text"] == "hello"
 
 
 async def test_anthropic_request_is_priced(tmp_path: Path, server: LoopbackServer) -> None:

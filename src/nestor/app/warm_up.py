@@ -27,6 +27,10 @@ WARM_MODULES = (
     "openai.lib.streaming.chat",
     "pydantic_ai.models.anthropic",
     "pydantic_ai.providers.anthropic",
+    "pydantic_ai.models.google",
+    "pydantic_ai.providers.google",
+    "google.auth.aio.credentials",  # google-genai's client imports these with its first request
+    "httpcore",
     "genai_prices.data",
     "genai_prices.decompose",
     "importlib.readers",

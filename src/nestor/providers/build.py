@@ -46,6 +46,7 @@ DEFAULT_CONTEXT_WINDOW = 128_000
 LOCAL_DEFAULT_CONTEXT_WINDOW = 32_768
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 ANTHROPIC_DEFAULT_BASE_URL = "https://api.anthropic.com"
+GOOGLE_DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/"
 _UNPRICED_PROVIDERS = frozenset({"ollama"})
 _MIN_THINKING_BUDGET = 1024  # Anthropic's smallest budget_tokens
 _ANSWER_ROOM = 4096  # what a lowered thinking budget leaves for the answer, at most half of max_tokens
@@ -352,7 +353,10 @@ def _google(
     from pydantic_ai.models.google import GoogleModel
     from pydantic_ai.providers.google import GoogleProvider
 
-    return GoogleModel(model_name, provider=GoogleProvider(api_key=key, http_client=client), settings=ms)
+    # Always explicit, as OpenAI's: left as None, google-genai reads os.environ behind the injected env.
+    url = env.get("GOOGLE_GEMINI_BASE_URL") or GOOGLE_DEFAULT_BASE_URL
+    provider = GoogleProvider(api_key=key, http_client=client, base_url=url)
+    return GoogleModel(model_name, provider=provider, settings=ms)
 
 
 def _openrouter(

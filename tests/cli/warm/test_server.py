@@ -222,27 +222,43 @@ import os, sys
 from nestor.cli.warm.server import prepare
 prepare()
 print("THREADS", len(os.listdir("/proc/self/task")))  # a fork copies only the thread that calls it
-from nestor.testing import ScriptedOpenAIServer, ServerReply
+import nestor.testing
 from nestor.cli.entry import run_here
+server_class, reply_class, url_key, key_key, model = sys.argv[1:]
 seen = []
 def answer(_request):
     seen.append(set(sys.modules))
-    return ServerReply(text="ok")
-with ScriptedOpenAIServer([answer] * 4) as server:
+    return getattr(nestor.testing, reply_class)(text="ok")
+with getattr(nestor.testing, server_class)([answer] * 4) as server:
     before = set(sys.modules)
-    os.environ.update(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="k")
-    code = run_here(["run", "--model", "openai-chat:gpt-4o", "hi"])
+    os.environ.update({url_key: server.base_url, key_key: "k"})
+    code = run_here(["run", "--model", model, "hi"])
 print("NEW", code, " ".join(sorted(seen[0] - before)))
 """
 
 
+@pytest.mark.parametrize(
+    "provider",
+    [
+        ("ScriptedOpenAIServer", "ServerReply", "OPENAI_BASE_URL", "OPENAI_API_KEY", "openai-chat:gpt-4o"),
+        (
+            *("ScriptedAnthropicServer", "AnthropicReply", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"),
+            "anthropic:claude-sonnet-4-5",
+        ),
+        (
+            *("ScriptedGeminiServer", "ServerReply", "GOOGLE_GEMINI_BASE_URL", "GOOGLE_API_KEY"),
+            "google:gemini-2.5-flash",
+        ),
+    ],
+    ids=["openai", "anthropic", "google"],
+)
 def test_the_prepared_server_holds_one_thread_and_its_child_imports_nothing_before_its_request(
-    tmp_path: Path,
+    tmp_path: Path, provider: tuple[str, ...]
 ) -> None:
     project = _project(tmp_path)
     env = warm_env(tmp_path)
     done = subprocess.run(
-        [sys.executable, "-c", _CHILD_SCRIPT],
+        [sys.executable, "-c", _CHILD_SCRIPT, *provider],
         env=env,
         cwd=project,
         capture_output=True,
