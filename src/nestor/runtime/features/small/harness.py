@@ -218,7 +218,7 @@ async def _changed(
                     return fixed
                 return await fix_by_rewriting(work, prompt, found, failure, command, named)
         else:  # another language: suspects from the code index, filled in line by line
-            found = code_suspects(work.reader, code_index(work.reader), intent, failure)
+            found = code_suspects(work.reader, code_index(work.reader), intent, failure, prompt)
             allowed = [span for span in found if work.scope.allows(span.path, exists=True)]
             fixed = (
                 await fix_by_infilling(work, allowed, failure, command, named, interleave=True)

@@ -62,12 +62,84 @@ def test_a_failing_rust_test_leads_down_its_calls_to_the_functions_it_runs(tmp_p
     found = code_suspects(reader, code_index(reader), intent, CARGO_FAILURE)
 
     names = [span.name for span in found]
-    assert names[0] == "matches"  # what the failing test calls
-    assert names[1] == "matches_req"
+    # What the failing test calls and what that calls, by what they mention of the request.
+    assert sorted(names) == ["matches", "matches_exact", "matches_less", "matches_req"]
     # Of what matches_req calls, the one the request's words name comes first.
-    assert names[2:4] == ["matches_less", "matches_exact"]
+    assert names.index("matches_less") < names.index("matches_exact")
     assert "unrelated" not in names and "test_less_than" not in names
-    assert (found[2].path, found[2].start, found[2].end) == ("src/lib.rs", 9, 11)
+    less = found[names.index("matches_less")]
+    assert (less.path, less.start, less.end) == ("src/lib.rs", 9, 11)
+
+
+DEEP_LIB = """pub struct Req;
+
+impl Req {
+    pub fn parse(text: &str) -> Req { parse_req(text) }
+    pub fn matches(&self, v: u64) -> bool { eval::matches_req(self, v) }
+}
+
+fn parse_req(text: &str) -> Req { parse_op(text); parse_number(text); Req }
+fn parse_op(text: &str) -> u8 { 0 }
+fn parse_number(text: &str) -> u64 { 2 }
+fn parse_extra(text: &str) -> u64 { parse_number(text) }
+"""
+DEEP_EVAL = """pub(crate) fn matches_req(req: &Req, v: u64) -> bool {
+    matches_impl(req, v)
+}
+
+fn matches_impl(req: &Req, v: u64) -> bool {
+    match op(req) {
+        Op::Exact => matches_exact(v),
+        Op::Greater => matches_greater(v),
+        Op::Less => matches_less(v),
+    }
+}
+
+fn matches_exact(v: u64) -> bool { v == 2 }
+fn matches_greater(v: u64) -> bool { v > 2 }
+fn matches_less(v: u64) -> bool {
+    v > 2
+}
+"""
+DEEP_TESTS = """fn req(text: &str) -> Req {
+    Req::parse(text)
+}
+
+fn assert_match_all(r: &Req, versions: &[u64]) {
+    for v in versions {
+        assert!(r.matches(*v), "did not match {}", v);
+    }
+}
+
+#[test]
+fn test_less_than() {
+    let r = req("<2");
+    assert_match_all(&r, &[1]);
+}
+"""
+
+
+def test_the_tests_own_helpers_lead_to_the_code_and_an_operator_the_request_writes_names_it(
+    tmp_path: Path,
+) -> None:
+    # The failing test calls only its file's helpers; the comparison that is wrong is four
+    # calls down, past parsing functions the request does not speak of.
+    (tmp_path / "src").mkdir()
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "src" / "lib.rs").write_text(DEEP_LIB)
+    (tmp_path / "src" / "eval.rs").write_text(DEEP_EVAL)
+    (tmp_path / "tests" / "test_req.rs").write_text(DEEP_TESTS)
+    reader = ProjectReader(tmp_path)
+    prompt = "The requirement `<2` now matches 3, which it must not. Fix it without touching the tests."
+
+    found = code_suspects(reader, code_index(reader), read_intent(prompt), CARGO_FAILURE, prompt)
+
+    names = [span.name for span in found]
+    assert "matches_less" in names, names  # four calls down: found, past the parsing functions
+    assert names.index("matches_less") < min(names.index(n) for n in names if n.startswith("parse"))
+    assert "matches_greater" not in names or names.index("matches_less") < names.index("matches_greater")
+    assert not {"req", "assert_match_all", "test_less_than"} & set(names)  # the tests' own code
+    assert [span.path for span in found if span.name == "matches_less"] == ["src/eval.rs"]
 
 
 UNITS_JS = """var map = {

@@ -11,9 +11,9 @@ import re
 import shlex
 import tempfile
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
-from nestor.runtime.features.small.gathering.code_index import CodeIndex, Definition
+from nestor.runtime.features.small.gathering.code_index import CodeIndex, Definition, words_of
 from nestor.runtime.features.small.gathering.functions import (
     FunctionSpan,
     called_names,
@@ -26,6 +26,7 @@ from nestor.runtime.features.small.gathering.ranking import term_pattern
 from nestor.runtime.features.small.gathering.reader import ProjectReader
 from nestor.runtime.features.small.gathering.symbols import SymbolIndex
 from nestor.runtime.features.small.gathering.trace import ExecutedLines, read_executed_lines, traced_command
+from nestor.runtime.features.small.understanding.code_words import OPERATOR_WEIGHT, operator_names
 from nestor.runtime.features.small.understanding.intent import Intent
 from nestor.runtime.features.small.verifying.verdict import failing_tests
 from nestor.runtime.features.small.workspace import TEST_TIMEOUT_S, Workspace, traceback_locations
@@ -36,6 +37,13 @@ MAX_DATA_LINES = 60
 """A longer table is data, not code a bug hides in; its lines would crowd out the functions'."""
 CALL_LEVELS = 3
 """How far down from the failing tests' calls suspects are looked for (``matches`` -> ``matches_less``)."""
+CODE_CALL_LEVELS = 4
+"""As :data:`CALL_LEVELS`, in the code index (``matches`` -> ``matches_req`` -> ``matches_impl`` ->
+``matches_less``), where a deeper function ranks by what it mentions, not below every shallower one."""
+LEVEL_STEP = 0.5
+"""What a function one call further from the failing test counts less than one nearer."""
+HELPER_LEVELS = 2
+"""How deep the test files' own helpers (``assert_match_all``) are followed to the code they call."""
 CALLED_BONUS = 2.0
 """What a function the failing test calls directly counts above what it mentions of the request."""
 NAMED_BONUS = 3.0
@@ -89,14 +97,16 @@ def suspects(
 
 
 def code_suspects(
-    reader: ProjectReader, index: CodeIndex, intent: Intent, failure: str
+    reader: ProjectReader, index: CodeIndex, intent: Intent, failure: str, prompt: str = ""
 ) -> list[FunctionSpan]:
     """Suspects in any language with a grammar (:mod:`.code_index`), likeliest first.
 
-    The functions of the failure's frames outside the tests come first, innermost first; then
-    what the failing tests (named by the runner's output) call, then what those call, and what
-    those call in turn: each level ordered by how much of the request it mentions. After them,
-    the top-level variables of their files they use (:func:`_data_used`).
+    The functions of the failure's frames outside the tests come first, innermost first. Then
+    the code the failing tests (named by the runner's output) run: what they call, through the
+    test files' own helpers, then what that calls, down :data:`CODE_CALL_LEVELS` calls, ordered
+    by how much of the request (``prompt``'s operators included) each mentions, a step less for
+    each call further from the test. After them, the top-level variables of their files they use
+    (:func:`_data_used`).
     """
     found: list[Definition] = []
     for path, line in reversed(traceback_locations(failure)):
@@ -106,17 +116,37 @@ def code_suspects(
     failed = failing_tests(failure)
     tests = [test for test in index.tests if any(_names_test(name, test.title) for name in failed)]
     names = (
-        set().union(*(test.calls for test in tests)) if tests else {t.text for t in intent.terms if t.exact}
+        _through_helpers(index, set().union(*(test.calls for test in tests)))
+        if tests
+        else {t.text for t in intent.terms if t.exact}
     )
-    mentions = _mentions(intent, reader)
+    mentions = _mentions(intent, reader, operator_names(prompt))
+    depth: dict[Definition, int] = {}
     level = [d for name in names for d in index.defined(name) if _is_code(d) and d not in found]
-    for _ in range(CALL_LEVELS):
-        level = sorted(dict.fromkeys(level), key=lambda d: -mentions(d))
-        found.extend(d for d in level if d not in found)
+    for step in range(CODE_CALL_LEVELS):
+        level = [d for d in dict.fromkeys(level) if d not in depth]
+        depth.update((d, step) for d in level)
         callees = {call.name for call in index.calls if call.caller in level}
         level = [d for name in callees for d in index.defined(name) if _is_code(d) and d not in found]
+    ranked = sorted(depth, key=lambda d: -(mentions(d) - LEVEL_STEP * depth[d]))  # stable: nearer first
+    found.extend(d for d in ranked if d not in found)
     functions = [FunctionSpan(d.path, d.name, d.line, d.end) for d in found][:MAX_SUSPECTS]
     return functions + _data_used(reader, index, functions)
+
+
+def _through_helpers(index: CodeIndex, names: set[str]) -> set[str]:
+    """``names`` and what the test files' own functions among them call, :data:`HELPER_LEVELS` deep.
+
+    A test's helpers are part of the test: ``assert_match_all`` calls ``matches``.
+    """
+    found = set(names)
+    for _ in range(HELPER_LEVELS):
+        helpers = {d for name in found for d in index.defined(name) if is_test_path(d.path)}
+        more = {call.name for call in index.calls if call.caller in helpers} - found
+        if not more:
+            break
+        found |= more
+    return found
 
 
 def _data_used(reader: ProjectReader, index: CodeIndex, functions: list[FunctionSpan]) -> list[FunctionSpan]:
@@ -150,16 +180,32 @@ def _is_code(definition: Definition) -> bool:
     return definition.kind in ("function", "method") and not is_test_path(definition.path)
 
 
-def _mentions(intent: Intent, reader: ProjectReader) -> Callable[[Definition], float]:
-    """How often a function's text has the request's words (up to three times each), weighted."""
+def _mentions(
+    intent: Intent, reader: ProjectReader, operators: Sequence[tuple[str, ...]] = ()
+) -> Callable[[Definition], float]:
+    """How often a function's text has the request's words (up to three times each), weighted.
+
+    The names of the operators the request writes count too, as identifiers' words
+    (``matches_less`` for ``<``).
+    """
     patterns = [(term.weight, re.compile(term_pattern(term))) for term in intent.terms if not term.is_file]
 
     def count(definition: Definition) -> float:
         lines = (reader.read_text(definition.path) or "").splitlines()
         text = "\n".join(lines[definition.line - 1 : definition.end])
-        return sum(weight * min(3, len(pattern.findall(text))) for weight, pattern in patterns)
+        score = sum(weight * min(3, len(pattern.findall(text))) for weight, pattern in patterns)
+        if operators:
+            identifiers = [words_of(name) for name in re.findall(r"[A-Za-z_]\w*", text)]
+            uses = sum(any(_has_words(words, name) for name in operators) for words in identifiers)
+            score += OPERATOR_WEIGHT * min(3, uses)
+        return score
 
     return count
+
+
+def _has_words(words: list[str], name: tuple[str, ...]) -> bool:
+    """Whether ``name``'s words occur in ``words`` one after the other."""
+    return any(tuple(words[start : start + len(name)]) == name for start in range(len(words) - len(name) + 1))
 
 
 def called_in_tests(reader: ProjectReader, intent: Intent, locations: list[tuple[str, int]]) -> list[str]:
