@@ -213,7 +213,9 @@ async def _changed(
             executed = await trace(work, named or _failing_nodes(command, failure))
             found = suspects(work.reader, intent, failure, symbols, executed)
             if found:
-                fixed = await fix_by_infilling(work, found, failure, command, named, executed=executed)
+                fixed = await fix_by_infilling(
+                    work, found, failure, command, named, executed=executed, repairs_first=executed is None
+                )
                 if fixed is not None:
                     return fixed
                 return await fix_by_rewriting(work, prompt, found, failure, command, named)
@@ -221,7 +223,9 @@ async def _changed(
             found = code_suspects(work.reader, code_index(work.reader), intent, failure, prompt)
             allowed = [span for span in found if work.scope.allows(span.path, exists=True)]
             fixed = (
-                await fix_by_infilling(work, allowed, failure, command, named, interleave=True)
+                await fix_by_infilling(
+                    work, allowed, failure, command, named, interleave=True, repairs_first=True
+                )
                 if allowed
                 else None
             )

@@ -1,5 +1,8 @@
 """Suspects in any language: the failure's frames, what the failing tests call, and what that calls."""
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 from nestor.runtime.features.small.gathering.code_index import code_index
@@ -176,3 +179,63 @@ def test_the_tables_a_suspect_reads_are_suspects_too(tmp_path: Path) -> None:
     found = code_suspects(reader, code_index(reader), read_intent("parse('1kb') is wrong"), NODE_FAILURE)
 
     assert [(span.name, span.start, span.end) for span in found] == [("parse", 8, 10), ("map", 1, 5)]
+
+
+TIED_JS = """function parse(str) {
+  return str.slice(startIndex(str), endIndex(str));
+}
+
+function startIndex(str) {
+  return 0;
+}
+
+function endIndex(str) {
+  return str.length;
+}
+
+function unusedOne(str) {
+  return 1;
+}
+
+module.exports = { parse };
+"""
+TIED_TEST_JS = """const test = require('node:test');
+const { parse } = require('../index.js');
+
+test('keeps the last character', () => {
+  parse('bc');
+});
+"""
+NODE_FAILURE = "not ok 1 - keeps the last character\n"
+_ORDER_SCRIPT = """
+import sys
+from pathlib import Path
+from nestor.runtime.features.small.gathering.code_index import code_index
+from nestor.runtime.features.small.gathering.reader import ProjectReader
+from nestor.runtime.features.small.gathering.suspects import code_suspects
+from nestor.runtime.features.small.understanding.intent import read_intent
+reader = ProjectReader(Path(sys.argv[1]))
+found = code_suspects(reader, code_index(reader), read_intent("Fix it."), sys.argv[2])
+print(" ".join(span.name for span in found))
+"""
+
+
+def test_suspects_that_rank_alike_come_in_the_same_order_on_every_run(tmp_path: Path) -> None:
+    # startIndex and endIndex mention the request alike: which is tried first must not depend on
+    # the process's string hashing (PYTHONHASHSEED), or a fix takes 10 s on one run and 3 min on
+    # the next.
+    (tmp_path / "test").mkdir()
+    (tmp_path / "index.js").write_text(TIED_JS)
+    (tmp_path / "test" / "index.test.js").write_text(TIED_TEST_JS)
+    orders = {
+        subprocess.run(
+            [sys.executable, "-c", _ORDER_SCRIPT, str(tmp_path), NODE_FAILURE],
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in range(6)
+    }
+    assert len(orders) == 1, orders
+    assert {"startIndex", "endIndex"} <= set(orders.pop().split())

@@ -4,15 +4,18 @@ The statements of the suspects, likeliest first, are filled in by the model one 
 (:mod:`.infill`), each then with its one-token repairs (:mod:`.mutations`: a test run each, no model
 call) when the model's versions fail; when nothing works the model rewrites the suspects whole
 (:mod:`.functions`). Each version is tried with the tests and undone when they still fail, so
-attempts never pile up on each other. The suspects' order decides, not the cost: a repair that
-only makes a weak test pass (a check turned round) must not come before the likelier line.
+attempts never pile up on each other. Where a tracer said which lines the failing tests ran, the
+suspects' order decides, not the cost: a repair that only makes a weak test pass (a check turned
+round) must not come before the likelier line. Without one the order of the lines is a guess
+(the suspects' lines interleaved), and a model's fill-in costs ten or more test runs: so the
+one-token repairs of every planned line come first (``repairs_first``), a test run each.
 """
 
 from __future__ import annotations
 
 import textwrap
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from nestor.runtime.features.small.acting import prompts
 from nestor.runtime.features.small.acting.infill import Gap, candidates, change_size, gaps, parses
@@ -90,42 +93,84 @@ async def fix_by_infilling(
     *,
     executed: ExecutedLines | None = None,
     interleave: bool = False,
+    repairs_first: bool = False,
 ) -> str | None:
     """Fix failing tests by changing one statement of a suspect at a time.
 
     The gaps are planned likeliest first (a line holding a value the failing tests got leads);
     the model fills each in, and when none of its versions works, the gap's one-token repairs
-    are tried. Each version is tried with the tests and undone unless the tests' outcome
+    are tried. With ``repairs_first`` (see the module's docstring), only the lines holding such
+    a value are filled in first; then every gap's repairs are tried before the model is asked
+    about the rest. Each version is tried with the tests and undone unless the tests' outcome
     ``settles`` it (by default: they pass). Returns the report of the fix, or None when none
     was found (or the model cannot fill in).
     """
     frames = traceback_locations(failure)
     planned = _planned_gaps(work, suspects, frames, executed, interleave=interleave)
+    literals = actual_values(failure)
     trials = [
         _GapTrial(span, gap, source, command, named, settles)
-        for span, gap, source in _hinted_first(planned, actual_values(failure))
+        for span, gap, source in _hinted_first(planned, literals)
     ]
-    asked = tried = mutated = 0
+    attempts = _Attempts()
+    if not repairs_first:
+        return await attempts.each_filled_in(work, trials)
+    hinted = [trial for trial in trials if holds_literal(trial.cut, literals)]
+    if (fixed := await attempts.each_filled_in(work, hinted)) is not None:
+        return fixed
     for trial in trials:
-        if asked >= INFILL_GAPS or tried >= INFILL_TRIES:
-            return None
-        middle = await work.host.infill(*trial.gap.context(trial.source), max_tokens=INFILL_MAX_TOKENS)
-        if middle is None:
-            return None
-        asked += 1
-        for candidate in candidates(middle, trial.cut):
-            if not trial.parses(candidate):
-                continue
-            tried += 1
-            if await _passes(work, trial, candidate):
-                return trial.report(await _smallest_passing(work, trial, candidate))
+        if (repaired := await attempts.repaired(work, trial)) is not None:
+            return trial.report(repaired)
+    return await attempts.each_filled_in(work, [trial for trial in trials if trial not in hinted])
+
+
+@dataclass(slots=True)
+class _Attempts:
+    """What one fix has tried so far, within its limits: gaps asked about, versions and repairs tried."""
+
+    asked: int = 0
+    tried: int = 0
+    repairs: set[tuple[str, int, str]] = field(default_factory=set)
+    gave_up: bool = False
+
+    async def each_filled_in(self, work: Workspace, trials: list[_GapTrial]) -> str | None:
+        """The report of the first of ``trials`` the model's fill-in or a repair fixes, else None.
+
+        Stops for good (``gave_up``) at :data:`INFILL_GAPS` gaps asked about, :data:`INFILL_TRIES`
+        versions tried, or when the model cannot fill in.
+        """
+        for trial in trials:
+            if self.gave_up or self.asked >= INFILL_GAPS or self.tried >= INFILL_TRIES:
+                self.gave_up = True
+                return None
+            middle = await work.host.infill(*trial.gap.context(trial.source), max_tokens=INFILL_MAX_TOKENS)
+            if middle is None:
+                self.gave_up = True
+                return None
+            self.asked += 1
+            for candidate in candidates(middle, trial.cut):
+                if not trial.parses(candidate):
+                    continue
+                self.tried += 1
+                if await _passes(work, trial, candidate):
+                    return trial.report(await _smallest_passing(work, trial, candidate))
+            if (repaired := await self.repaired(work, trial)) is not None:
+                return trial.report(repaired)
+        return None
+
+    async def repaired(self, work: Workspace, trial: _GapTrial) -> str | None:
+        """The first untried one-token repair of the gap that makes the tests pass (it stays), else None.
+
+        :data:`MUTANT_TRIES` test runs at most, over all the gaps.
+        """
         for candidate in mutants(trial.cut, language_of(trial.span.path)):
-            if mutated >= MUTANT_TRIES or not trial.parses(candidate):
+            key = (trial.span.path, trial.gap.first, candidate)
+            if len(self.repairs) >= MUTANT_TRIES or key in self.repairs or not trial.parses(candidate):
                 continue
-            mutated += 1
+            self.repairs.add(key)
             if await _passes(work, trial, candidate):
-                return trial.report(candidate)
-    return None
+                return candidate
+        return None
 
 
 def _planned_gaps(

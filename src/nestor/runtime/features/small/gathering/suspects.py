@@ -122,11 +122,12 @@ def code_suspects(
     )
     mentions = _mentions(intent, reader, operator_names(prompt))
     depth: dict[Definition, int] = {}
-    level = [d for name in names for d in index.defined(name) if _is_code(d) and d not in found]
+    # Names in sorted order: of two that rank alike, the same comes first on every run.
+    level = [d for name in sorted(names) for d in index.defined(name) if _is_code(d) and d not in found]
     for step in range(CODE_CALL_LEVELS):
         level = [d for d in dict.fromkeys(level) if d not in depth]
         depth.update((d, step) for d in level)
-        callees = {call.name for call in index.calls if call.caller in level}
+        callees = sorted({call.name for call in index.calls if call.caller in level})
         level = [d for name in callees for d in index.defined(name) if _is_code(d) and d not in found]
     ranked = sorted(depth, key=lambda d: -(mentions(d) - LEVEL_STEP * depth[d]))  # stable: nearer first
     found.extend(d for d in ranked if d not in found)
