@@ -5,9 +5,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from nestor.runtime.features.small.gathering.code_index import code_index
 from nestor.runtime.features.small.gathering.reader import ProjectReader
 from nestor.runtime.features.small.gathering.suspects import code_suspects
+from nestor.runtime.features.small.gathering.symbols import symbol_index
 from nestor.runtime.features.small.understanding.intent import read_intent
 
 LIB = """pub fn matches(req: &str, v: u64) -> bool {
@@ -122,11 +125,15 @@ fn test_less_than() {
 """
 
 
+@pytest.mark.parametrize("project_names", [False, True])
 def test_the_tests_own_helpers_lead_to_the_code_and_an_operator_the_request_writes_names_it(
-    tmp_path: Path,
+    tmp_path: Path, project_names: bool
 ) -> None:
     # The failing test calls only its file's helpers; the comparison that is wrong is four
-    # calls down, past parsing functions the request does not speak of.
+    # calls down, past parsing functions the request does not speak of. Read as the harness
+    # reads it (``project_names``), "matches" is the project's name, which matches_less does
+    # not mention: what it mentions is `<`'s name, and that puts it before the functions that
+    # mention nothing, however near the test they are.
     (tmp_path / "src").mkdir()
     (tmp_path / "tests").mkdir()
     (tmp_path / "src" / "lib.rs").write_text(DEEP_LIB)
@@ -134,12 +141,14 @@ def test_the_tests_own_helpers_lead_to_the_code_and_an_operator_the_request_writ
     (tmp_path / "tests" / "test_req.rs").write_text(DEEP_TESTS)
     reader = ProjectReader(tmp_path)
     prompt = "The requirement `<2` now matches 3, which it must not. Fix it without touching the tests."
+    names_read = symbol_index(reader).names() if project_names else frozenset()
+    intent = read_intent(prompt, (), names_read)
 
-    found = code_suspects(reader, code_index(reader), read_intent(prompt), CARGO_FAILURE, prompt)
+    found = code_suspects(reader, code_index(reader), intent, CARGO_FAILURE, prompt)
 
     names = [span.name for span in found]
     assert "matches_less" in names, names  # four calls down: found, past the parsing functions
-    assert names.index("matches_less") < min(names.index(n) for n in names if n.startswith("parse"))
+    assert all(names.index("matches_less") < names.index(n) for n in names if n.startswith("parse"))
     assert "matches_greater" not in names or names.index("matches_less") < names.index("matches_greater")
     assert not {"req", "assert_match_all", "test_less_than"} & set(names)  # the tests' own code
     assert [span.path for span in found if span.name == "matches_less"] == ["src/eval.rs"]
@@ -206,13 +215,14 @@ test('keeps the last character', () => {
   parse('bc');
 });
 """
-NODE_FAILURE = "not ok 1 - keeps the last character\n"
+TIED_FAILURE = "not ok 1 - keeps the last character\n"
 _ORDER_SCRIPT = """
 import sys
 from pathlib import Path
 from nestor.runtime.features.small.gathering.code_index import code_index
 from nestor.runtime.features.small.gathering.reader import ProjectReader
 from nestor.runtime.features.small.gathering.suspects import code_suspects
+from nestor.runtime.features.small.gathering.symbols import symbol_index
 from nestor.runtime.features.small.understanding.intent import read_intent
 reader = ProjectReader(Path(sys.argv[1]))
 found = code_suspects(reader, code_index(reader), read_intent("Fix it."), sys.argv[2])
@@ -229,7 +239,7 @@ def test_suspects_that_rank_alike_come_in_the_same_order_on_every_run(tmp_path: 
     (tmp_path / "test" / "index.test.js").write_text(TIED_TEST_JS)
     orders = {
         subprocess.run(
-            [sys.executable, "-c", _ORDER_SCRIPT, str(tmp_path), NODE_FAILURE],
+            [sys.executable, "-c", _ORDER_SCRIPT, str(tmp_path), TIED_FAILURE],
             env={**os.environ, "PYTHONHASHSEED": str(seed)},
             capture_output=True,
             text=True,

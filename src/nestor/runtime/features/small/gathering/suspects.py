@@ -105,8 +105,9 @@ def code_suspects(
     the code the failing tests (named by the runner's output) run: what they call, through the
     test files' own helpers, then what that calls, down :data:`CODE_CALL_LEVELS` calls, ordered
     by how much of the request (``prompt``'s operators included) each mentions, a step less for
-    each call further from the test. After them, the top-level variables of their files they use
-    (:func:`_data_used`).
+    each call further from the test; a function that mentions none of it comes after every one
+    that does, however near the test (``new``, ``parse``: what every test runs). After them, the
+    top-level variables of their files they use (:func:`_data_used`).
     """
     found: list[Definition] = []
     for path, line in reversed(traceback_locations(failure)):
@@ -129,7 +130,9 @@ def code_suspects(
         depth.update((d, step) for d in level)
         callees = sorted({call.name for call in index.calls if call.caller in level})
         level = [d for name in callees for d in index.defined(name) if _is_code(d) and d not in found]
-    ranked = sorted(depth, key=lambda d: -(mentions(d) - LEVEL_STEP * depth[d]))  # stable: nearer first
+    # What mentions the request comes before what is only near the test: stable, so nearer first.
+    score = {d: mentions(d) for d in depth}
+    ranked = sorted(depth, key=lambda d: (score[d] <= 0, -(score[d] - LEVEL_STEP * depth[d])))
     found.extend(d for d in ranked if d not in found)
     functions = [FunctionSpan(d.path, d.name, d.line, d.end) for d in found][:MAX_SUSPECTS]
     return functions + _data_used(reader, index, functions)
