@@ -174,6 +174,11 @@ async def test_a_call_the_question_writes_out_is_run_and_its_result_is_evidence(
     prompt = _prompt_of(seen[0])
     # Run by the project's Python, bug included; a module-qualified call imports the module.
     assert ">>> add(2, 3)\n-1\n>>> calc.add(1, 1)\n0" in prompt
+    # Set out after the evidence, on its own, as the result to state: a small model answered
+    # cookie's parse from what such code usually does with the run in its evidence.
+    run = prompt.index("<run>\nRun in the project's Python:\n>>> add(2, 3)")
+    assert prompt.index("</evidence>") < run < prompt.index("Question: What does add(2, 3)")
+    assert "state that result exactly" in prompt
     assert "def add(a, b):" in prompt
     # What ran, and where the names are defined, follow the model's words as nestor found them.
     assert result.text == (

@@ -91,14 +91,14 @@ async def answer(
         card = project_card(reader)
         body = "Nothing in the project matched the question's terms. What the project is:\n\n" + card.render()
     else:
-        body = "\n\n".join(part for part in (evidence.render(), signature_defaults, ran, origin) if part)
+        body = "\n\n".join(part for part in (evidence.render(), signature_defaults, origin) if part)
     before = "".join(
         f"Earlier question: {question}\nYour earlier answer: {said[:EARLIER_ANSWER_CHARS]}\n\n"
         for question, said in earlier
     )
     reply = await host.ask(
         prompts.ANSWER,
-        f"<evidence>\n{body}\n</evidence>\n\n{before}Question: {prompt}",
+        f"<evidence>\n{body}\n</evidence>\n\n{_run_block(ran)}{before}Question: {prompt}",
         max_tokens=ANSWER_MAX_TOKENS,
     )
     if reply is None:
@@ -109,6 +109,21 @@ async def answer(
         facts += [cited_functions(reply, symbols), where_defined(intent, symbols, reply)]
     facts.append(values(reply, intent, symbols, reader, default=default))
     return "\n\n".join([reply.strip(), *(fact for fact in facts if fact)])
+
+
+def _run_block(ran: str) -> str:
+    """What the question's calls gave, apart from the evidence and with what to do with it.
+
+    A small model asked what a call returns answers from what such code usually does, even with
+    the run's output in its evidence (``{ foo: 'bar', foo: 'baz' }`` for cookie's parse, which
+    keeps the first): the result is set out on its own and named the answer.
+    """
+    if not ran:
+        return ""
+    return (
+        f"<run>\n{ran}\n</run>\n\nThe <run> block is what the code gave when it was run: state that "
+        "result exactly as it is, then explain it from the evidence.\n\n"
+    )
 
 
 def _with_earlier_terms(intent: Intent, earlier: Sequence[tuple[str, str]], symbols: SymbolIndex) -> Intent:
