@@ -35,11 +35,10 @@ MAX_SUSPECTS = 6
 MAX_DATA_SUSPECTS = 3
 MAX_DATA_LINES = 60
 """A longer table is data, not code a bug hides in; its lines would crowd out the functions'."""
-CALL_LEVELS = 3
-"""How far down from the failing tests' calls suspects are looked for (``matches`` -> ``matches_less``)."""
-CODE_CALL_LEVELS = 4
-"""As :data:`CALL_LEVELS`, in the code index (``matches`` -> ``matches_req`` -> ``matches_impl`` ->
-``matches_less``), where a deeper function ranks by what it mentions, not below every shallower one."""
+CALL_LEVELS = 4
+"""How far down from the failing tests' calls suspects are looked for in the code index
+(``matches`` -> ``matches_req`` -> ``matches_impl`` -> ``matches_less``), where a deeper function
+ranks by what it mentions, not below every shallower one."""
 LEVEL_STEP = 0.5
 """What a function one call further from the failing test counts less than one nearer."""
 HELPER_LEVELS = 2
@@ -103,7 +102,7 @@ def code_suspects(
 
     The functions of the failure's frames outside the tests come first, innermost first. Then
     the code the failing tests (named by the runner's output) run: what they call, through the
-    test files' own helpers, then what that calls, down :data:`CODE_CALL_LEVELS` calls, ordered
+    test files' own helpers, then what that calls, down :data:`CALL_LEVELS` calls, ordered
     by how much of the request (``prompt``'s operators included) each mentions, a step less for
     each call further from the test; a function that mentions none of it comes after every one
     that does, however near the test (``new``, ``parse``: what every test runs). After them, the
@@ -125,7 +124,7 @@ def code_suspects(
     depth: dict[Definition, int] = {}
     # Names in sorted order: of two that rank alike, the same comes first on every run.
     level = [d for name in sorted(names) for d in index.defined(name) if _is_code(d) and d not in found]
-    for step in range(CODE_CALL_LEVELS):
+    for step in range(CALL_LEVELS):
         level = [d for d in dict.fromkeys(level) if d not in depth]
         depth.update((d, step) for d in level)
         callees = sorted({call.name for call in index.calls if call.caller in level})
