@@ -122,7 +122,8 @@ def _run_block(ran: str) -> str:
         return ""
     return (
         f"<run>\n{ran}\n</run>\n\nThe <run> block is what the code gave when it was run: state that "
-        "result exactly as it is, then explain it from the evidence.\n\n"
+        "result exactly as it is, then explain from the evidence how the code gives it, naming the "
+        "functions and values it uses.\n\n"
     )
 
 
