@@ -107,21 +107,22 @@ async def fix_by_infilling(
     """
     frames = traceback_locations(failure)
     planned = _planned_gaps(work, suspects, frames, executed, interleave=interleave)
+    # A line holding a value the failing tests got (``1000 !== 1024``: a line writing 1000) leads.
     literals = actual_values(failure)
-    trials = [
-        _GapTrial(span, gap, source, command, named, settles)
-        for span, gap, source in _hinted_first(planned, literals)
-    ]
+    hinted: list[_GapTrial] = []
+    others: list[_GapTrial] = []
+    for span, gap, source in planned:
+        trial = _GapTrial(span, gap, source, command, named, settles)
+        (hinted if holds_literal(trial.cut, literals) else others).append(trial)
     attempts = _Attempts()
     if not repairs_first:
-        return await attempts.each_filled_in(work, trials)
-    hinted = [trial for trial in trials if holds_literal(trial.cut, literals)]
+        return await attempts.each_filled_in(work, hinted + others)
     if (fixed := await attempts.each_filled_in(work, hinted)) is not None:
         return fixed
-    for trial in trials:
+    for trial in hinted + others:
         if (repaired := await attempts.repaired(work, trial)) is not None:
             return trial.report(repaired)
-    return await attempts.each_filled_in(work, [trial for trial in trials if trial not in hinted])
+    return await attempts.each_filled_in(work, others)
 
 
 @dataclass(slots=True)
@@ -203,18 +204,6 @@ def _planned_gaps(
         for items in planned
         for item in items[start : start + INTERLEAVED_GAPS]
     ]
-
-
-def _hinted_first(
-    planned: list[tuple[FunctionSpan, Gap, str]], literals: set[str]
-) -> list[tuple[FunctionSpan, Gap, str]]:
-    """``planned`` with the gaps whose line holds a value the failing tests got first.
-
-    ``1000 !== 1024`` says a ``1000`` was produced: a line that writes one likely made it.
-    """
-    if not literals:
-        return planned
-    return sorted(planned, key=lambda item: not holds_literal(item[1].cut(item[2]), literals))  # stable
 
 
 async def _passes(work: Workspace, trial: _GapTrial, candidate: str) -> bool:
