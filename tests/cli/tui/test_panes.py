@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from textual.widgets import Markdown
 
 from nestor.cli.tui.panes import ConversationPane
+from nestor.cli.tui.transcript import Transcript
 from nestor.testing import ServerReply
 from tests.cli.tui.support import running_tui
 
@@ -65,3 +67,27 @@ async def test_a_pane_scrolled_up_stays_put_until_scrolled_back_to_the_end(tmp_p
             lambda: len(pane.children) > shown and pane.children[-1].region.height > 0, timeout=3
         )
         await running.until(lambda: pane.scroll_y == pane.max_scroll_y, timeout=3)
+
+
+async def test_a_transcript_that_grows_while_it_is_being_shown_is_drawn_once(tmp_path: Path) -> None:
+    # Seen in CI: after /resume from the picker, the pane held one child more than the resumed
+    # transcript's entries. The picker's callback showed the transcript while the tick drew the
+    # note added to it meanwhile: the tick appended the note, and show() drew every entry again.
+    async with running_tui(tmp_path, []) as running:
+        tui = running.tui
+        pane = tui.query_one(ConversationPane)
+        main = tui.transcripts[tui.live_tree.main_id]
+        main.note("the session before")
+        await running.until(lambda: len(pane.children) == len(main.entries))
+        resumed = Transcript()  # more entries than the pane shows now
+        stored = [f"stored {number}" for number in range(len(main.entries) + 3)]
+        for text in stored:
+            resumed.note(text)
+        showing = asyncio.create_task(pane.show(resumed))
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)  # show() is removing the earlier entries' widgets
+        resumed.note("resumed session")
+        await pane.sync()
+        await showing
+        await running.pilot.pause(0.2)
+        assert [str(child.render()) for child in pane.children] == [*stored, "resumed session"]

@@ -6,6 +6,7 @@ Each draws from a model the app feeds with events (:mod:`nestor.cli.tui.live_tre
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
@@ -57,6 +58,9 @@ class ConversationPane(VerticalScroll):
         self.transcript = Transcript()
         self._widgets: list[Widget] = []
         self._shown_text: list[int] = []
+        # show() and sync() run from different tasks (a dialog's callback, the tick's timer): one
+        # drawing while the other awaits Textual would draw an entry twice or into gone widgets.
+        self._drawing = asyncio.Lock()
 
     def _follow(self) -> None:
         """Anchor the pane when its content overflows it, and let go when it fits again (laid out)."""
@@ -66,26 +70,28 @@ class ConversationPane(VerticalScroll):
 
     async def show(self, transcript: Transcript) -> None:
         """Draw ``transcript`` from its start (another agent was selected)."""
-        self.transcript = transcript
-        transcript.take_changes()
-        self.anchor(False)
-        await self.remove_children()
-        self._widgets, self._shown_text = [], []
-        await self._append(range(len(transcript.entries)))
-        self.scroll_end(animate=False)
-        self.call_after_refresh(self._follow)
+        async with self._drawing:
+            self.transcript = transcript
+            transcript.take_changes()
+            self.anchor(False)
+            await self.remove_children()
+            self._widgets, self._shown_text = [], []
+            await self._append(range(len(transcript.entries)))
+            self.scroll_end(animate=False)
+            self.call_after_refresh(self._follow)
 
     async def sync(self) -> None:
         """Draw what changed in the transcript since the last call."""
-        self._follow()  # the layout of the last changes has settled by now
-        changed = self.transcript.take_changes()
-        if not changed:
-            return
-        new = sorted(index for index in changed if index >= len(self._widgets))
-        for index in sorted(changed - set(new)):
-            await self._update(index)
-        await self._append(new)
-        self.call_after_refresh(self._follow)
+        async with self._drawing:
+            self._follow()  # the layout of the last changes has settled by now
+            changed = self.transcript.take_changes()
+            if not changed:
+                return
+            new = sorted(index for index in changed if index >= len(self._widgets))
+            for index in sorted(changed - set(new)):
+                await self._update(index)
+            await self._append(new)
+            self.call_after_refresh(self._follow)
 
     async def _append(self, indices: Sequence[int] | range) -> None:
         widgets: list[Widget] = []
