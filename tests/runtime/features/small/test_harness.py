@@ -188,6 +188,30 @@ async def test_a_call_the_question_writes_out_is_run_and_its_result_is_evidence(
     )
 
 
+async def test_a_method_written_on_its_class_is_run_on_the_values_the_question_gives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _calc_project(tmp_path / "project", monkeypatch)
+    (root / "version.py").write_text(
+        "class Version:\n"
+        "    def __init__(self, parts):\n"
+        "        self.parts = parts\n\n"
+        "    @classmethod\n"
+        "    def parse(cls, text):\n"
+        "        return cls([int(part) for part in text.split('.')])\n\n"
+        "    def next_patch(self):\n"
+        "        return '.'.join(map(str, [*self.parts[:2], self.parts[2] + 1]))\n"
+    )
+    seen: list[list[ModelMessage]] = []
+    agent = _coder(Harness(root), scripted(["1.2.4 and 0.9.10."], requests=seen), root)
+    await agent.run("Explain Version.next_patch(). What do I get for 1.2.3, and for 0.9.9?")
+    assert (
+        "<run>\nRun in the project's Python:\n"
+        ">>> Version.parse('1.2.3').next_patch()\n'1.2.4'\n"
+        ">>> Version.parse('0.9.9').next_patch()\n'0.9.10'\n</run>"
+    ) in _prompt_of(seen[0])
+
+
 def _coder(harness: Harness, model: Model, root: Path) -> SessionAgent:
     return harness.agent(
         model,

@@ -9,6 +9,7 @@ from nestor.runtime.features.small.gathering.calls import (
     call_script,
     called_names,
     example_calls,
+    example_values,
     import_statement,
     quoted_calls,
 )
@@ -26,6 +27,9 @@ VERSION = """class Version:
 
     def bump(self):
         return Version(self.text + ".1")
+
+    def __str__(self):
+        return self.text
 """
 
 
@@ -39,12 +43,13 @@ def _project(root: Path) -> ProjectReader:
     return ProjectReader(root)
 
 
-def _run(reader: ProjectReader, question: str) -> subprocess.CompletedProcess[str]:
+def _run(reader: ProjectReader, question: str, *, values: bool = False) -> subprocess.CompletedProcess[str]:
     [call] = quoted_calls(question)
     imports = [import_statement(reader, name) for name in call.names]
     assert all(imports)
+    receivers = example_values(question) if values else ()
     return subprocess.run(
-        [sys.executable, "-c", call_script(call, [found for found in imports if found])],
+        [sys.executable, "-c", call_script(call, [found for found in imports if found], receivers)],
         cwd=reader.root,
         capture_output=True,
         text=True,
@@ -103,6 +108,35 @@ def test_an_iterator_is_shown_by_its_items_and_builtins_wrap_the_projects_names(
 def test_a_method_called_on_its_class_is_not_run(tmp_path: Path) -> None:
     reader = _project(tmp_path)
     assert _run(reader, "What does Version.bump() do?").returncode == UNBOUND_EXIT
+    # Nor on values when the question gives none.
+    assert _run(reader, "What does Version.bump() do?", values=True).returncode == UNBOUND_EXIT
+
+
+def test_the_values_a_question_gives_are_the_quoted_ones_and_dotted_numbers_outside_its_calls() -> None:
+    question = 'Explain Version.next_version("prerelease"). What do I get for 1.2.3, and for 1.2.3-rc.1?'
+    assert example_values(question) == ["1.2.3", "1.2.3-rc.1"]
+    assert example_values("Is `^0.2.3` met by '0.3.0' or \"0.2.9+build\"? Python 3.11, 2 cores.") == [
+        "^0.2.3",
+        "0.3.0",
+        "0.2.9+build",
+        "3.11",
+    ]
+    assert example_values("Why does `f(x)` fail? it's 3 o'clock") == []
+
+
+def test_a_method_written_on_its_class_is_run_on_each_value_the_question_gives(tmp_path: Path) -> None:
+    # "What does Version.next_version('prerelease') give for 1.2.3?" was answered from the code
+    # read alone, and wrongly; the call on its class only exited.
+    reader = _project(tmp_path)
+    ran = _run(reader, "What does Version.bump() give for 1.2.3 and for `1.2`?", values=True)
+    assert ran.returncode == 0
+    lines = ran.stdout.splitlines()
+    # Each value made a Version by the class's parser, else (1.2 is no version to it) by its constructor.
+    assert lines[0] == ">>> Version.parse('1.2.3').bump()"
+    assert lines[1].startswith("<vers.version.Version object")
+    assert lines[2] == "as a string: 1.2.3.1"  # what a user reads, beside the repr
+    assert lines[3] == ">>> Version('1.2').bump()"
+    assert lines[4].startswith("<vers.version.Version object") and lines[5] == "as a string: 1.2.1"
 
 
 def test_a_question_with_an_example_implies_the_call_it_asks_about() -> None:

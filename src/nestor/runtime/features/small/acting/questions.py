@@ -15,9 +15,11 @@ from dataclasses import replace
 
 from nestor.runtime.features.small.acting import prompts
 from nestor.runtime.features.small.gathering.calls import (
+    MAX_CALLS,
     call_script,
     called_names,
     example_calls,
+    example_values,
     import_statement,
     quoted_calls,
 )
@@ -42,6 +44,8 @@ ANSWER_MAX_TOKENS = 320
 EARLIER_ANSWER_CHARS = 600
 EARLIER_WEIGHT = 0.7
 CALL_TIMEOUT_S = 30
+MAX_RUN_CHARS = 400
+"""The end of one call's output the answer step sees."""
 MAX_CALLED_DEFINITIONS = 3
 """Definitions of the functions the question's calls call, shown at most (a name may have several)."""
 _FUNCTION_KINDS = ("function", "method")
@@ -180,7 +184,7 @@ async def _run_quoted_calls(work: Workspace, prompt: str, *, read_only: bool) ->
             continue  # the object as it is made says less than the scenario's run
         if all(found is not None for found in imports):
             found_imports = [found for found in imports if found is not None]
-            scripts.append((call.expression, call_script(call, found_imports)))
+            scripts.append((call.expression, call_script(call, found_imports, example_values(prompt))))
     python = user_python()
     runs = [(label, f"{python} -W ignore -c {shlex.quote(script)}") for label, script in scripts]
     language = "Python"
@@ -196,8 +200,15 @@ async def _run_quoted_calls(work: Workspace, prompt: str, *, read_only: bool) ->
         [("bash", {"command": command, "timeout": CALL_TIMEOUT_S}) for _, command in runs]
     )
     rows = [
-        f">>> {expression}\n{outcome.content.strip()[-400:]}"
+        _ran_row(expression, outcome.content.strip())
         for (expression, _), outcome in zip(runs, outcomes, strict=True)
         if outcome.ok and outcome.metadata.get("exit_code") == 0 and outcome.content.strip()
     ]
     return f"Run in the project's {language}:\n" + "\n".join(rows) if rows else ""
+
+
+def _ran_row(expression: str, output: str) -> str:
+    """A call and what it gave; a script that says what it ran (a method on each value) says it itself."""
+    if output.startswith(">>> "):
+        return output[: MAX_RUN_CHARS * MAX_CALLS]
+    return f">>> {expression}\n{output[-MAX_RUN_CHARS:]}"

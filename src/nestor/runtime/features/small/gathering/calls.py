@@ -5,7 +5,10 @@ the code in its head, which it does badly. The harness runs it instead, when the
 the call out with literals, names and calls only, and every name in it is either a builtin that
 only builds values (``list``, ``range``...) or one the project defines: the script imports those
 names from the modules that define them and prints the call's ``repr`` (an iterator's first
-items), or the exception it raises. Nothing but what the user wrote is called.
+items), or the exception it raises. Nothing but what the user wrote is called, with one exception:
+a method written on its class (``Version.next_version("prerelease")``) is shorthand for a call on
+some instance, and when the question gives the values it means ("for 1.2.3, and for 1.2.3-rc.1")
+each is made an instance by the class's own parser (``parse``, ``from_str``...) or constructor.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import ast
 import builtins
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
@@ -125,6 +129,27 @@ def example_calls(prompt: str, callables: set[str]) -> list[str]:
         argument = text if number else json.dumps(text)
         found.append(f"{named[-1]}({argument})")
     return list(dict.fromkeys(found))[:MAX_CALLS]
+
+
+_VALUE = re.compile(
+    r"`([^`\n]+)`|(?<![\w'\"])'([^'\n]+)'(?![\w'])|\"([^\"\n]+)\"|"
+    r"(?<![\w.+-])(\d+(?:\.\d+)+(?:[-+][0-9A-Za-z.+-]*[0-9A-Za-z])?)(?![\w])"
+)
+"""A value a question gives: quoted or in backticks, or a dotted number (``1.2.3-rc.1``, ``2.5``)."""
+
+
+def example_values(prompt: str) -> list[str]:
+    """The values ``prompt`` gives outside the calls it writes out, in order, at most :data:`MAX_CALLS`.
+
+    "What do I get for 1.2.3, and for 1.2.3-rc.1?" gives ``1.2.3`` and ``1.2.3-rc.1``; a quoted
+    call (```f(x)```) is not a value.
+    """
+    text = prompt
+    for call in call_texts(prompt):
+        text = text.replace(call, " ")
+    found = (next(group for group in match.groups() if group is not None) for match in _VALUE.finditer(text))
+    values = [value.strip() for value in found if value.strip() and not _NAME_START.search(value)]
+    return list(dict.fromkeys(values))[:MAX_CALLS]
 
 
 def quoted_calls(prompt: str) -> list[QuotedCall]:
@@ -252,38 +277,99 @@ MAX_ITEMS = 20
 """Items of an iterator the call returns that the script prints."""
 
 
-def call_script(call: QuotedCall, imports: list[tuple[str, str]]) -> str:
+_PARSERS = ("parse", "from_str", "from_string", "fromstring", "from_text")
+"""Class methods that make an instance from a value, tried in this order before the constructor."""
+_SHOW = f"""
+def _show(result):
+    if hasattr(result, '__next__'):
+        items = list(itertools.islice(result, {MAX_ITEMS + 1}))
+        more = ', ...' if len(items) > {MAX_ITEMS} else ''
+        print('an iterator of', repr(items[:{MAX_ITEMS}])[:-1] + more + ']')
+        return
+    print(repr(result))
+    if not isinstance(result, (str, bytes, bytearray)) and str(result) != repr(result):
+        print('as a string:', str(result))
+"""
+"""Prints a result: an iterator by its first items, an object also as its ``str`` when that differs."""
+_MADE = f"""
+def _made(cls, value):
+    makers = [(name, inspect.getattr_static(cls, name, None)) for name in {_PARSERS!r}]
+    for name, maker in makers + [('', None)]:
+        if name and not isinstance(maker, (classmethod, staticmethod)):
+            continue
+        try:
+            return getattr(cls, name)(value) if name else cls(value), name
+        except Exception:
+            continue
+    return None, ''
+"""
+"""Makes an instance of a class from a value, by its parser or else its constructor (None: neither did)."""
+
+
+def call_script(call: QuotedCall, imports: list[tuple[str, str]], receivers: Sequence[str] = ()) -> str:
     """A Python script that imports the call's names and prints what the call returns or raises.
 
     Args:
         call: The call.
         imports: ``(directory for sys.path, import statement)`` for each of ``call.names``.
+        receivers: The values the question gives (:func:`example_values`), for a method written
+            on its class.
 
     ``Version.next_version("prerelease")`` is shorthand for a call on some version, not a call
-    to make: its ``TypeError`` would mislead, so the script exits with :data:`UNBOUND_EXIT`. An
-    iterator is shown by its first items (``partition(3, range(8))`` is a generator).
+    to make: its ``TypeError`` would mislead. With ``receivers`` the method is called on each of
+    them made a ``Version`` (``Version.parse('1.2.3').next_version('prerelease')``, the line the
+    script prints before its result); without, or when none can be made one, the script exits
+    with :data:`UNBOUND_EXIT`. An iterator is shown by its first items (``partition(3, range(8))``
+    is a generator), an object also as its string when that differs from its ``repr``.
 
     """
     lines = ["import inspect, itertools, sys"]
     for directory in dict.fromkeys(directory for directory, _ in imports):
         lines.append(f"sys.path.insert(0, {directory!r})")
     lines += [statement for _, statement in imports]
+    lines += [*_SHOW.strip().splitlines(), *_MADE.strip().splitlines()]
+    on_instances = _on_instance(call)
     for owner, member in call.unbound:
         lines += [
             f"_member = inspect.getattr_static({owner}, {member!r}, None)",
             f"if inspect.isclass({owner}) and inspect.isfunction(_member):",
-            f"    sys.exit({UNBOUND_EXIT})",
+        ]
+        if on_instances is None or (owner, member) != on_instances[:2] or not receivers:
+            lines.append(f"    sys.exit({UNBOUND_EXIT})")
+            continue
+        _, _, arguments = on_instances
+        lines += [
+            "    _ran = 0",
+            f"    for _value in {list(receivers)!r}:",
+            f"        _instance, _how = _made({owner}, _value)",
+            "        if _instance is None:",
+            "            continue",
+            f"        _made_text = {owner!r} + ('.' + _how if _how else '') + '(' + repr(_value) + ')'",
+            f"        print('>>>', _made_text + {f'.{member}({arguments})'!r})",
+            "        _ran += 1",
+            "        try:",
+            f"            _show({owner}.{member}(_instance{', ' + arguments if arguments else ''}))",
+            "        except Exception as error:",
+            "            print('raises', type(error).__name__ + ':', error)",
+            f"    sys.exit(0 if _ran else {UNBOUND_EXIT})",
         ]
     lines += [
         "try:",
-        f"    _result = {call.expression}",
-        "    if hasattr(_result, '__next__'):",
-        f"        _items = list(itertools.islice(_result, {MAX_ITEMS + 1}))",
-        f"        _more = ', ...' if len(_items) > {MAX_ITEMS} else ''",
-        f"        print('an iterator of', repr(_items[:{MAX_ITEMS}])[:-1] + _more + ']')",
-        "    else:",
-        "        print(repr(_result))",
+        f"    _show({call.expression})",
         "except Exception as error:",
         "    print('raises', type(error).__name__ + ':', error)",
     ]
     return "\n".join(lines)
+
+
+def _on_instance(call: QuotedCall) -> tuple[str, str, str] | None:
+    """``(class, method, arguments)`` when the call is just ``Class.method(arguments)``, else None."""
+    tree = ast.parse(call.expression, mode="eval").body
+    if not (
+        isinstance(tree, ast.Call)
+        and isinstance(tree.func, ast.Attribute)
+        and isinstance(tree.func.value, ast.Name)
+    ):
+        return None
+    arguments = ", ".join([*map(ast.unparse, tree.args), *map(ast.unparse, tree.keywords)])
+    return tree.func.value.id, tree.func.attr, arguments
