@@ -324,3 +324,48 @@ async def test_a_line_known_to_matter_is_shown_with_its_whole_function_in_any_la
     assert evidence.regions[0].path == "index.js"
     assert (evidence.regions[0].start, evidence.regions[0].end) == (start, start + 8)
     assert evidence.regions[0].label == "function parse"
+
+
+EXCEPTIONS = '''class BadData(Exception):
+    """Raised for any data that is not valid."""
+
+
+class BadSignature(BadData):
+    """Raised if a signature does not match."""
+
+
+class BadPayload(BadData):
+    """Raised if a payload is invalid. This could happen if the payload
+    is loaded despite an invalid signature, or if there is a mismatch
+    between the serializer and deserializer."""
+'''
+
+SIGNATURES = """def verify_signature(value, sig):
+    # The overlapping signatures check comes first.
+    return sig == signature_of(value)
+
+
+def signature_of(value):
+    return value[::-1]
+""" + "".join(
+    f"\n\ndef signed_payload_{n}(payload):\n    signature = signature_of(payload)\n    return payload, signature\n"
+    for n in range(25)
+)  # "signature" and "payload" on many lines: they say little alone
+
+
+async def test_each_part_of_a_question_told_in_prose_is_shown_where_its_words_come_together(
+    tmp_path: Path,
+) -> None:
+    # Found on itsdangerous: part 1 searched only "signature checks" and "token" (on no line),
+    # never "payload" or "deserialized"; and its words are spread over BadPayload's docstring,
+    # while one line of a comment held two of them.
+    (tmp_path / "exc.py").write_text(EXCEPTIONS)
+    (tmp_path / "signer.py").write_text(SIGNATURES)
+    question = (
+        "1) if a token's signature checks out but the payload can't be deserialized, which exception"
+        " do I get?\n2) what's the direct parent class of BadSignature?"
+    )
+    evidence = await _evidence(tmp_path, question, max_lines=12)
+    assert {"(?i)payload", "(?i)deserializ"} <= set(evidence.searched)
+    shown = "\n".join(excerpt.render() for excerpt in evidence.excerpts)
+    assert "class BadPayload(BadData):" in shown and "serializer and deserializer" in shown

@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import PurePosixPath
 
 from nestor.runtime.features.small.gathering.evidence import Evidence, Excerpt, Hit, Region
+from nestor.runtime.features.small.gathering.languages import language_of
 from nestor.runtime.features.small.gathering.ranking import rank_hits, term_pattern
 from nestor.runtime.features.small.gathering.reader import ProjectReader
 from nestor.runtime.features.small.gathering.regions import TEST_PATH, choose_regions, companion_test_regions
@@ -33,6 +34,11 @@ MAX_EVIDENCE_LINES = 70
 MAX_OTHER_HITS = 6
 MIN_SPECIFICITY = 0.4
 MIN_PART_MATCH = 1.0
+PART_SEARCHES = 6
+"""Searches for each part of a several-part question: its words are often all prose, and equal."""
+MAX_PART_SEARCHES = 16
+PART_WINDOW = 3
+"""Lines either side of a hit whose terms count for a part with it (a docstring, a few statements)."""
 MAX_DEFINITIONS = 4
 WHOLE_FILE_LINES = 120
 MAX_USED_LINES = 6
@@ -74,12 +80,9 @@ async def gather_evidence(
     """
     evidence = Evidence()
     terms = searched_terms(intent.terms)
-    if parts:  # each part gets its share of the searches, its strongest terms first
-        share = max(2, MAX_SEARCHES // len(parts))
-        by_part = [searched_terms([t for t in intent.terms if t.text in part])[:share] for part in parts]
-        terms = list(dict.fromkeys([*(t for part in by_part for t in part), *terms]))[
-            : MAX_SEARCHES + len(parts)
-        ]
+    if parts:  # each part's own words are searched, whatever the other parts' weigh
+        by_part = [_searchable([t for t in intent.terms if t.text in part])[:PART_SEARCHES] for part in parts]
+        terms = list(dict.fromkeys([*(t for part in by_part for t in part), *terms]))[:MAX_PART_SEARCHES]
     files = [term for term in intent.terms if term.is_file][:2]
     calls: list[ToolCall] = [("grep", {"pattern": term_pattern(term)}) for term in terms]
     calls.extend(("glob", {"pattern": f"**/{PurePosixPath(term.text).name}"}) for term in files)
@@ -167,13 +170,23 @@ def _best_of_each_part(
     """For each part of a question, the hit that matches most of what that part asks.
 
     Ranked by the whole question, the hits of one part can crowd out another's; each part's own
-    best is taken first (when it matches more than one weak word: ``MIN_PART_MATCH``).
+    best is taken first (when it matches more than one weak word: ``MIN_PART_MATCH``). A part
+    told in prose ("the payload can't be deserialized") is answered where its words come
+    together, not always on one line: a hit counts the part's words within :data:`PART_WINDOW`
+    lines of it, each once, in the project's code (tests and documents count a line's own words).
     """
+    nearby: dict[tuple[str, int], set[str]] = {}
+    for hit in ranked:
+        if language_of(hit.path) is None or TEST_PATH.search(hit.path):
+            continue  # a test or a README repeats the words of a question without answering it
+        for line in range(hit.line - PART_WINDOW, hit.line + PART_WINDOW + 1):
+            nearby.setdefault((hit.path, line), set()).update(hit.terms)
     firsts: list[Hit] = []
     for part in parts:
 
         def part_score(hit: Hit, part: Collection[str] = part) -> float:
-            return sum(weights.get(term, 0.0) for term in hit.terms if term in part)
+            near = nearby.get((hit.path, hit.line), hit.terms) if hit.terms else set[str]()
+            return sum(weights.get(term, 0.0) for term in near if term in part)
 
         best = max(ranked, key=lambda hit: (part_score(hit), hit.score), default=None)
         if best is not None and part_score(best) >= MIN_PART_MATCH and best not in firsts:
@@ -218,5 +231,9 @@ def searched_terms(terms: Sequence[SearchTerm]) -> list[SearchTerm]:
     words finds too (:func:`rank_hits` still scores lines by it), and the search is better spent
     on a single word no phrase covers ("lock" in "which kind of lock").
     """
-    searched = [term for term in terms if not term.is_file and (term.exact or term.text.count("_") < 2)]
-    return searched[:MAX_SEARCHES]
+    return _searchable(terms)[:MAX_SEARCHES]
+
+
+def _searchable(terms: Sequence[SearchTerm]) -> list[SearchTerm]:
+    """The terms worth a search, in order (see :func:`searched_terms`)."""
+    return [term for term in terms if not term.is_file and (term.exact or term.text.count("_") < 2)]
