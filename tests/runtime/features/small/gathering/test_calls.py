@@ -156,3 +156,13 @@ def test_the_names_a_questions_calls_call_include_nested_and_dotted_ones() -> No
     prompt = "What does list(sliding_window(2, [1, 2, 3])) give, and Version.parse('1.2.3').bump_major()?"
     assert called_names(prompt) == ["list", "sliding_window", "parse", "bump_major"]
     assert called_names("no call here") == []
+
+
+def test_a_result_whose_string_fails_is_shown_by_its_repr_alone(tmp_path: Path) -> None:
+    reader = _project(tmp_path)
+    (tmp_path / "src" / "vers" / "odd.py").write_text(
+        "class Odd:\n    def __repr__(self):\n        return 'Odd()'\n\n"
+        "    def __str__(self):\n        raise RuntimeError('no text')\n\n\n"
+        "def make_odd():\n    return Odd()\n"
+    )
+    assert _run(reader, "What does make_odd() return?").stdout == "Odd()\n"

@@ -277,6 +277,8 @@ MAX_ITEMS = 20
 """Items of an iterator the call returns that the script prints."""
 
 
+MAX_STRING_CHARS = 200
+"""Of a result's string, when it differs from its ``repr``, the first characters printed."""
 _PARSERS = ("parse", "from_str", "from_string", "fromstring", "from_text")
 """Class methods that make an instance from a value, tried in this order before the constructor."""
 _SHOW = f"""
@@ -286,9 +288,14 @@ def _show(result):
         more = ', ...' if len(items) > {MAX_ITEMS} else ''
         print('an iterator of', repr(items[:{MAX_ITEMS}])[:-1] + more + ']')
         return
-    print(repr(result))
-    if not isinstance(result, (str, bytes, bytearray)) and str(result) != repr(result):
-        print('as a string:', str(result))
+    shown = repr(result)
+    print(shown)
+    try:
+        text = str(result)
+    except Exception:
+        return
+    if not isinstance(result, (str, bytes, bytearray)) and text != shown:
+        print('as a string:', text[:{MAX_STRING_CHARS}])
 """
 """Prints a result: an iterator by its first items, an object also as its ``str`` when that differs."""
 _MADE = f"""
