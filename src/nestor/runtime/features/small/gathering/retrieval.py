@@ -37,6 +37,7 @@ MIN_PART_MATCH = 1.0
 PART_SEARCHES = 6
 """Searches for each part of a several-part question: its words are often all prose, and equal."""
 MAX_PART_SEARCHES = 16
+"""The most searches for a several-part question, all its parts together."""
 PART_WINDOW = 3
 """Lines either side of a hit whose terms count for a part with it (a docstring, a few statements)."""
 MAX_DEFINITIONS = 4
