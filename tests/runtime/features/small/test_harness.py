@@ -118,6 +118,24 @@ async def test_a_method_a_where_answer_names_is_placed_with_its_class(tmp_path: 
     assert answer.endswith("`Signer.__init__`: pkg/signer.py:11.")
 
 
+async def test_an_answer_about_an_exception_is_followed_by_the_raise_the_code_shown_has(
+    tmp_path: Path,
+) -> None:
+    root = _project(tmp_path / "project")
+    (root / "pkg" / "sep.py").write_text(
+        "def check_separator(sep):\n"
+        "    if sep in 'abc':\n"
+        "        raise ValueError('letters cannot be a separator')\n"
+        "    return sep\n"
+    )
+    question = "What exception do I get when check_separator is given a letter as the separator?"
+    answer = await _answered(root, "It raises BadSignature.", question)
+    assert answer.startswith(
+        "It raises BadSignature.\n\nRaised in the code shown: `raise ValueError('letters cannot be a"
+        " separator')` when `sep in 'abc'` (pkg/sep.py:3)."
+    )
+
+
 async def test_an_answer_about_a_default_is_followed_by_the_constant_the_code_uses(tmp_path: Path) -> None:
     root = _project(tmp_path / "project")
     (root / "pkg" / "config.py").write_text("DEFAULT_KEY_SIZE = 32\n")

@@ -8,9 +8,11 @@ from nestor.runtime.features.small.gathering.facts import (
     asks_for_a_default,
     cited_functions,
     is_test_path,
+    raised,
     values,
     where_defined,
 )
+from nestor.runtime.features.small.gathering.evidence import Region
 from nestor.runtime.features.small.gathering.reader import ProjectReader
 from nestor.runtime.features.small.gathering.symbols import SymbolIndex, symbol_index, symbols_of
 from nestor.runtime.features.small.understanding.intent import read_intent
@@ -193,3 +195,54 @@ def test_a_table_the_answer_cites_by_its_lines_is_named(tmp_path: Path) -> None:
     assert facts == "Lines cited: `index.js:1` is in `map` (index.js:1)."
     assert on_class == "Lines cited: `src/pkg/timed.py:1` is in `TimestampSigner` (src/pkg/timed.py:1)."
     assert cited_functions("`parse` reads it (index.js:7).", index) == ""
+
+
+SIGNER = """\
+class Signer:
+    def __init__(self, sep="."):
+        self.sep = sep
+        if self.sep in _base64_alphabet:
+            raise ValueError(
+                "The given separator cannot be used because it may be"
+                " contained in the signature itself."
+            )
+
+    def unsign(self, value):
+        if "." not in value:
+            raise BadSignature("no separator")
+        return value
+"""
+
+COOKIE = """\
+function parse(str, opt) {
+  if (typeof str !== 'string') {
+    throw new TypeError('argument str must be a string');
+  }
+  return {};
+}
+"""
+
+
+def test_the_raise_a_question_about_an_exception_meets_follows_with_its_condition(tmp_path: Path) -> None:
+    # Found on itsdangerous, blind: the raise was in the evidence and a small model answered that
+    # a separator it does not allow raises BadSignature.
+    (tmp_path / "signer.py").write_text(SIGNER)
+    (tmp_path / "index.js").write_text(COOKIE)
+    reader = ProjectReader(tmp_path)
+    question = "Which characters aren't allowed as the `sep` of a Signer, and what exception gets raised?"
+    shown = [Region("signer.py", 1, 14, 1.0, "class Signer")]
+    assert raised(shown, read_intent(question), reader, question) == (
+        "Raised in the code shown: `raise ValueError('The given separator cannot be used because it may be"
+        " contained in the signature itself.')` when `self.sep in _base64_alphabet` (signer.py:5)."
+    )
+    # Only the raises the question's words meet, in the lines shown, for a question about one.
+    assert (
+        raised([Region("signer.py", 10, 14, 1.0, "def unsign")], read_intent(question), reader, question)
+        == ""
+    )
+    assert raised(shown, read_intent("What does `sep` do?"), reader, "What does `sep` do?") == ""
+    thrown = "What error do I get when I pass parse something that is not a string?"
+    assert raised([Region("index.js", 1, 6, 1.0, "")], read_intent(thrown), reader, thrown) == (
+        "Raised in the code shown: `throw new TypeError('argument str must be a string')` when"
+        " `typeof str !== 'string'` (index.js:3)."
+    )

@@ -28,6 +28,7 @@ from nestor.runtime.features.small.gathering.defaults import parameter_defaults
 from nestor.runtime.features.small.gathering.facts import (
     asks_for_a_default,
     cited_functions,
+    raised,
     values,
     where_defined,
 )
@@ -108,7 +109,7 @@ async def answer(
     if reply is None:
         return None
     # Facts nestor read or ran itself follow the model's words: a small model misreads them.
-    facts = [origin, ran, signature_defaults]
+    facts = [origin, ran, signature_defaults, raised(evidence.regions, intent, reader, prompt)]
     if _ASKS_WHERE.search(prompt):
         facts += [cited_functions(reply, symbols), where_defined(intent, symbols, reply)]
     facts.append(values(reply, intent, symbols, reader, default=default))

@@ -9,9 +9,13 @@ and follow its words so that a reader can check them.
 
 from __future__ import annotations
 
+import ast
 import re
+from collections.abc import Sequence
 
+from nestor.runtime.features.small.gathering.evidence import Region
 from nestor.runtime.features.small.gathering.project import is_test_path
+from nestor.runtime.features.small.gathering.ranking import asks_for_exception, term_pattern
 from nestor.runtime.features.small.gathering.reader import ProjectReader
 from nestor.runtime.features.small.gathering.symbols import Symbol, SymbolIndex
 from nestor.runtime.features.small.understanding.intent import Intent
@@ -28,6 +32,12 @@ MAX_VALUES = 6
 """Assignments listed at most under an answer."""
 MAX_ASSIGNMENT_CHARS = 160
 """A longer assignment is not listed: a table or a long string says nothing at a glance."""
+MAX_RAISED = 2
+"""Raise statements listed at most under an answer to a question about an exception."""
+MAX_RAISED_CHARS = 240
+"""A raise statement (its exception and message) is cut at this length."""
+_THROW = re.compile(r"^\s*throw\s+(.+?);?\s*$")
+_JS_GUARD = re.compile(r"^\s*(?:}\s*)?(?:else\s+)?if\s*\((.*)\)\s*{?\s*$")
 _SOURCE_PATH = r"[\w./-]+\.(?:py|js|mjs|cjs|jsx|ts|tsx|rs|go)"
 _CITED_LINE = re.compile(rf"(?<![\w./-])({_SOURCE_PATH}):(\d+)\b")
 _CITED_LINES = re.compile(rf"(?<![\w./-])({_SOURCE_PATH})`?[^.\n:]{{0,40}}?\blines?\s+(\d+)", re.IGNORECASE)
@@ -208,3 +218,70 @@ def _innermost_function(defined: list[Symbol], line: int) -> Symbol | None:
         if symbol.kind in ("function", "method") and symbol.line <= line <= symbol.end
     ]
     return max(around, key=lambda symbol: symbol.line, default=None)
+
+
+def raised(regions: Sequence[Region], intent: Intent, reader: ProjectReader, question: str) -> str:
+    """What the code shown raises where it meets the question's words, and when, for "which exception".
+
+    The raise under ``if self.sep in _base64_alphabet:`` was in a small model's evidence, and it
+    answered that a separator it does not allow raises ``BadSignature``: the statement itself (its
+    message included), the condition it is under and its place follow the answer. Python's
+    ``raise`` and JavaScript's ``throw``, in the regions shown (outside the tests), when the
+    statement or its condition matches one of the question's terms; at most :data:`MAX_RAISED`.
+    """
+    if not asks_for_exception(question):
+        return ""
+    patterns = [re.compile(term_pattern(term)) for term in intent.terms if not term.is_file]
+    rows: list[str] = []
+    for region in regions:
+        if is_test_path(region.path):
+            continue
+        text = reader.read_text(region.path) or ""
+        found = _python_raises(text) if region.path.endswith(".py") else _js_throws(text)
+        for line, statement, guard in found:
+            if not region.start <= line <= region.end:
+                continue
+            if not any(pattern.search(f"{guard} {statement}") for pattern in patterns):
+                continue
+            when = f" when `{guard}`" if guard else ""
+            row = f"`{statement[:MAX_RAISED_CHARS]}`{when} ({region.path}:{line})"
+            if row not in rows:
+                rows.append(row)
+    return "Raised in the code shown: " + "; ".join(rows[:MAX_RAISED]) + "." if rows else ""
+
+
+def _python_raises(text: str) -> list[tuple[int, str, str]]:
+    """``(line, statement, condition)`` of each ``raise`` with an exception, by ``ast``."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return []
+    guards: dict[int, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If):
+            for inner in ast.walk(ast.Module(body=node.body, type_ignores=[])):
+                if isinstance(inner, ast.Raise):  # ast.walk goes outer first: the innermost if wins
+                    guards[inner.lineno] = ast.unparse(node.test)
+    return [
+        (node.lineno, f"raise {ast.unparse(node.exc)}", guards.get(node.lineno, ""))
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Raise) and node.exc is not None
+    ]
+
+
+def _js_throws(text: str) -> list[tuple[int, str, str]]:
+    """``(line, statement, condition)`` of each one-line ``throw``, its ``if`` the nearest one above."""
+    found: list[tuple[int, str, str]] = []
+    lines = text.splitlines()
+    for number, line in enumerate(lines, 1):
+        thrown = _THROW.match(line)
+        if thrown is None:
+            continue
+        guard = ""
+        for above in reversed(lines[max(0, number - 4) : number - 1]):
+            condition = _JS_GUARD.match(above)
+            if condition is not None:
+                guard = condition.group(1).strip()
+                break
+        found.append((number, f"throw {thrown.group(1)}", guard))
+    return found

@@ -22,7 +22,8 @@ RAISE_BONUS = 4.0
 """How far a ``raise`` line ranks above its function's best hit, for a question about an exception."""
 _RAISE = re.compile(r"^\s*raise\b")
 _ASKS_FOR_EXCEPTION = re.compile(
-    r"\b(?:what|which)\s+(?:\w+\s+){0,2}(?:exceptions?|errors?)\b|\bwhat\s+(?:does|do|will)\b.{0,60}\braises?\b"
+    r"\b(?:what|which)\s+(?:\w+\s+){0,2}(?:exceptions?|errors?)\b|\bwhat\s+(?:does|do|will)\b.{0,60}\braises?\b",
+    re.IGNORECASE,
 )
 
 _DEFINITION = (
@@ -70,7 +71,7 @@ def rank_hits(hits: list[Hit], intent: Intent, reader: ProjectReader) -> list[Hi
         if names > 1:  # a line naming several of the user's identifiers ties them together
             hit.score *= 1.0 + 0.25 * (names - 1)
         terms_per_file.setdefault(hit.path, set()).update(hit.terms)
-    if _ASKS_FOR_EXCEPTION.search(" ".join(intent.words)):
+    if asks_for_exception(" ".join(intent.words)):
         hits = hits + _raise_hits(hits, reader)
     wants_tests = bool(intent.failing_tests) or any("test" in t.text.lower() for t in intent.terms)
     for hit in hits:
@@ -82,6 +83,11 @@ def rank_hits(hits: list[Hit], intent: Intent, reader: ProjectReader) -> list[Hi
         if PurePosixPath(hit.path).suffix in DOC_SUFFIXES and intent.kind != "tour":
             hit.score *= 0.6
     return sorted(hits, key=lambda hit: (-hit.score, hit.path, hit.line))
+
+
+def asks_for_exception(text: str) -> bool:
+    """Whether ``text`` asks which exception or error something raises."""
+    return _ASKS_FOR_EXCEPTION.search(text) is not None
 
 
 def _in_overload_stub(text: str, line: int) -> bool:
