@@ -246,3 +246,30 @@ def test_the_raise_a_question_about_an_exception_meets_follows_with_its_conditio
         "Raised in the code shown: `throw new TypeError('argument str must be a string')` when"
         " `typeof str !== 'string'` (index.js:3)."
     )
+
+
+LOADER = """\
+class TlzLoader:
+    def __init__(self):
+        self.always_from_toolz = {
+            toolz.pipe,
+        }
+        self.unused = 1
+"""
+
+
+def test_an_attribute_the_answer_names_is_followed_by_what_the_code_shown_sets_it_to(tmp_path: Path) -> None:
+    # Found blind on toolz: "it defines a dictionary `always_from_toolz`", and no word of pipe.
+    (tmp_path / "tlz").mkdir()
+    (tmp_path / "tlz" / "_build_tlz.py").write_text(LOADER)
+    reader = ProjectReader(tmp_path)
+    index = symbol_index(reader)
+    intent = read_intent("What does the tlz package always take from toolz?")
+    answer = "The `TlzLoader` defines `always_from_toolz`."
+    shown = [Region("tlz/_build_tlz.py", 1, 6, 1.0, "class TlzLoader")]
+    assert values(answer, intent, index, reader, default=False, regions=shown) == (
+        "Values: `self.always_from_toolz = {toolz.pipe}` (tlz/_build_tlz.py:3)."
+    )
+    # Only in the lines shown.
+    elsewhere = [Region("tlz/_build_tlz.py", 6, 6, 1.0, "")]
+    assert values(answer, intent, index, reader, default=False, regions=elsewhere) == ""

@@ -112,7 +112,7 @@ async def answer(
     facts = [origin, ran, signature_defaults, raised(evidence.regions, intent, reader, prompt)]
     if _ASKS_WHERE.search(prompt):
         facts += [cited_functions(reply, symbols), where_defined(intent, symbols, reply)]
-    facts.append(values(reply, intent, symbols, reader, default=default))
+    facts.append(values(reply, intent, symbols, reader, default=default, regions=evidence.regions))
     return "\n\n".join([reply.strip(), *(fact for fact in facts if fact)])
 
 

@@ -111,7 +111,15 @@ def asks_for_a_default(prompt: str) -> bool:
     return _ASKS_DEFAULT.search(prompt) is not None
 
 
-def values(answer: str, intent: Intent, symbols: SymbolIndex, reader: ProjectReader, *, default: bool) -> str:
+def values(
+    answer: str,
+    intent: Intent,
+    symbols: SymbolIndex,
+    reader: ProjectReader,
+    *,
+    default: bool,
+    regions: Sequence[Region] = (),
+) -> str:
     """The assignments of the module-level names the question or the answer writes as code, and of constants.
 
     A 1.5B model names ``EXIT_ERROR`` without its value, explains ``_int64_struct.pack`` without
@@ -120,7 +128,9 @@ def values(answer: str, intent: Intent, symbols: SymbolIndex, reader: ProjectRea
     (outside the tests) of each module-level name the question or the answer writes as code, and
     of each ``UPPER_CASE`` constant the answer names, follows it, unless the answer quotes it; with
     ``default``, so do those of the constants the question's words name (:func:`_named_by`), when
-    there are at most :data:`MAX_DEFAULTS` of them.
+    there are at most :data:`MAX_DEFAULTS` of them. An attribute the answer writes as code, set in
+    the ``regions`` shown (``self.always_from_toolz = {toolz.pipe}``), follows too: "it defines
+    `always_from_toolz`" said nothing of what it holds.
     """
     written = [
         term.text
@@ -144,7 +154,39 @@ def values(answer: str, intent: Intent, symbols: SymbolIndex, reader: ProjectRea
             row = f"`{assignment}` ({symbol.path}:{symbol.line})"
             if len(assignment) <= MAX_ASSIGNMENT_CHARS and assignment not in answer and row not in rows:
                 rows.append(row)
+    for path, line, assignment in _attributes_set(regions, reader, set(_code_names(answer))):
+        row = f"`{assignment}` ({path}:{line})"
+        if len(assignment) <= MAX_ASSIGNMENT_CHARS and assignment not in answer and row not in rows:
+            rows.append(row)
     return "Values: " + "; ".join(rows[:MAX_VALUES]) + "." if rows else ""
+
+
+def _attributes_set(
+    regions: Sequence[Region], reader: ProjectReader, names: set[str]
+) -> list[tuple[str, int, str]]:
+    """``(path, line, assignment)`` of each ``self.<name> = ...`` of ``names`` in the Python regions shown."""
+    found: list[tuple[str, int, str]] = []
+    for path in dict.fromkeys(region.path for region in regions if region.path.endswith(".py")):
+        if is_test_path(path) or not names:
+            continue
+        try:
+            tree = ast.parse(reader.read_text(path) or "")
+        except (SyntaxError, ValueError):
+            continue
+        shown = [(region.start, region.end) for region in regions if region.path == path]
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Assign | ast.AnnAssign) or node.value is None:
+                continue
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(
+                isinstance(target, ast.Attribute)
+                and isinstance(target.value, ast.Name)
+                and target.value.id == "self"
+                and target.attr in names
+                for target in targets
+            ) and any(start <= node.lineno <= end for start, end in shown):
+                found.append((path, node.lineno, ast.unparse(node)))
+    return found
 
 
 def _named_by(name: str, words: set[str]) -> bool:
