@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from nestor.runtime.features.small.gathering.evidence import Region
 from nestor.runtime.features.small.gathering.facts import (
     asks_for_a_default,
     cited_functions,
@@ -12,7 +13,6 @@ from nestor.runtime.features.small.gathering.facts import (
     values,
     where_defined,
 )
-from nestor.runtime.features.small.gathering.evidence import Region
 from nestor.runtime.features.small.gathering.reader import ProjectReader
 from nestor.runtime.features.small.gathering.symbols import SymbolIndex, symbol_index, symbols_of
 from nestor.runtime.features.small.understanding.intent import read_intent

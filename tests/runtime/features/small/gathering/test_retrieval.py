@@ -348,7 +348,8 @@ SIGNATURES = """def verify_signature(value, sig):
 def signature_of(value):
     return value[::-1]
 """ + "".join(
-    f"\n\ndef signed_payload_{n}(payload):\n    signature = signature_of(payload)\n    return payload, signature\n"
+    f"\n\ndef signed_payload_{n}(payload):\n    signature = signature_of(payload)\n"
+    "    return payload, signature\n"
     for n in range(25)
 )  # "signature" and "payload" on many lines: they say little alone
 
