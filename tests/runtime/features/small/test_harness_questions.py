@@ -210,3 +210,26 @@ async def test_the_function_a_questions_example_calls_is_shown_whole_and_run(tmp
     prompt = _prompt_of(seen[0])
     assert "index.js lines 45-47 (function format):" in prompt, prompt
     assert ">>> format(12)\n'    12'" in prompt and result.text.startswith("It pads")
+
+
+async def test_the_short_functions_the_called_one_calls_are_shown_too(tmp_path: Path) -> None:
+    # Found on cookie: what parse does with a broken value is in the try/catch of tryDecode, which
+    # parse calls; the answer saw parse alone and never named it. A method of some other value
+    # of the same name as a project function (`names.get`) is not the project's.
+    root = _js_project(tmp_path / "project")
+    filler = "".join(f"// note {n}\n" for n in range(60))
+    (root / "index.js").write_text(
+        "function parse(text) {\n  const names = new Map();\n  names.get(text);\n"
+        "  return tryDecode(text);\n}\n"
+        + filler
+        + "function tryDecode(text) {\n  try {\n    return decodeURIComponent(text);\n  } catch (e) {\n"
+        "    return text;\n  }\n}\n\n"
+        + filler
+        + "function get(key) {\n  return key;\n}\n\nmodule.exports = { parse, get };\n"
+    )
+    seen: list[list[ModelMessage]] = []
+    model = scripted(["tryDecode keeps it."], requests=seen)
+    await _coder(Harness(root), model, root).run("What does parse do with a value like `%E0%A4%A`?")
+    prompt = _prompt_of(seen[0])
+    assert "(function tryDecode):" in prompt and "catch (e)" in prompt, prompt
+    assert "function get(key)" not in prompt

@@ -35,6 +35,7 @@ from nestor.runtime.features.small.gathering.facts import (
 from nestor.runtime.features.small.gathering.messages import message_sources, quoted_message
 from nestor.runtime.features.small.gathering.node_calls import node_calls
 from nestor.runtime.features.small.gathering.project import is_test_path, project_card, user_python
+from nestor.runtime.features.small.gathering.reader import ProjectReader
 from nestor.runtime.features.small.gathering.retrieval import gather_evidence
 from nestor.runtime.features.small.gathering.scenario import scenario, scenario_script
 from nestor.runtime.features.small.gathering.symbols import SymbolIndex
@@ -49,6 +50,12 @@ MAX_RUN_CHARS = 400
 """The end of one call's output the answer step sees."""
 MAX_CALLED_DEFINITIONS = 3
 """Definitions of the functions the question's calls call, shown at most (a name may have several)."""
+MAX_CALLEE_DEFINITIONS = 3
+"""Definitions of the short functions those call, shown at most."""
+SHORT_CALLEE_LINES = 15
+"""A function the called one calls is shown when it is shorter than this."""
+_OWN_RECEIVERS = frozenset({"", "self", "cls", "this", "Self"})
+"""What a call of a project function is made on, when made on anything ("" when called plainly)."""
 _FUNCTION_KINDS = ("function", "method")
 _ASKS_WHERE = re.compile(
     r"\b(?:where(?:'s)?|which\s+(?:file|module|function|method|class|part)|point\s+me|implemented|"
@@ -84,7 +91,7 @@ async def answer(
         host.run_tools,
         symbols=symbols,
         parts=parts if len(parts) > 1 else (),
-        extra_hits=_called_definitions(calls, symbols),
+        extra_hits=_called_definitions(calls, symbols, reader),
     )
     ran = await _run_quoted_calls(work, calls, read_only=read_only)
     default = asks_for_a_default(prompt)
@@ -159,14 +166,48 @@ def _with_example_calls(prompt: str, symbols: SymbolIndex) -> str:
     return f"{prompt}\n" + "\n".join(implied) if implied else prompt  # checked as any call the user writes
 
 
-def _called_definitions(prompt: str, symbols: SymbolIndex) -> list[tuple[str, int]]:
-    """Where the project's functions the question's calls call are defined: what a run of them does."""
-    return [
+def _called_definitions(prompt: str, symbols: SymbolIndex, reader: ProjectReader) -> list[tuple[str, int]]:
+    """Where the project's functions the question's calls call are defined: what a run of them does.
+
+    Then the short functions those call, in the order they call them, when the project defines
+    one function of that name: what cookie's ``parse`` does with a broken value is in the
+    ``try``/``catch`` of ``tryDecode``, which it calls.
+    """
+    called = [
         (symbol.path, symbol.line)
         for name in called_names(prompt)
         for symbol in symbols.definitions(name)
         if symbol.kind in _FUNCTION_KINDS and not is_test_path(symbol.path)
     ][:MAX_CALLED_DEFINITIONS]
+    if not called:
+        return []
+    index = code_index(reader)  # only now: indexing every file is the slow part of a question
+    callees: list[tuple[str, int]] = []
+    for call in index.calls:
+        caller = call.caller
+        if caller is None or (caller.path, caller.line) not in called:
+            continue
+        defined = [
+            d for d in index.defined(call.name) if d.kind in _FUNCTION_KINDS and not is_test_path(d.path)
+        ]
+        if len(defined) != 1 or not _calls_its_own(reader, call.path, call.line, call.name):
+            continue  # not the project's, several of that name, or a method of some value: a guess
+        callee = defined[0]
+        place = (callee.path, callee.line)
+        if callee.end - callee.line < SHORT_CALLEE_LINES and place not in called:
+            callees.append(place)
+    return [*called, *list(dict.fromkeys(callees))[:MAX_CALLEE_DEFINITIONS]]
+
+
+def _calls_its_own(reader: ProjectReader, path: str, line: int, name: str) -> bool:
+    """Whether ``line`` calls ``name`` as a function, or as a method of ``self``, ``cls`` or ``this``.
+
+    ``CURRENCY_SYMBOLS.get(currency)`` calls a dict's ``get``, not the project's ``Inventory.get``.
+    """
+    lines = (reader.read_text(path) or "").splitlines()
+    text = lines[line - 1] if 0 < line <= len(lines) else ""
+    receivers = re.findall(rf"(?:([\w$]+)\s*(?:\.|::)\s*)?(?<![\w$]){re.escape(name)}\s*\(", text)
+    return any(receiver in _OWN_RECEIVERS for receiver in receivers)
 
 
 async def _run_quoted_calls(work: Workspace, prompt: str, *, read_only: bool) -> str:
