@@ -261,7 +261,9 @@ ANSWERS: dict[str, tuple[str, str]] = {
     ),
     "itsdangerous-multi-exceptions": (
         "(1) BadPayload. (2) BadTimeSignature is its base. (3) hmac.compare_digest, constant time.",
-        "(1) BadSignature (2) BadSignature (3) a plain == comparison of the bytes.",
+        # Part 2 wrong, with a raise of BadTimeSignature in the facts under it: not its answer.
+        "(1) BadPayload (2) BadSignature (3) hmac.compare_digest.\n\nRaised in the code shown: "
+        "`raise BadTimeSignature('timestamp missing', payload=result)` when `sep not in result`.",
     ),
     "itsdangerous-delegate-separator": (
         "The agent reports: the separator can't be a base64 character (letters, digits, '-', '_', '='); "
