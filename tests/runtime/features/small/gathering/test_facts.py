@@ -242,6 +242,9 @@ def test_the_raise_a_question_about_an_exception_meets_follows_with_its_conditio
     )
     assert raised(shown, read_intent("What does `sep` do?"), reader, "What does `sep` do?") == ""
     thrown = "What error do I get when I pass parse something that is not a string?"
+    (tmp_path / "README.md").write_text("if (typeof s !== 'string') {\n  throw new TypeError('a string');\n")
+    readme = [Region("README.md", 1, 2, 1.0, "")]
+    assert raised(readme, read_intent(thrown), reader, thrown) == ""  # code only
     assert raised([Region("index.js", 1, 6, 1.0, "")], read_intent(thrown), reader, thrown) == (
         "Raised in the code shown: `throw new TypeError('argument str must be a string')` when"
         " `typeof str !== 'string'` (index.js:3)."

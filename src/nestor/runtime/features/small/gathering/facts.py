@@ -36,6 +36,7 @@ MAX_RAISED = 2
 """Raise statements listed at most under an answer to a question about an exception."""
 MAX_RAISED_CHARS = 240
 """A raise statement (its exception and message) is cut at this length."""
+_JS_SUFFIXES = (".js", ".mjs", ".cjs", ".jsx", ".ts", ".tsx")
 _THROW = re.compile(r"^\s*throw\s+(.+?);?\s*$")
 _JS_GUARD = re.compile(r"^\s*(?:}\s*)?(?:else\s+)?if\s*\((.*)\)\s*{?\s*$")
 _SOURCE_PATH = r"[\w./-]+\.(?:py|js|mjs|cjs|jsx|ts|tsx|rs|go)"
@@ -275,18 +276,21 @@ def raised(regions: Sequence[Region], intent: Intent, reader: ProjectReader, que
         return ""
     patterns = [re.compile(term_pattern(term)) for term in intent.terms if not term.is_file]
     rows: list[str] = []
+    statements: dict[str, list[tuple[int, str, str]]] = {}
     for region in regions:
-        if is_test_path(region.path):
+        path = region.path
+        if is_test_path(path) or not path.endswith((".py", *_JS_SUFFIXES)):
             continue
-        text = reader.read_text(region.path) or ""
-        found = _python_raises(text) if region.path.endswith(".py") else _js_throws(text)
-        for line, statement, guard in found:
+        if path not in statements:
+            text = reader.read_text(path) or ""
+            statements[path] = _python_raises(text) if path.endswith(".py") else _js_throws(text)
+        for line, statement, guard in statements[path]:
             if not region.start <= line <= region.end:
                 continue
             if not any(pattern.search(f"{guard} {statement}") for pattern in patterns):
                 continue
             when = f" when `{guard}`" if guard else ""
-            row = f"`{statement[:MAX_RAISED_CHARS]}`{when} ({region.path}:{line})"
+            row = f"`{statement[:MAX_RAISED_CHARS]}`{when} ({path}:{line})"
             if row not in rows:
                 rows.append(row)
     return "Raised in the code shown: " + "; ".join(rows[:MAX_RAISED]) + "." if rows else ""
