@@ -220,13 +220,14 @@ async def _run_quoted_calls(work: Workspace, prompt: str, *, read_only: bool) ->
         imports = [import_statement(work.reader, name) for name in told.setup.names]
         if all(found is not None for found in imports):
             scripts.append((told.label, scenario_script(told, [found for found in imports if found])))
+    receivers = example_values(prompt)
     for call in quoted_calls(prompt):
         imports = [import_statement(work.reader, name) for name in call.names]
         if scripts and told is not None and call.expression == told.setup.expression:
             continue  # the object as it is made says less than the scenario's run
         if all(found is not None for found in imports):
             found_imports = [found for found in imports if found is not None]
-            scripts.append((call.expression, call_script(call, found_imports, example_values(prompt))))
+            scripts.append((call.expression, call_script(call, found_imports, receivers)))
     python = user_python()
     runs = [(label, f"{python} -W ignore -c {shlex.quote(script)}") for label, script in scripts]
     language = "Python"
