@@ -114,6 +114,31 @@ async def test_a_fix_in_the_file_named_passes_and_the_tests_stay_as_they_were(tm
     assert "Tests (`npm test --silent`): pass." in result.text
 
 
+@needs_node
+async def test_a_change_in_a_project_whose_test_runner_is_not_installed_is_kept_and_said_untested(
+    tmp_path: Path,
+) -> None:
+    # A project brought without its dependencies: `npm test` runs `jest`, which is not there
+    # (`sh: 1: jest: not found`, exit 127). Every change was undone as failing its tests, the
+    # README's licence line included, and a fix was looked for in a failure that names no test.
+    root = _js_project(tmp_path / "project")
+    (root / "package.json").write_text(json.dumps({"name": "padder", "scripts": {"test": "jest"}}))
+    (root / "README.md").write_text("# padder\n\nPads text.\n")
+    blocks = (
+        "README.md\n<<<<<<< SEARCH\nPads text.\n=======\nPads text.\n\nLicence: MIT.\n>>>>>>> REPLACE\nDone."
+    )
+    model = ScriptedModel([reply(blocks)])
+    agent = _coder(Harness(root), model, root)
+
+    result = await agent.run("Say in README.md that its licence is MIT. Change no other file.")
+
+    assert (root / "README.md").read_text() == "# padder\n\nPads text.\n\nLicence: MIT.\n"
+    assert result.text.startswith("Changed README.md."), result.text
+    assert "The tests could not run here (`npm test --silent`: sh: 1: jest: not found)" in result.text
+    assert "not tested" in result.text and "pass." not in result.text
+    assert len(model.requests) == 1
+
+
 async def test_a_change_the_tests_fail_is_undone_whole_new_files_included(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

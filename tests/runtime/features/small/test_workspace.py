@@ -12,6 +12,7 @@ from nestor.runtime.features.small.workspace import (
     TEST_TIMEOUT_S,
     Workspace,
     change_report,
+    runner_missing,
     traceback_locations,
 )
 from nestor.runtime.kernel.driver import ToolCall, ToolOutcome
@@ -120,3 +121,26 @@ async def test_a_run_timed_out_under_a_shortened_limit_runs_once_more_with_a_lon
     work.timings["pytest"] = 5.0
     assert await work.run_tests("pytest") == "Command timed out"
     assert len(hung.timeouts) == 2
+
+
+def test_a_test_command_whose_runner_is_missing_says_why_and_a_failing_run_is_not_that() -> None:
+    tail = "... (the last lines of the output:)\n"
+
+    def ran(content: str, exit_code: int) -> ToolOutcome:
+        return ToolOutcome(f"{content}\nExit code: {exit_code}", {"exit_code": exit_code}, True)
+
+    assert runner_missing(ran(f"{tail}sh: 1: jest: not found", 127)) == "sh: 1: jest: not found"
+    assert runner_missing(ran(f"{tail}bash: line 1: go: command not found", 127)) == (
+        "bash: line 1: go: command not found"
+    )
+    assert runner_missing(ran(f"{tail}/usr/bin/python: No module named pytest", 1)) == (
+        "/usr/bin/python: No module named pytest"
+    )
+    offline = (
+        "error: failed to download `serde`\n"
+        "Caused by: attempting to make an HTTP request, but --offline was specified"
+    )
+    assert runner_missing(ran(offline, 101)) is not None
+    # Tests that ran and failed, whatever their messages, are a failure of the code.
+    assert runner_missing(ran("FAILED tests/test_calc.py::test_add - assert 3 == 4", 1)) is None
+    assert runner_missing(ran("not ok 1 - pads to the width\n  error: 'x' not found in table", 1)) is None

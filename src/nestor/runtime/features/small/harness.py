@@ -155,8 +155,14 @@ async def _change(work: Workspace, intent: Intent, prompt: str, symbols: SymbolI
     command = runnable_test_command(reader) if "bash" in work.host.tool_names() else None
     # The tests the user named fail first and say most; the whole suite must pass at the end.
     named = _selecting(command, intent.failing_tests)
+    untested = ""
     try:
         failure = await work.run_tests(named or command)
+        if (missing := work.missing_runners.get(named or command or "")) is not None:
+            # Its failure says nothing of the code: the change is checked as without tests, and said so.
+            ran = named or command
+            untested = f"The tests could not run here (`{ran}`: {missing}), so the change is not tested."
+            command = named = failure = None
         report = await _changed(work, intent, prompt, symbols, renamed, command, named, failure)
         if report is None:  # a budget stopped the run part-way: nothing half-done stays
             work.restore()
@@ -173,7 +179,7 @@ async def _change(work: Workspace, intent: Intent, prompt: str, symbols: SymbolI
         work.restore()
         raise
     if problem is None:
-        return report
+        return f"{report}\n{untested}" if untested else report
     work.restore()
     return undone_report(report, problem)
 

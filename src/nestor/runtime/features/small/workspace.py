@@ -61,6 +61,8 @@ class Workspace:
         snapshot: Every file changed this turn as it was before (see :meth:`restore`).
         scope: The files the request allows to change: every edit outside it is refused.
         timings: How long the first run of each test command took (see :meth:`run_tests`).
+        missing_runners: The test commands that could not run at all here, each with the line
+            that says why (see :meth:`run_tests`).
 
     """
 
@@ -69,6 +71,7 @@ class Workspace:
     snapshot: Snapshot
     scope: EditScope = ANY
     timings: dict[str, float] = field(default_factory=dict[str, float])
+    missing_runners: dict[str, str] = field(default_factory=dict[str, str])
 
     @classmethod
     def of(cls, host: HarnessHost, reader: ProjectReader) -> Workspace:
@@ -122,6 +125,8 @@ class Workspace:
         Once a run of ``command`` has been timed, later runs of it may take
         :data:`TEST_SLOWDOWN` times as long (at least :data:`MIN_TEST_TIMEOUT_S`): a change that
         makes the tests hang (a loop that never ends) costs seconds, not :data:`TEST_TIMEOUT_S`.
+        A command that could not run at all (its runner is not installed) goes into
+        :attr:`missing_runners`: its failure says nothing of the code.
         """
         if command is None:
             return None
@@ -141,6 +146,8 @@ class Workspace:
             outcome = await self._test_run(command, min(TEST_TIMEOUT_S, limit * TEST_RETRY_FACTOR))
         if outcome.metadata.get("exit_code") == 0 and outcome.ok:
             return None
+        if (missing := runner_missing(outcome)) is not None:
+            self.missing_runners[command] = missing
         # node prints its frames with absolute paths: the project's own read as project-relative.
         output = outcome.content.replace(f"{self.reader.root}/", "")
         failures, separator, tail = output.partition(TAIL_SEPARATOR)
@@ -161,6 +168,28 @@ class Workspace:
 
 
 TAIL_SEPARATOR = "... (the last lines of the output:)\n"
+_RUNNER_MISSING = re.compile(
+    r"^.*(?:No module named (?:pytest|tox)\b|--offline was specified).*$", re.MULTILINE
+)  # Python without pytest; cargo offline without the crates it needs
+
+
+def runner_missing(outcome: ToolOutcome) -> str | None:
+    """The line saying why a test command could not run at all, or None when it ran.
+
+    The shell could not find or execute a command (exit 127 or 126: ``go`` not installed, a
+    package's ``jest`` not in its ``node_modules``), or the runner itself is missing (Python
+    without pytest, cargo offline without the crates): the code was never tested.
+    """
+    lines = [line.strip() for line in outcome.content.splitlines()]
+    said = [line for line in lines if line and not line.startswith(("... (the last lines", "Exit code:"))]
+    if outcome.metadata.get("exit_code") in (126, 127):
+        return next((line for line in said if "not found" in line or "ermission denied" in line), None) or (
+            said[-1][:200] if said else "the command was not found"
+        )
+    found = _RUNNER_MISSING.search(outcome.content)
+    return found.group().strip()[:200] if found else None
+
+
 FAILURE_LINES_CHARS = 2000
 _FAILURE_LINE = (
     r"not ok |^ *(actual|expected): |^ *(Expected|Received):|^E |^FAILED |^(FAIL|ERROR): |panicked|"
