@@ -1,6 +1,7 @@
 """Questions beyond the nine kinds, end to end: answers nestor reads off the code or git, refusals,
 documentation edits and follow-ups (a scripted model, real tools, a real project on disk)."""
 
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -52,6 +53,68 @@ async def test_who_calls_a_function_is_read_off_the_code_without_the_model(tmp_p
         "`pad` is called by:\n- `format` (index.js:6)\nThe tests call it too (1 call, in test/index.test.js)."
     )
     assert model.requests == []
+
+
+SEMVER_GO = """package semver
+
+type Version struct {
+	Major int
+}
+
+func Parse(text string) Version {
+	return Version{Major: len(text)}
+}
+
+func (v *Version) Compare(other Version) int {
+	return compareInts(v.Major, other.Major)
+}
+
+func compareInts(a, b int) int {
+	return a - b
+}
+"""
+SEMVER_TEST_GO = """package semver
+
+import "testing"
+
+func TestCompare(t *testing.T) {
+	v := Parse("abc")
+	if v.Compare(Version{Major: 3}) != 0 {
+		t.Fatal("not equal")
+	}
+}
+"""
+
+
+def _go_project(root: Path) -> Path:
+    root.mkdir(parents=True)
+    (root / "go.mod").write_text("module example.com/semver\n\ngo 1.21\n")
+    (root / "semver.go").write_text(SEMVER_GO)
+    (root / "semver_test.go").write_text(SEMVER_TEST_GO)
+    return root
+
+
+async def test_in_go_callers_and_covering_tests_are_read_off_the_code(tmp_path: Path) -> None:
+    root = _go_project(tmp_path / "project")
+    model = ScriptedModel([])
+    callers = await _coder(Harness(root), model, root).run("Which functions call compareInts?")
+    covering = await _coder(Harness(root), model, root).run("Which test covers Compare?")
+    assert callers.text == "`compareInts` is called by:\n- `Version.Compare` (semver.go:12)", callers.text
+    assert covering.text == "The tests that cover `Compare`:\n- `TestCompare` (semver_test.go:5)"
+    assert model.requests == []
+
+
+async def test_a_go_function_gets_its_comment_above_it_tested_or_said_untested(tmp_path: Path) -> None:
+    root = _go_project(tmp_path / "project")
+    model = ScriptedModel([reply("Returns how far a is above b.")])
+    result = await _coder(Harness(root), model, root).run(
+        "Add a one-line comment above the function compareInts saying what it does. Change nothing else."
+    )
+    expected = SEMVER_GO.replace("func compareInts", "// Returns how far a is above b.\nfunc compareInts")
+    assert (root / "semver.go").read_text() == expected
+    assert result.text.startswith("Changed semver.go."), result.text
+    if shutil.which("go") is None:  # no Go here: the change is kept, and said to be untested
+        assert "The tests could not run here (`go test ./...`:" in result.text, result.text
 
 
 async def test_the_tests_covering_a_function_are_found_by_name_and_by_what_they_call(tmp_path: Path) -> None:

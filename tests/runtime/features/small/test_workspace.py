@@ -18,7 +18,7 @@ from nestor.runtime.features.small.workspace import (
 from nestor.runtime.kernel.driver import ToolCall, ToolOutcome
 
 
-def test_frames_of_pytest_node_and_cargo_are_read_and_paths_outside_the_project_left_out() -> None:
+def test_frames_of_pytest_node_cargo_and_go_are_read_and_paths_outside_the_project_left_out() -> None:
     output = (
         "src/pkg/core.py:12: in add\n"
         "    stack: |-\n"
@@ -28,12 +28,15 @@ def test_frames_of_pytest_node_and_cargo_are_read_and_paths_outside_the_project_
         "      load (/usr/lib/node/fs.js:3:4)\n"
         "thread 'test_less' panicked at tests/test_req.rs:97:5:\n"
         "src/pkg/core.py:12: in add\n"
+        "--- FAIL: TestCompare (0.00s)\n"
+        "    semver_test.go:8: not equal\n"
     )
     assert traceback_locations(output) == [
         ("src/pkg/core.py", 12),
         ("test/parse.js", 19),
         ("index.js", 130),
         ("tests/test_req.rs", 97),
+        ("semver_test.go", 8),
     ]
 
 

@@ -29,7 +29,8 @@ TEST_RETRY_FACTOR = 4
 """A run that timed out under that limit runs once more with this many times the limit."""
 _TRACEBACK_LOCATION = re.compile(
     r"^([\w./-]+\.py):(\d+)(?::| in )"  # pytest's short tracebacks
-    r"|(?<![\w./-])([\w./-]+\.(?:[cm]?js|jsx|tsx?|rs)):(\d+):\d+",  # node's stack frames, Rust's panics
+    r"|(?<![\w./-])([\w./-]+\.(?:[cm]?js|jsx|tsx?|rs)):(\d+):\d+"  # node's stack frames, Rust's panics
+    r"|^\s+([\w./-]+_test\.go):(\d+): ",  # go test's `t.Errorf` lines
     re.MULTILINE,
 )
 
@@ -211,7 +212,7 @@ def traceback_locations(output: str) -> list[tuple[str, int]]:
     """``(path, line)`` of each frame a test run's output names, in order, without repeats."""
     seen: dict[tuple[str, int], None] = {}
     for match in _TRACEBACK_LOCATION.finditer(output):
-        path, line = (match.group(1), match.group(2)) if match.group(1) else (match.group(3), match.group(4))
+        path, line = next((match.group(n), match.group(n + 1)) for n in (1, 3, 5) if match.group(n))
         if "site-packages" in path or "node_modules" in path or PurePosixPath(path).is_absolute():
             continue
         seen.setdefault((path, int(line)), None)

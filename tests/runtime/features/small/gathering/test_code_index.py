@@ -1,4 +1,4 @@
-"""Definitions, calls and tests read with tree-sitter, in Python, JavaScript and Rust."""
+"""Definitions, calls and tests read with tree-sitter, in Python, JavaScript, Rust and Go."""
 
 from pathlib import Path
 
@@ -89,6 +89,87 @@ def test_each_language_gives_its_definitions_calls_and_tests(tmp_path: Path) -> 
     assert "format" in javascript.calls and "thousandsSeparator" in javascript.names
     enclosing = index.enclosing("index.js", 4)
     assert enclosing is not None and enclosing.name == "format"
+
+
+GO = """package semver
+
+import "errors"
+
+// ErrInvalid is returned for a version that does not parse.
+var ErrInvalid = errors.New("invalid version")
+
+const MaxParts = 3
+
+type Version struct {
+	Major, Minor int
+}
+
+type Comparer interface {
+	Compare(other Version) int
+}
+
+type Op int
+
+func Parse(text string) (*Version, error) {
+	if text == "" {
+		return nil, ErrInvalid
+	}
+	return &Version{Major: atoi(text)}, nil
+}
+
+func (v *Version) Compare(other Version) int {
+	return compareInts(v.Major, other.Major)
+}
+
+func (v Version) String() string { return "" }
+
+func atoi(text string) int { return len(text) }
+
+func compareInts(a, b int) int { return a - b }
+"""
+GO_TEST = """package semver
+
+import "testing"
+
+func TestParse(t *testing.T) {
+	v, err := Parse("1.2")
+	if err != nil || v.Compare(Version{Major: 1}) != 0 {
+		t.Fatalf("got %v", v)
+	}
+}
+
+func helperForTests() {}
+"""
+
+
+def test_go_gives_its_functions_methods_with_their_receiver_types_calls_and_tests(tmp_path: Path) -> None:
+    files = {"semver.go": GO, "semver_test.go": GO_TEST}
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+
+    index = code_index(ProjectReader(tmp_path), list(files))
+
+    kinds = {d.qualified: d.kind for d in index.definitions if d.path == "semver.go"}
+    assert kinds == {
+        "ErrInvalid": "variable",
+        "MaxParts": "variable",
+        "Version": "struct",
+        "Comparer": "trait",
+        "Comparer.Compare": "method",
+        "Op": "class",
+        "Parse": "function",
+        "Version.Compare": "method",
+        "Version.String": "method",
+        "atoi": "function",
+        "compareInts": "function",
+    }
+    assert [(d.line, d.end) for d in index.defined("Parse")] == [(20, 25)]
+    assert {c.caller.qualified for c in index.calls_of("compareInts") if c.caller} == {"Version.Compare"}
+    assert {c.caller.qualified for c in index.calls_of("atoi") if c.caller} == {"Parse"}
+    assert [test.title for test in index.tests] == ["TestParse"]
+    assert {"Parse", "Compare", "Fatalf"} <= index.tests[0].calls
+    enclosing = index.enclosing("semver.go", 28)
+    assert enclosing is not None and enclosing.qualified == "Version.Compare"
 
 
 def test_words_of_split_identifiers_and_titles() -> None:

@@ -58,7 +58,7 @@ def covers_answer(prompt: str, intent: Intent, index: CodeIndex) -> str | None:
         return None
     best = scored[0][0]
     chosen = [test for score, test in scored if score >= best / 2][:MAX_TESTS]
-    subject = _subject(terms)
+    subject = _subject(terms, prompt)
     lines = [f"The tests that cover {subject}:"]
     lines += [f"- `{test.title}` ({test.path}:{test.line})" for test in sorted(chosen, key=_place)]
     return "\n".join(lines)
@@ -140,8 +140,11 @@ def _contains(words: list[str], part: list[str], *, prefix: bool) -> bool:
     return False
 
 
-def _subject(terms: Sequence[SearchTerm]) -> str:
-    names = [f"`{term.text}`" for term in terms if term.exact and not term.qualifier][:2]
+def _subject(terms: Sequence[SearchTerm], prompt: str) -> str:
+    # A name the harness searched for the question's words (Rust's `PartialOrd` for "compare")
+    # is not what the user asked about.
+    asked = [term for term in terms if term.exact and not term.qualifier and term.text in prompt]
+    names = [f"`{term.text}`" for term in asked][:2]
     return " and ".join(names) if names else "it"
 
 

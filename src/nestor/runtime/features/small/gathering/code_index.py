@@ -2,15 +2,16 @@
 
 A small model asked "which functions call X" lists X itself and functions that do not call it; the
 answer is in the code, one parse away. So nestor parses each source file of the project
-(:mod:`.languages`: Python, JavaScript, TypeScript, Rust) and keeps what such questions need:
+(:mod:`.languages`: Python, JavaScript, TypeScript, Rust, Go) and keeps what such questions need:
 
-- **definitions**: functions and methods (with the class, ``impl`` or object they belong to),
-  classes, structs, enums with their variants, and top-level variables, each with its lines;
+- **definitions**: functions and methods (with the class, ``impl``, object or Go receiver type
+  they belong to), classes, structs, enums with their variants, interfaces and traits, and
+  top-level variables and constants, each with its lines;
 - **calls**: each call's name (``f(x)``, ``obj.f(x)``, ``Type::f(x)``: ``f``) and the function
   it is made in;
-- **tests**: Python's ``test_*`` functions, Rust's ``#[test]`` functions, and JavaScript's
-  ``it(...)``/``test(...)`` blocks with their ``describe(...)`` titles, each with the names it
-  calls and the words of its name.
+- **tests**: Python's ``test_*`` functions, Rust's ``#[test]`` functions, Go's ``Test*``
+  functions in ``_test.go`` files, and JavaScript's ``it(...)``/``test(...)`` blocks with their
+  ``describe(...)`` titles, each with the names it calls and the words of its name.
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ _FUNCTIONS = frozenset(
         "method_definition",
         "function_item",  # Rust
         "function_signature_item",
+        "method_declaration",  # Go: its receiver's type is its owner
+        "method_elem",  # Go: an interface's method
     }
 )
 _CLASSES: dict[str, DefinitionKind] = {
@@ -54,7 +57,12 @@ _CLASSES: dict[str, DefinitionKind] = {
     "enum_declaration": "enum",
     "trait_item": "trait",
 }
+_GO_TYPES: dict[str, DefinitionKind] = {"struct_type": "struct", "interface_type": "trait"}
 _CALLS = frozenset({"call", "call_expression", "new_expression"})
+_GO_TEST_PREFIXES = ("Test", "Benchmark", "Fuzz", "Example")
+_VARIABLES = frozenset(
+    {"assignment", "variable_declarator", "const_item", "static_item", "var_spec", "const_spec"}
+)
 _JS_TEST_CALLS = frozenset({"it", "test"})
 _JS_SUITE_CALLS = frozenset({"describe", "suite", "context"})
 
@@ -181,6 +189,8 @@ class _File:
     ) -> None:
         kind = node.type
         if kind in _FUNCTIONS or _is_function_value(node):
+            if kind == "method_declaration":
+                owner = _receiver_type(node) or owner
             definition = self._function(node, owner)
             if definition is not None:
                 self.index.definitions.append(definition)
@@ -192,12 +202,20 @@ class _File:
             if name is not None:
                 self.index.definitions.append(self._definition(name, node, _CLASSES[kind], owner))
                 owner = name
+        elif kind == "type_spec":  # Go: `type Version struct {...}`, `type Op int`
+            name = _name(node)
+            if name is not None:
+                shape = node.child_by_field_name("type")
+                self.index.definitions.append(
+                    self._definition(name, node, _GO_TYPES.get(shape.type if shape else "", "class"), owner)
+                )
+                owner = name
         elif kind == "impl_item":
             owner = _text(node.child_by_field_name("type")) or owner
         elif kind in ("enum_variant", "enum_member_declaration") and owner is not None:
             if (name := _name(node)) is not None:
                 self.index.definitions.append(self._definition(name, node, "variant", owner))
-        elif kind in ("assignment", "variable_declarator", "const_item", "static_item") and function is None:
+        elif kind in _VARIABLES and function is None:
             self._variable(node, owner)
         if kind == "token_tree":  # a Rust macro's arguments: `assert!(helper(2))` calls helper
             for name, line in _calls_in_tokens(node):
@@ -241,8 +259,11 @@ class _File:
             self.index.definitions.append(self._definition(name, node, "variable", owner))
 
     def _is_test(self, node: tree_sitter.Node, definition: Definition) -> bool:
-        if language_of(self.path) == "rust":
+        language = language_of(self.path)
+        if language == "rust":
             return any("test" in _text(sibling) for sibling in _attributes(node))
+        if language == "go":
+            return self.path.endswith("_test.go") and definition.name.startswith(_GO_TEST_PREFIXES)
         return self.test_file and definition.name.startswith("test")
 
     def _test(self, title: str, node: tree_sitter.Node, definition: Definition | None) -> TestCase:
@@ -282,6 +303,18 @@ def _name(node: tree_sitter.Node) -> str | None:
         named = named.child_by_field_name("property") or named
     text = _text(named).strip("'\"")
     return text if re.fullmatch(r"[A-Za-z_$][\w$]*", text) else None
+
+
+def _receiver_type(node: tree_sitter.Node) -> str | None:
+    """A Go method's receiver type: ``Version`` for ``func (v *Version) Compare(...)``."""
+    receiver = node.child_by_field_name("receiver")
+    for parameter in receiver.named_children if receiver is not None else []:
+        shape = parameter.child_by_field_name("type")
+        while shape is not None and shape.type in ("pointer_type", "generic_type"):
+            shape = shape.named_children[0] if shape.named_children else None
+        if shape is not None and shape.type == "type_identifier":
+            return _text(shape)
+    return None
 
 
 def _callee(node: tree_sitter.Node) -> str | None:

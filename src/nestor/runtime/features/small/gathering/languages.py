@@ -1,6 +1,6 @@
 """The languages the harness reads with real grammars (tree-sitter), chosen by a file's name.
 
-Python, JavaScript, TypeScript (and TSX) and Rust: each grammar is a package of its own, imported
+Python, JavaScript, TypeScript (and TSX), Rust and Go: each grammar is a package of its own, imported
 the first time a file of its language is parsed, and one parser per language is kept.
 """
 
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Literal
 if TYPE_CHECKING:
     import tree_sitter
 
-Language = Literal["python", "javascript", "typescript", "tsx", "rust"]
+Language = Literal["python", "javascript", "typescript", "tsx", "rust", "go"]
 
 _SUFFIXES: dict[str, Language] = {
     ".py": "python",
@@ -29,6 +29,7 @@ _SUFFIXES: dict[str, Language] = {
     ".cts": "typescript",
     ".tsx": "tsx",
     ".rs": "rust",
+    ".go": "go",
 }
 
 
@@ -88,6 +89,10 @@ def _grammar(language: Language) -> object:
             if language == "tsx"
             else tree_sitter_typescript.language_typescript()
         )
+    if language == "go":
+        import tree_sitter_go
+
+        return tree_sitter_go.language()
     import tree_sitter_rust
 
     return tree_sitter_rust.language()

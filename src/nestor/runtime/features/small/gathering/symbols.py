@@ -81,7 +81,7 @@ def symbol_index(reader: ProjectReader) -> SymbolIndex:
     """Index the project's source files (at most :data:`MAX_FILES` of Python) as they are now.
 
     Python files are read with ``ast``; the other languages with a grammar (JavaScript,
-    TypeScript, Rust) through :mod:`.code_index`.
+    TypeScript, Rust, Go) through :mod:`.code_index`.
     """
     files = project_files(reader.root)
     python_files = [path for path in files if path.endswith(".py")][:MAX_FILES]
