@@ -39,6 +39,15 @@ from nestor.runtime.features.small.understanding.intent import (
         ("I'd like an `invert(d, factory=dict)` function in dicttoolz that swaps keys and values.", "change"),
         ("I'd like a tour of the parser", "tour"),
         ("I need a quick explanation of the parser", "question"),
+        # Everyday edits whose verb is none of the first ones: "extract" was read as a question.
+        ("Extract the body of the loop in parse into a helper function.", "change"),
+        ("Bump the version in package.json to 3.1.3.", "change"),
+        ("Set the default timeout to 30 seconds.", "change"),
+        ("Log each removal at INFO level in Inventory.remove.", "change"),
+        ("Please document the Signer class.", "change"),
+        ("Ensure parse rejects an empty string.", "change"),
+        ("How do I extract a helper function from parse?", "question"),
+        ("Which setting limits the cache size?", "question"),
     ],
 )
 def test_request_kind(prompt: str, kind: str) -> None:

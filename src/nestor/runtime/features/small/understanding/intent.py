@@ -25,7 +25,12 @@ RequestKind = Literal["question", "tour", "change"]
 
 _CHANGE_VERBS = (
     "fix|repair|rename|add|implement|change|update|remove|delete|refactor|make|write|create|modify|"
-    "replace|move|introduce|support|extend|correct|edit|convert|rewrite|adjust|handle|give(?!\\s+(?:me|us|a|an)\\b)"
+    "replace|move|introduce|support|extend|correct|edit|convert|rewrite|adjust|handle|give(?!\\s+(?:me|us|a|an)\\b)|"
+    # The imperatives of everyday edits: refactors, docs, dependencies, behaviour switched or bounded.
+    "extract|inline|split|merge|drop|document|annotate|bump|upgrade|downgrade|pin|deprecate|simplify|"
+    "optimi[sz]e|clean|tidy|reorder|reformat|sort|port|wrap|expose|export|insert|append|prepend|"
+    "enable|disable|switch|swap|revert|set|raise|lower|increase|decrease|reduce|limit|allow|forbid|"
+    "prevent|ensure|avoid|skip|translate|log|include|exclude"
 )
 # "Fix the test", "please add ...", "can you rename ...", "I need you to add ...".
 _CHANGE_REQUEST = re.compile(
