@@ -580,6 +580,32 @@ async def test_tests_go_into_the_test_module_the_request_names_and_must_use_the_
     assert "Your tests never used `reset`" in retry_prompt
 
 
+async def test_tests_asked_for_of_existing_code_go_where_its_tests_are_and_the_code_stays(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An everyday request beyond the kinds: tests of code that exists. It went to edit blocks.
+    root = _counter_project(tmp_path / "project", monkeypatch)
+    wrong = (  # the model's first test expects what the code does not do: the test is rewritten
+        "```python\nfrom counter import Counter\n\n\ndef test_add_default():\n    counter = Counter()\n"
+        "    counter.add()\n    assert counter.count == 2\n```"
+    )
+    right = wrong.replace("count == 2", "count == 1")
+    model = ScriptedModel([reply(wrong), reply(right)])
+    agent = _coder(Harness(root), model, root)
+
+    result = await agent.run("Add a test for Counter.add called without an argument.")
+
+    assert (root / "counter.py").read_text() == COUNTER  # the code under test is never changed
+    module = (root / "tests" / "test_counter.py").read_text()
+    assert module.startswith(TEST_COUNTER) and module.endswith("    assert counter.count == 1\n"), module
+    assert module.count("from counter import Counter") == 1
+    assert result.text.startswith("Added tests in tests/test_counter.py."), result.text
+    assert "pass" in result.text
+    first, retry = (_prompt_of(request.messages) for request in model.requests)
+    assert "def add(self, n=1):" in first and "Your tests go at the end of this module" in first
+    assert "Your test module failed" in retry and "assert 1 == 2" in retry
+
+
 async def test_a_new_test_failing_inside_the_new_method_has_the_method_written_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

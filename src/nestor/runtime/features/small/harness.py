@@ -40,6 +40,7 @@ from nestor.runtime.features.small.acting.fixes import fix_by_infilling, fix_by_
 from nestor.runtime.features.small.acting.history import history_answer
 from nestor.runtime.features.small.acting.listing import list_places
 from nestor.runtime.features.small.acting.lookups import callers_answer, covers_answer, members_answer
+from nestor.runtime.features.small.acting.new_tests import add_tests, tested_code
 from nestor.runtime.features.small.acting.questions import answer
 from nestor.runtime.features.small.acting.rename import project_has, rename
 from nestor.runtime.features.small.acting.tour import tour
@@ -48,7 +49,7 @@ from nestor.runtime.features.small.gathering.project import project_files
 from nestor.runtime.features.small.gathering.reader import ProjectReader
 from nestor.runtime.features.small.gathering.suspects import code_suspects, suspects, trace
 from nestor.runtime.features.small.gathering.symbols import SymbolIndex, symbol_index
-from nestor.runtime.features.small.understanding.additions import read_addition
+from nestor.runtime.features.small.understanding.additions import asks_for_tests_of_code, read_addition
 from nestor.runtime.features.small.understanding.asks import ask_kind, refusal
 from nestor.runtime.features.small.understanding.intent import (
     Intent,
@@ -196,7 +197,8 @@ async def _changed(
 ) -> str | None:
     """The change step for the request's kind, else edit blocks.
 
-    The kinds: a rename, a comment, text at the end of a file, an addition, a fix.
+    The kinds: a rename, a comment, text at the end of a file, an addition, tests of existing
+    code, a fix.
     """
     if renamed is not None:
         return await rename(work, *renamed)
@@ -213,6 +215,12 @@ async def _changed(
         added = await add(work, addition, prompt, command if failure is None else None, symbols)
         if added is not None:
             return added
+    testing = addition is None and failure is None and command is not None and "pytest" in command
+    if testing and asks_for_tests_of_code(prompt):
+        # Tests of code that exists (the request adds none): the model writes them, the code stays.
+        tested = tested_code(work.reader, intent, symbols)
+        if tested is not None:
+            return await add_tests(work, *tested, prompt, command, fix_code=False)
     # Fixing a failing test means changing the code under test, unless tests are asked for.
     if failure is not None and command is not None and (not work.scope.tests or not intent.failing_tests):
         if "pytest" in command:

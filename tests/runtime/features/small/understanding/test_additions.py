@@ -4,6 +4,7 @@ import pytest
 
 from nestor.runtime.features.small.understanding.additions import (
     Addition,
+    asks_for_tests_of_code,
     class_span,
     import_line,
     merged_test_module,
@@ -101,3 +102,18 @@ def test_new_tests_are_merged_into_a_module_without_replacing_what_it_has() -> N
     assert "class TestThing_added:\n    def test_b(self):" in merged
     assert merged.endswith("@pytest.mark.slow\ndef test_c():\n    assert signed_at(2)\n")
     assert uses(written, "signed_at") and not uses("from pkg import signed_at\n", "signed_at")
+
+
+@pytest.mark.parametrize(
+    ("prompt", "asks"),
+    [
+        ("Add a test for frequencies.", True),
+        ("Write unit tests that check Inventory.remove with a missing item.", True),
+        ("Please add some tests covering `parse`.", True),
+        ("Add a `reset` method to Counter.", False),
+        ("Which test covers frequencies?", False),
+        ("Fix the failing test for parse.", False),
+    ],
+)
+def test_a_request_for_tests_of_existing_code_is_read(prompt: str, asks: bool) -> None:
+    assert asks_for_tests_of_code(prompt) is asks

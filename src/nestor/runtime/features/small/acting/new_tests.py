@@ -14,9 +14,11 @@ from pathlib import PurePosixPath
 from nestor.runtime.features.small.acting import prompts
 from nestor.runtime.features.small.acting.fixes import fix_by_infilling
 from nestor.runtime.features.small.acting.members import write_member
+from nestor.runtime.features.small.gathering.code_index import code_index
 from nestor.runtime.features.small.gathering.functions import functions_named, parsed, without_function
 from nestor.runtime.features.small.gathering.project import is_test_path, project_files
 from nestor.runtime.features.small.gathering.reader import ProjectReader
+from nestor.runtime.features.small.gathering.symbols import SymbolIndex
 from nestor.runtime.features.small.understanding.additions import (
     Addition,
     import_line,
@@ -24,7 +26,7 @@ from nestor.runtime.features.small.understanding.additions import (
     uses,
     written_test_module,
 )
-from nestor.runtime.features.small.understanding.intent import search_terms
+from nestor.runtime.features.small.understanding.intent import Intent, search_terms
 from nestor.runtime.features.small.workspace import (
     EDIT_ATTEMPTS,
     EDIT_MAX_TOKENS,
@@ -35,21 +37,34 @@ from nestor.runtime.features.small.workspace import (
 )
 
 MAX_DROPPED_TESTS = 1
+MAX_TESTED_LINES = 80
+"""Lines of the code under test shown to the model at most (a class's first ones)."""
 _ASSERTION_FAILED = re.compile(r"^E\s+(?:assert\b|AssertionError\b)", re.MULTILINE)
 
 
 async def add_tests(
-    work: Workspace, addition: Addition, path: str, code: str, prompt: str, command: str | None
+    work: Workspace,
+    addition: Addition,
+    path: str,
+    code: str,
+    prompt: str,
+    command: str | None,
+    *,
+    fix_code: bool = True,
 ) -> str:
     """Have the model write a test module for the new code; kept only if the tests pass with it.
 
     A test that fails inside the new code shows the code wrong, not the test: then the model
-    writes the code again, shown the failure.
+    writes the code again, shown the failure. With ``fix_code`` False (tests asked for of code
+    that exists), the code stays as it is and a failing test is written again; the tests go at
+    the end of the test module whose tests call the code most, unless the request names one.
     """
     host, reader = work.host, work.reader
     name = addition.owner or addition.name
     # A test module the request names is where the tests go: its fixtures and helpers with them.
     existing_path = _named_test_module(reader, prompt)
+    if existing_path is None and not fix_code:
+        existing_path = _test_module_calling(reader, addition.name)
     existing = reader.read_text(existing_path) if existing_path else None
     if existing_path is not None and existing is not None:
         example, target = existing_path, existing_path
@@ -84,7 +99,8 @@ async def add_tests(
         if not await work.run_edits([PlannedEdit(target, existing or "", written)], problems):
             return f"I could not write {target}: " + "; ".join(problems)
         failure = await work.run_tests(command)
-        if failure is not None and command and _fails_inside(reader, failure, path, addition.name):
+        inside = failure is not None and fix_code and _fails_inside(reader, failure, path, addition.name)
+        if failure is not None and command and inside:
             # Fixed like any failing code: statement by statement, then written again whole.
             # A version that moves the failure into the test's own lines is the fix the test
             # needed to show its own bug (it sorts Items too, say): that test goes next.
@@ -121,6 +137,45 @@ async def add_tests(
     return "I could not write a test for it that passes, so I added none." + (
         f"\nTests (`{command}`): pass." if command else ""
     )
+
+
+def tested_code(
+    reader: ProjectReader, intent: Intent, symbols: SymbolIndex
+) -> tuple[Addition, str, str] | None:
+    """The Python function, method or class a request for tests names: what, where, and its code.
+
+    The first name of the request that the project defines exactly once outside its tests
+    (``Inventory.remove`` by its class when written so); None when there is none.
+    """
+    for term in intent.terms:
+        if not term.exact or term.is_file:
+            continue
+        found = [
+            symbol
+            for symbol in symbols.definitions(term.text)
+            if symbol.kind in ("function", "method", "class")
+            and symbol.path.endswith(".py")
+            and not is_test_path(symbol.path)
+            and (term.owner is None or symbol.owner in (None, term.owner))
+        ]
+        if len(found) != 1:
+            continue
+        symbol = found[0]
+        lines = (reader.read_text(symbol.path) or "").splitlines()[symbol.line - 1 : symbol.end]
+        code = "\n".join(lines[:MAX_TESTED_LINES]) + "\n"
+        owner = symbol.owner if symbol.kind == "method" else None
+        return Addition(symbol.name, "method" if owner else "function", owner), symbol.path, code
+    return None
+
+
+def _test_module_calling(reader: ProjectReader, name: str) -> str | None:
+    """The Python test module whose tests call ``name`` most (the first of a tie), if any does."""
+    tests = [path for path in project_files(reader.root) if path.endswith(".py") and is_test_path(path)]
+    counts: dict[str, int] = {}
+    for test in code_index(reader, tests).tests:
+        if name in test.calls:
+            counts[test.path] = counts.get(test.path, 0) + 1
+    return max(counts, key=lambda path: counts[path]) if counts else None
 
 
 def _named_test_module(reader: ProjectReader, prompt: str) -> str | None:

@@ -23,6 +23,13 @@ _ADD = re.compile(
     r"\b(?:i'?d\s+like|i\s+want|i\s+need|we\s+need|please\s+add)\s+(?:a|an|the)\b",
     re.I,
 )
+# "Add a test for frequencies", "write unit tests that check Inventory.remove": tests of code
+# that exists, not of code the request adds.
+_TESTS_OF = re.compile(
+    r"\b(?:add|write|create)\s+(?:a\s+|an\s+|some\s+|new\s+|more\s+|unit\s+|regression\s+|pytest\s+)*"
+    r"tests?(?:\s+(?:case|cases|function|functions))?\s+(?:for|of|that|which|to|covering|checking)\b",
+    re.I,
+)
 _BACKTICKED_NAME = re.compile(r"`(?:[\w.]+\.)?([A-Za-z_]\w*)\s*(?:\([^`]*\))?`")
 _NAMED_KIND = re.compile(
     r"\b([A-Za-z_]\w*)\s*(?:\([^)]*\))?\s+(method|property|function|classmethod|staticmethod)\b", re.I
@@ -72,6 +79,11 @@ def read_addition(prompt: str) -> Addition | None:
         if word not in {"the", "a", "an", "it", "this", "that", "its", "them", "me", "us"}
     )
     return Addition(named.group(1), "function", None, modules)
+
+
+def asks_for_tests_of_code(prompt: str) -> bool:
+    """Whether ``prompt`` asks for tests of existing code ("add a test for frequencies")."""
+    return _TESTS_OF.search(prompt) is not None
 
 
 def class_span(source: str, name: str) -> tuple[int, int] | None:
