@@ -80,6 +80,7 @@ KINDS = (
     "refactor",  # small refactors: extract a function, add a parameter with its callers
     "config",  # configuration and README edits
     "refuse",  # requests that must be refused or answered "I could not", touching nothing
+    "tests",  # tests asked for of code that exists: they must catch the bug they are about
 )
 QUESTION_KINDS = frozenset(
     {

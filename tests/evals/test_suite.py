@@ -32,6 +32,7 @@ TASKS = load_tasks()
 BY_ID = {task.id: task for task in TASKS}
 EDIT_TASKS = [task for task in TASKS if not task.is_question]
 FIX_TASKS = [task for task in TASKS if task.kind == "fix"]
+TESTS_TASKS = [task for task in TASKS if task.kind == "tests"]
 REPOS = sorted({task.repo for task in TASKS})
 
 MINIMUM_PER_KIND = {
@@ -351,6 +352,35 @@ def test_the_setup_of_a_fix_task_breaks_the_tests(task_id: str, tmp_path: Path) 
 
     assert finished.returncode != 0, finished.stdout[-2000:]
     assert not any(edit.file.startswith(("tests/", "test/")) for edit in task.reference.edits)
+
+
+# For each task asking for tests: a test that passes and tests something, but not the bug the
+# request is about. The check must reject it: a test is asked for to catch that bug.
+BESIDE_THE_POINT: dict[str, str] = {
+    "stockroom-tests-restore-movements": (
+        "\n\ndef test_restock_adds(inventory):\n"
+        '    inventory.restock("TOOL-0001", 3)\n    assert inventory.get("TOOL-0001").quantity == 15\n'
+    ),
+    "toolz-tests-assoc-unchanged": "\n\ndef test_assoc_sets():\n    assert assoc({}, 'x', 2) == {'x': 2}\n",
+    "bytes-tests-upper-case-unit": (
+        "\ndescribe('units', function(){\n  it('formats kb', function(){\n"
+        "    assert.equal(bytes.format(12 * 1024 * 1024, {unit: 'kb'}), '12288kb');\n  });\n});\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("task_id", ids(TESTS_TASKS))
+def test_a_test_beside_the_point_fails_a_tests_task(task_id: str, tmp_path: Path) -> None:
+    task = BY_ID[task_id]
+    workspace = fresh_workspace(task, tmp_path, "beside")
+    (edit,) = {edit.file: edit for edit in task.reference.edits}.values()
+    with (workspace / edit.file).open("a", encoding="utf-8") as module:
+        module.write(BESIDE_THE_POINT[task_id])
+
+    outcome = check_outcome(task, workspace, task.reference.answer)
+
+    assert not outcome.solved
+    assert any("tests failed" in failure for failure in outcome.failures), outcome.failures
 
 
 def test_a_per_kind_sample_covers_every_kind_and_repository_by_rule() -> None:
