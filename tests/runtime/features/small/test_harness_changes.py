@@ -27,6 +27,9 @@ from tests.runtime.features.small.test_harness import (
     _calc_project,
     _coder,
 )
+from tests.runtime.features.small.test_harness_questions import INDEX_JS as GOOD_INDEX_JS
+from tests.runtime.features.small.test_harness_questions import TEST_JS as GOOD_TEST_JS
+from tests.runtime.features.small.test_harness_questions import _js_project as good_js_project
 from tests.runtime.support import Harness
 
 INDEX_JS = """function pad(text, width) {
@@ -137,6 +140,33 @@ async def test_a_change_in_a_project_whose_test_runner_is_not_installed_is_kept_
     assert "The tests could not run here (`npm test --silent`: sh: 1: jest: not found)" in result.text
     assert "not tested" in result.text and "pass." not in result.text
     assert len(model.requests) == 1
+
+
+@needs_node
+async def test_a_javascript_test_asked_for_is_added_at_the_end_of_the_file_testing_that_code(
+    tmp_path: Path,
+) -> None:
+    # Tests of code that exists, outside Python: appended to the test file whose tests call the
+    # code, kept only when the tests pass; a failing first try is taken out and written again.
+    root = good_js_project(tmp_path / "project")
+    failing = "```js\ntest('pads one character', () => {\n  assert.strictEqual(pad('a', 3), 'a  ');\n});\n```"
+    passing = failing.replace("'a  '", "'  a'")
+    model = ScriptedModel([reply(failing), reply(passing)])
+
+    result = await agent_run(root, model, "Add a test that pad pads a single character to a width of 3.")
+
+    assert (root / "index.js").read_text() == GOOD_INDEX_JS  # the code under test never changes
+    expected = (
+        GOOD_TEST_JS
+        + "\ntest('pads one character', () => {\n  assert.strictEqual(pad('a', 3), '  a');\n});\n"
+    )
+    assert (root / "test" / "index.test.js").read_text() == expected
+    assert result.startswith("Added a test at the end of test/index.test.js:"), result
+    assert "Tests (`npm test --silent`): pass." in result
+    first = "".join(str(part.content) for part in model.requests[0].messages[-1].parts)  # type: ignore[union-attr]
+    retry = "".join(str(part.content) for part in model.requests[1].messages[-1].parts)  # type: ignore[union-attr]
+    assert "function pad(text, width) {" in first and "require('../index.js')" in first
+    assert "Your test failed, so it was taken out again" in retry
 
 
 async def test_a_change_the_tests_fail_is_undone_whole_new_files_included(

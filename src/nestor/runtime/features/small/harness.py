@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
 from nestor.runtime.features.small.acting.adding import add, module_of
+from nestor.runtime.features.small.acting.appended_tests import append_tests, tested_definition
 from nestor.runtime.features.small.acting.appending import append, appended_file
 from nestor.runtime.features.small.acting.documenting import asks_for_documentation, document
 from nestor.runtime.features.small.acting.edits import edit_with_blocks
@@ -215,12 +216,14 @@ async def _changed(
         added = await add(work, addition, prompt, command if failure is None else None, symbols)
         if added is not None:
             return added
-    testing = addition is None and failure is None and command is not None and "pytest" in command
-    if testing and asks_for_tests_of_code(prompt):
+    if addition is None and failure is None and command is not None and asks_for_tests_of_code(prompt):
         # Tests of code that exists (the request adds none): the model writes them, the code stays.
-        tested = tested_code(work.reader, intent, symbols)
+        tested = tested_code(work.reader, intent, symbols) if "pytest" in command else None
         if tested is not None:
             return await add_tests(work, *tested, prompt, command, fix_code=False)
+        appended = tested_definition(intent, code_index(work.reader)) if "pytest" not in command else None
+        if appended is not None:
+            return await append_tests(work, *appended, prompt, command)
     # Fixing a failing test means changing the code under test, unless tests are asked for.
     if failure is not None and command is not None and (not work.scope.tests or not intent.failing_tests):
         if "pytest" in command:

@@ -61,21 +61,31 @@ async def append(work: Workspace, path: str, prompt: str) -> str | None:
     )
     if reply is None:
         return None
-    text = _added_text(reply)
+    text = added_text(reply)
     if not text:
         return "I could not write the text to add, so nothing was changed."
     document = PurePosixPath(path).suffix.lower() in DOC_SUFFIXES
-    separator = "\n\n" if document and source.strip() else "\n" if source.strip() else ""
-    tail = source.rstrip("\n")[-200:]
-    new_tail = tail + separator + text + "\n"
     problems: list[str] = []
-    old = source[len(source.rstrip("\n")) - len(tail) :]
-    changed = await work.run_edits([PlannedEdit(path, old, new_tail)], problems)
+    changed = await append_text(work, path, text, blank_line=document, problems=problems)
     if not changed:
         return "I could not add it: " + "; ".join(problems)
     lines = text.count("\n") + 1
     said = f"Added {lines} line{'s' if lines != 1 else ''} at the end of {path}:\n\n{text}"
     return change_report(changed, said, None, None)
+
+
+async def append_text(
+    work: Workspace, path: str, text: str, *, blank_line: bool, problems: list[str]
+) -> list[str]:
+    """Add ``text`` at the end of ``path`` (after a blank line with ``blank_line``); the files changed.
+
+    Only the file's last characters are replaced, so every other line stays as it was.
+    """
+    source = work.reader.read_text(path) or ""
+    separator = "\n\n" if blank_line and source.strip() else "\n" if source.strip() else ""
+    tail = source.rstrip("\n")[-200:]
+    old = source[len(source.rstrip("\n")) - len(tail) :]
+    return await work.run_edits([PlannedEdit(path, old, tail + separator + text + "\n")], problems)
 
 
 def _existing(work: Workspace, name: str) -> str | None:
@@ -86,7 +96,7 @@ def _existing(work: Workspace, name: str) -> str | None:
     return None
 
 
-def _added_text(reply: str) -> str:
+def added_text(reply: str) -> str:
     """The model's text without a code fence around it or blank lines at its ends."""
     text = reply.strip("\n")
     fenced = _FENCE.match(text.strip())
