@@ -117,6 +117,25 @@ async def test_a_go_function_gets_its_comment_above_it_tested_or_said_untested(t
         assert "The tests could not run here (`go test ./...`:" in result.text, result.text
 
 
+async def test_asked_whether_the_tests_pass_nestor_runs_them_and_says_which_fail(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A model asked "do the tests pass?" answers from the code it is shown: a guess.
+    root = _calc_project(tmp_path / "project", monkeypatch)  # add() subtracts: test_add fails
+    model = ScriptedModel([])
+
+    failing = await _coder(Harness(root), model, root).run("Do the tests pass?")
+    (root / "calc.py").write_text((root / "calc.py").read_text().replace("a - b", "a + b"))
+    passing = await _coder(Harness(root), model, root).run("Run the tests.")
+
+    assert failing.text.startswith("The tests fail (`"), failing.text
+    assert ": 1 failed.\n- `tests/test_calc.py::test_add`" in failing.text
+    assert "assert -1 == 5" in failing.text
+    assert passing.text.startswith("The tests pass (`") and "pytest" in passing.text, passing.text
+    assert " -x" not in failing.text.splitlines()[0]  # every failing test is named, not the first
+    assert model.requests == []
+
+
 async def test_the_tests_covering_a_function_are_found_by_name_and_by_what_they_call(tmp_path: Path) -> None:
     root = _js_project(tmp_path / "project")
     model = ScriptedModel([])

@@ -44,6 +44,7 @@ from nestor.runtime.features.small.acting.lookups import callers_answer, covers_
 from nestor.runtime.features.small.acting.new_tests import add_tests, tested_code
 from nestor.runtime.features.small.acting.questions import answer
 from nestor.runtime.features.small.acting.rename import project_has, rename
+from nestor.runtime.features.small.acting.running_tests import tests_answer
 from nestor.runtime.features.small.acting.tour import tour
 from nestor.runtime.features.small.gathering.code_index import code_index
 from nestor.runtime.features.small.gathering.project import project_files
@@ -107,6 +108,10 @@ class SmallModelHarness:
         ask = ask_kind(prompt)
         if ask == "history":
             return await history_answer(work, prompt)
+        if ask == "tests" and "bash" in work.host.tool_names():
+            ran = await tests_answer(work)
+            if ran is not None:
+                return ran
         if ask != "general":
             index = code_index(self.reader)
             exact = {

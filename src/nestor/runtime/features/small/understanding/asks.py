@@ -3,7 +3,8 @@
 Most questions are answered from evidence by the model (:mod:`..acting.questions`). Some have an
 answer nestor can read off the code itself, exactly, where a 1.5B model lists X among X's own
 callers: who calls a function, which tests cover it, every place that does something, the
-members of an enum or class, what the git history or the current diff says. And some requests
+members of an enum or class, what the git history or the current diff says, whether the tests
+pass (by running them). And some requests
 must not be carried out at all: acting outside the project (publishing, pushing, sending),
 reading secrets, destroying the project's work or its tests. Read here from the words, without a
 model, like the rest of :mod:`.intent`.
@@ -14,7 +15,17 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-AskKind = Literal["callers", "covers", "list", "members", "history", "general"]
+AskKind = Literal["callers", "covers", "list", "members", "history", "tests", "general"]
+
+# "Run the tests", "do the tests pass?", "which tests fail?": what the tests say now, by running them.
+_RUN_TESTS = re.compile(
+    r"^\s*(?:please\s+|can\s+you\s+|could\s+you\s+)?(?:run|execute)\s+(?:the\s+|all\s+(?:the\s+)?|its\s+)?"
+    r"(?:unit\s+)?(?:tests?|test\s+suite)\b|"
+    r"\b(?:do|does|are|is)\s+(?:the\s+|all\s+(?:the\s+)?|its\s+)?(?:unit\s+)?(?:tests?|test\s+suite)\s+"
+    r"(?:still\s+)?(?:pass(?:ing)?|green|fail(?:ing)?|broken|red)\b|"
+    r"\bwhich\s+tests?\s+(?:fail|fails|are\s+failing|is\s+failing|break|are\s+broken)\b",
+    re.IGNORECASE | re.MULTILINE,
+)
 
 _CALLERS = re.compile(
     r"\b(?:which|what|list\s+(?:the|all|every))\s+(?:other\s+)?(?:functions?|methods?|code|places?|parts?|callers?)\b"
@@ -81,6 +92,8 @@ _DESTROY = re.compile(
 
 def ask_kind(prompt: str) -> AskKind:
     """Which answer the question asks for (see the module docstring); ``general`` for the rest."""
+    if _RUN_TESTS.search(prompt):
+        return "tests"
     if _HISTORY.search(prompt):
         return "history"
     if _COVERS.search(prompt):

@@ -20,8 +20,11 @@ no warnings summary: dozens of deprecation warnings would push the failure out o
 small model is shown."""
 
 
-def runnable_test_command(reader: ProjectReader) -> str | None:
-    """The command that runs the project's tests (see the module docstring); None when none is known."""
+def runnable_test_command(reader: ProjectReader, *, every_failure: bool = False) -> str | None:
+    """The command that runs the project's tests (see the module docstring); None when none is known.
+
+    pytest stops at the first failure (a change's check needs no more), unless ``every_failure``.
+    """
     if npm_test_script(reader) is not None:
         return "npm test --silent"
     if reader.read_text("Cargo.toml"):
@@ -29,7 +32,8 @@ def runnable_test_command(reader: ProjectReader) -> str | None:
     if reader.read_text("go.mod"):
         return "go test ./..."
     if python_tests(reader) is not None:
-        return f"{user_python()} -m pytest {PYTEST_OPTIONS}"
+        options = PYTEST_OPTIONS.replace(" -x", "") if every_failure else PYTEST_OPTIONS
+        return f"{user_python()} -m pytest {options}"
     if reader.read_text("tox.ini"):
         return "tox"
     makefile = reader.read_text("Makefile") or ""
