@@ -117,6 +117,19 @@ def test_a_rename_names_a_name_the_project_has(prompt: str, renamed: tuple[str, 
     assert read_rename(prompt, project.__contains__) == renamed
 
 
+def test_a_files_path_is_no_name_to_rename() -> None:
+    # Found trying a file rename on stockroom: its package's name was renamed to "src" everywhere.
+    project = {"stockroom", "reports", "report", "src", "tests", "load_items"}.__contains__
+    assert (
+        read_rename("Rename the file src/stockroom/reports.py to src/stockroom/report.py.", project) is None
+    )
+    assert read_rename("Rename load_items.py to fetch_items.py", project) is None
+    assert read_rename("Rename `load_items` to `fetch_items` in src/stockroom/cli.py", project) == (
+        "load_items",
+        "fetch_items",
+    )
+
+
 def test_a_plain_word_the_project_defines_is_searched_as_its_name() -> None:
     # Found blind on toolz: "where's countby implemented?" searched "countby" like "looked".
     names = {"countby", "groupby", "digest_method"}

@@ -400,8 +400,8 @@ def read_rename(prompt: str, known: Callable[[str], bool]) -> tuple[str, str] | 
     for separator in _RENAME_SEPARATORS:
         for match in separator.finditer(prompt, verb.end()):
             after = _NAME_TOKEN.match(prompt, match.end())
-            if after is None:
-                continue
+            if after is None or _in_path(prompt, after.start(), after.end()):
+                continue  # "to src/pkg/report.py" renames a file, not a name
             new = after.group(1).rsplit(".", 1)[-1]
             old = _renamed_name(prompt[: match.start()], known)
             if old is not None and old != new and new.lower() not in _STOPWORDS:
@@ -414,12 +414,23 @@ def _renamed_name(before: str, known: Callable[[str], bool]) -> str | None:
     tokens = [
         (match.group(0).startswith("`"), match.group(1).rsplit(".", 1)[-1])
         for match in _NAME_TOKEN.finditer(before)
+        if not _in_path(before, match.start(), match.end())
     ]
     for backticked_only in (True, False):
         for backticked, name in reversed(tokens):
             if (backticked or not backticked_only) and name.lower() not in _STOPWORDS and known(name):
                 return name
     return None
+
+
+def _in_path(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` is part of a file path (``src/pkg/reports.py``), not a name."""
+    token = text[start:end].strip("`")
+    return (
+        text[end : end + 1] == "/"
+        or text[start - 1 : start] in ("/", "\\")
+        or _FILE_NAME.fullmatch(token.removesuffix("()")) is not None
+    )
 
 
 _PART_BREAK = re.compile(
