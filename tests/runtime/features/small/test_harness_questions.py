@@ -172,6 +172,11 @@ def _git(root: Path, *args: str) -> None:
     )
 
 
+def _commits(root: Path) -> int:
+    log = subprocess.run(["git", "log", "--oneline"], cwd=root, capture_output=True, text=True, check=True)
+    return len(log.stdout.splitlines())
+
+
 async def test_a_question_about_the_history_sees_the_log_the_patches_and_the_uncommitted_diff(
     tmp_path: Path,
 ) -> None:
@@ -197,6 +202,32 @@ async def test_a_question_about_the_history_sees_the_log_the_patches_and_the_unc
     assert "Widen the format to 8" in prompt and "First version" in prompt
     assert "function format(value)" in prompt  # the hunk's header names its function
     assert "+  return pad(String(value), 10);" in prompt.split("<uncommitted-changes>")[1]
+
+
+@pytest.mark.parametrize(
+    "request_text",
+    ["Write a commit message for my uncommitted changes.", "Commit my changes with a good message."],
+)
+async def test_a_commit_message_is_written_from_the_diff_and_no_file_or_commit_is_made(
+    tmp_path: Path, request_text: str
+) -> None:
+    # "Write" opened a change: the request went to the edit step, which edits project files.
+    root = _js_project(tmp_path / "project")
+    _git(root, "init", "-q", "-b", "main")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "First version")
+    (root / "index.js").write_text(INDEX_JS.replace("6)", "10)"))
+    model = ScriptedModel([reply("Widen format's padding to 10\n\nNumbers now pad to ten characters.")])
+
+    result = await _coder(Harness(root), model, root).run(request_text)
+
+    asked_to_commit = request_text.startswith("Commit")
+    opening = "I did not make the commit" if asked_to_commit else "Widen format's padding to 10"
+    assert result.text.startswith(opening), result.text
+    assert "Widen format's padding to 10" in result.text
+    assert (root / "index.js").read_text() == INDEX_JS.replace("6)", "10)")  # nothing else changed
+    assert _commits(root) == 1  # no commit made
+    assert "+  return pad(String(value), 10);" in _prompt_of(model.requests[0].messages)
 
 
 async def test_a_request_to_act_outside_the_project_is_refused_touching_nothing(tmp_path: Path) -> None:

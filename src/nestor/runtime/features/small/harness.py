@@ -55,6 +55,7 @@ from nestor.runtime.features.small.understanding.additions import asks_for_tests
 from nestor.runtime.features.small.understanding.asks import ask_kind, refusal
 from nestor.runtime.features.small.understanding.intent import (
     Intent,
+    asks_to_commit,
     delegated_task,
     read_intent,
     read_rename,
@@ -65,6 +66,13 @@ from nestor.runtime.features.small.verifying.verdict import change_problem
 from nestor.runtime.features.small.workspace import Workspace, undone_report
 from nestor.runtime.kernel.driver import HarnessHost
 
+NO_COMMIT = (
+    "I did not make the commit: nestor leaves commits to you (a commit runs the repository's own "
+    "hooks). A message for the uncommitted changes, to use with `git commit -a`:"
+)
+COMMIT_MESSAGE_REQUEST = (
+    "Write a commit message for the uncommitted changes: a short first line, then a sentence."
+)
 _FIX_REQUEST = re.compile(
     r"\b(?:fix(?:es|ed)?|bug(?:gy|s)?|broken|fails?|failing|repair|regression|crash(?:es)?)\b", re.IGNORECASE
 )
@@ -106,6 +114,10 @@ class SmallModelHarness:
     ) -> str | None:
         """A question: nestor's own answer when the code or git says it exactly, else the answer step."""
         ask = ask_kind(prompt)
+        if asks_to_commit(prompt):
+            # A commit runs the repository's hooks; nestor's own git makes none: a message to use.
+            message = await history_answer(work, COMMIT_MESSAGE_REQUEST)
+            return None if message is None else f"{NO_COMMIT}\n\n{message}"
         if ask == "history":
             return await history_answer(work, prompt)
         if ask == "tests" and "bash" in work.host.tool_names():

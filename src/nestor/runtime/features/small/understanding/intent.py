@@ -53,6 +53,11 @@ _FIX_CLAUSE = re.compile(
     r"\b(?:and|then)\s+(?:please\s+)?(?:fix|repair|correct)\s+(?:it|this|that|them|the\s+\w+)\b",
     re.IGNORECASE,
 )
+# "Write a commit message for my changes": text for the user to use, not a change to the project.
+_TEXT_FOR_THE_USER = re.compile(
+    r"\b(?:commit\s+message|(?:pr|pull\s+request|merge\s+request)\s+(?:description|title|summary|body|text))\b",
+    re.IGNORECASE,
+)
 _QUESTION_OPENING = re.compile(
     r"^\s*(?:how|what|why|where|which|who|when|can|could|should|would|is|are|do|does|did)\b", re.IGNORECASE
 )
@@ -199,6 +204,8 @@ def read_intent(
 
 def request_kind(prompt: str) -> RequestKind:
     """Whether ``prompt`` asks for a change, a tour of the project, or an answer."""
+    if _TEXT_FOR_THE_USER.search(prompt) or asks_to_commit(prompt):
+        return "question"  # answered from git's record (nestor makes no commit itself)
     # A sentence that opens with a change verb asks for a change; "How do I add ...?" does not.
     sentences = re.split(r"(?<=[.!?;])\s+|\n+", prompt.strip())
     if any(_CHANGE_REQUEST.match(sentence) for sentence in sentences):
@@ -212,6 +219,18 @@ def request_kind(prompt: str) -> RequestKind:
     if _TOUR.search(prompt) or sum(bool(aspect.search(prompt)) for aspect in _TOUR_ASPECTS) >= 2:
         return "tour"
     return "question"
+
+
+_COMMIT_REQUEST = re.compile(
+    r"^\s*(?:(?:please|now|then|ok|okay|so)[,\s]+)*(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?)?"
+    r"(?:git\s+)?(?:commit|(?:create|make|do)\s+(?:a\s+|the\s+)?commit)\b",
+    re.IGNORECASE | re.MULTILINE,
+)
+
+
+def asks_to_commit(prompt: str) -> bool:
+    """Whether ``prompt`` asks nestor to make a git commit ("commit my changes with a good message")."""
+    return _COMMIT_REQUEST.search(prompt) is not None
 
 
 def _named_agent(prompt: str, agent_names: Iterable[str]) -> str | None:
