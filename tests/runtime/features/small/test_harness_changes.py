@@ -26,6 +26,7 @@ from tests.runtime.features.small.test_harness import (
     FillingModel,
     _calc_project,
     _coder,
+    _prompt_of,
 )
 from tests.runtime.features.small.test_harness_questions import INDEX_JS as GOOD_INDEX_JS
 from tests.runtime.features.small.test_harness_questions import TEST_JS as GOOD_TEST_JS
@@ -167,6 +168,37 @@ async def test_a_javascript_test_asked_for_is_added_at_the_end_of_the_file_testi
     retry = "".join(str(part.content) for part in model.requests[1].messages[-1].parts)  # type: ignore[union-attr]
     assert "function pad(text, width) {" in first and "require('../index.js')" in first
     assert "Your test failed, so it was taken out again" in retry
+
+
+async def test_a_change_to_one_named_function_is_the_function_written_again_with_its_helper(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Asked for SEARCH/REPLACE blocks, the 1.5B model loses the format; the function whole, it
+    # writes. A first version that breaks the tests is undone and written again, shown why.
+    root = _calc_project(tmp_path / "project", monkeypatch)
+    good_calc = CALC.replace("a - b", "a + b")
+    (root / "calc.py").write_text("import math\n\n\n" + good_calc + "\n\ndef other():\n    return 1\n")
+    broken = "```python\ndef add(a, b):\n    return _sum(a, b)\n```"
+    helper = (
+        '```python\ndef _sum(a, b):\n    return a + b\n\n\ndef add(a, b):\n    """Add two numbers."""\n'
+        "    return _sum(a, b)\n```\nThe sum is taken by a helper."
+    )
+    model = ScriptedModel([reply(broken), reply(helper)])
+
+    result = await agent_run(root, model, "Extract the sum in add into a helper function _sum(a, b).")
+
+    assert (root / "calc.py").read_text() == (
+        'import math\n\n\ndef _sum(a, b):\n    return a + b\n\n\ndef add(a, b):\n    """Add two numbers."""\n'
+        "    return _sum(a, b)\n\n\ndef other():\n    return 1\n"
+    )
+    assert result.startswith(
+        "Changed calc.py.\nRewrote `add` (calc.py). The sum is taken by a helper.\nTests (`"
+    ), result
+    assert "Tests (`" in result and "pass." in result
+    first = _prompt_of(model.requests[0].messages)
+    retry = _prompt_of(model.requests[1].messages)
+    assert '<function file="calc.py">\ndef add(a, b):' in first and "def other" not in first
+    assert "made the tests fail, so it was undone" in retry and "NameError" in retry
 
 
 async def test_a_change_the_tests_fail_is_undone_whole_new_files_included(

@@ -44,6 +44,7 @@ from nestor.runtime.features.small.acting.lookups import callers_answer, covers_
 from nestor.runtime.features.small.acting.new_tests import add_tests, tested_code
 from nestor.runtime.features.small.acting.questions import answer
 from nestor.runtime.features.small.acting.rename import project_has, rename
+from nestor.runtime.features.small.acting.rewriting import rewrite_function, rewrite_target
 from nestor.runtime.features.small.acting.running_tests import tests_answer
 from nestor.runtime.features.small.acting.tour import tour
 from nestor.runtime.features.small.gathering.code_index import code_index
@@ -265,6 +266,9 @@ async def _changed(
             )
             if fixed is not None:
                 return fixed
+    if addition is None and failure is None and (target := rewrite_target(intent, prompt, work)) is not None:
+        # One function the request names, nothing failing: the model writes it again, whole.
+        return await rewrite_function(work, target, prompt, command)
     return await edit_with_blocks(work, intent, prompt, failure, command, named)
 
 

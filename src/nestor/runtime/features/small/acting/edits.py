@@ -55,7 +55,8 @@ async def edit_with_blocks(
         if not reply:
             return None
         blocks = parse_edit_blocks(reply)
-        applied, notes = await _apply_blocks(work, blocks, evidence)
+        shown = list(dict.fromkeys(excerpt.region.path for excerpt in evidence.excerpts))
+        applied, notes = await apply_blocks(work, blocks, shown)
         changed.extend(path for path in applied if path not in changed)
         said = reply if applied else said
         if not applied:
@@ -86,15 +87,19 @@ async def _change_evidence(work: Workspace, intent: Intent, failure: str | None)
     )
 
 
-async def _apply_blocks(
-    work: Workspace, blocks: list[EditBlock], evidence: Evidence
+async def apply_blocks(
+    work: Workspace, blocks: list[EditBlock], shown: list[str]
 ) -> tuple[list[str], list[str]]:
-    """Apply the blocks through the edit tool; returns the files changed and what went wrong."""
+    """Apply the blocks through the edit tool; returns the files changed and what went wrong.
+
+    ``shown`` are the files the model was shown: a block's path that is no project file is
+    taken to be the one of them its SEARCH lines match.
+    """
     edits: list[PlannedEdit] = []
     problems: list[str] = []
     pending: dict[str, str] = {}
     for block in blocks:
-        path = _block_path(work.reader, block, evidence)
+        path = _block_path(work.reader, block, shown)
         if path is None:
             problems.append(
                 f"{block.path}: no such file in the project, and the SEARCH lines match no file shown."
@@ -118,7 +123,7 @@ async def _apply_blocks(
     return applied, problems
 
 
-def _block_path(reader: ProjectReader, block: EditBlock, evidence: Evidence) -> str | None:
+def _block_path(reader: ProjectReader, block: EditBlock, shown: list[str]) -> str | None:
     """The project file a block edits: the path it names, else the one shown file its SEARCH matches.
 
     Small models copy the format's placeholder path, or leave a directory out; the lines
@@ -127,8 +132,7 @@ def _block_path(reader: ProjectReader, block: EditBlock, evidence: Evidence) -> 
     named = _project_path(reader, block.path)
     if named is not None and (reader.read_text(named) is not None or not block.search.strip()):
         return named
-    candidates = dict.fromkeys(excerpt.region.path for excerpt in evidence.excerpts)
-    matching = [path for path in candidates if locate(block, reader.read_text(path) or "") is not None]
+    matching = [path for path in shown if locate(block, reader.read_text(path) or "") is not None]
     return matching[0] if len(matching) == 1 else None
 
 

@@ -85,6 +85,14 @@ You are nestor, a coding assistant. The user wants a short comment or docstring 
 shown. Write one plain sentence, under 15 words, saying what it does or returns, as the request \
 asks. Reply with the sentence only: no quotes, no comment markers, no code."""
 
+REWRITE_FUNCTION = """\
+You are nestor, a coding assistant. You are shown one function of the user's project and a \
+request to change it.
+- Write the whole function again with the change the request asks for: the same name, every line \
+of it, in the file's style. Change nothing the request does not ask for.
+- If the request asks for a new helper function, write it in the same block, before the function.
+- Reply with the code in one code block, then one sentence saying what you changed."""
+
 APPEND_TEST = """\
 You are nestor, a coding assistant. Write one new test of the code shown, to go at the end of \
 the test file shown.

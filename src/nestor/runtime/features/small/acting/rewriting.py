@@ -1,0 +1,174 @@
+"""A change to one named function, in any language: the model writes the function again, whole.
+
+"Give to_csv an optional `delimiter` parameter", "extract the loop of by_location into a helper",
+"log each removal in remove_item": a request that names one function of the project and changes
+it. Asked for SEARCH/REPLACE blocks, the 1.5B model loses the format; asked to write the one
+function again with the change (a helper it needs before it, in the same block), it writes a
+fair one. nestor puts the block where the function was, at its indentation, checks that the file
+still parses and still defines the function, and runs the tests; a version that fails is undone
+and written again, shown the failure.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+
+from nestor.runtime.features.small.acting import prompts
+from nestor.runtime.features.small.acting.edit_blocks import parse_edit_blocks
+from nestor.runtime.features.small.acting.edits import apply_blocks
+from nestor.runtime.features.small.gathering.code_index import CodeIndex, Definition, code_index
+from nestor.runtime.features.small.gathering.functions import CODE_BLOCK
+from nestor.runtime.features.small.gathering.languages import language_of, parses_cleanly
+from nestor.runtime.features.small.gathering.project import is_test_path
+from nestor.runtime.features.small.understanding.intent import Intent
+from nestor.runtime.features.small.workspace import (
+    EDIT_ATTEMPTS,
+    EDIT_MAX_TOKENS,
+    PlannedEdit,
+    Workspace,
+    change_report,
+    trim_lines,
+)
+
+MAX_FUNCTION_LINES = 80
+"""A longer function is not written again whole (the edit blocks take it)."""
+
+
+def named_function(intent: Intent, index: CodeIndex) -> Definition | None:
+    """The one function or method the request names, when it names exactly one the project defines.
+
+    Each name the request writes that the code defines as a function outside the tests counts; a
+    name defined more than once (in two classes, say) counts only when written with its owner
+    (``key`` in "an optional `key` parameter" is no function of the request's).
+    """
+    found: dict[str, Definition] = {}
+    for term in intent.terms:
+        if not term.exact or term.is_file:
+            continue
+        definitions = [
+            definition
+            for definition in index.defined(term.text)
+            if definition.kind in ("function", "method")
+            and not is_test_path(definition.path)
+            and (term.owner is None or definition.owner in (None, term.owner))
+        ]
+        if len(definitions) == 1:
+            found[definitions[0].qualified] = definitions[0]
+    if len(found) != 1:
+        return None
+    (definition,) = found.values()
+    return definition if definition.end - definition.line < MAX_FUNCTION_LINES else None
+
+
+async def rewrite_function(
+    work: Workspace, definition: Definition, prompt: str, command: str | None
+) -> str | None:
+    """Have the model write ``definition`` again as ``prompt`` asks, until the tests pass.
+
+    Returns the report (a failing last version is left for the verdict to undo), or None when a
+    budget stopped the run.
+    """
+    path, name = definition.path, definition.name
+    notes: list[str] = []
+    said = ""
+    for attempt in range(EDIT_ATTEMPTS):
+        source = work.reader.read_text(path) or ""
+        lines = source.splitlines(keepends=True)
+        original = "".join(lines[definition.line - 1 : definition.end])
+        decorated = definition.line > 1 and lines[definition.line - 2].lstrip().startswith("@")
+        request = _request(path, original, prompt, notes)
+        reply = await work.host.ask(
+            prompts.REWRITE_FUNCTION, request, max_tokens=EDIT_MAX_TOKENS, attempt=attempt
+        )
+        if reply is None:
+            return None
+        written = _written(reply, original, keep_decorators=not decorated)
+        if written is None and (blocks := parse_edit_blocks(reply)):
+            # Edit blocks instead of the function: applied as the edit step applies them.
+            applied, notes = await apply_blocks(work, blocks, [path])
+            if applied:
+                said = reply
+                failure = await work.run_tests(command) if command else None
+                if failure is None:
+                    return change_report(applied, reply, command, passed=True if command else None)
+                work.restore(applied)
+                notes = [f"Your change made the tests fail, so it was undone:\n{trim_lines(failure, 15)}"]
+            continue
+        if written is None:
+            notes = [f"Your reply had no code block with a new version of `{name}`."]
+            continue
+        changed = "".join(lines[: definition.line - 1]) + written + "".join(lines[definition.end :])
+        problem = _problem(path, changed, name)
+        if problem is not None:
+            notes = [f"Your version was not used: {problem}."]
+            continue
+        problems: list[str] = []
+        if not await work.run_edits([PlannedEdit(path, original, written)], problems):
+            notes = problems
+            continue
+        said = _prose(reply)
+        failure = await work.run_tests(command) if command else None
+        if failure is None:
+            return change_report([path], f"Rewrote `{definition.qualified}` ({path}). {said}", command, True)
+        await work.run_edits([PlannedEdit(path, written, original)], [])
+        tail = trim_lines(failure, 15)
+        notes = [f"Your version of `{name}` made the tests fail, so it was undone:\n{tail}"]
+    return change_report([], said, command, passed=False if command else None)
+
+
+def _request(path: str, original: str, prompt: str, notes: list[str]) -> str:
+    parts = [f'<function file="{path}">\n{textwrap.dedent(original).rstrip()}\n</function>', *notes]
+    parts.append(f"Request: {prompt}\n\nWrite the whole function again with that change.")
+    return "\n\n".join(parts)
+
+
+def _written(reply: str, original: str, *, keep_decorators: bool) -> str | None:
+    """The model's code at the original's indentation; None when it has none or changes nothing.
+
+    Without ``keep_decorators``, decorators the model repeats are dropped: the file keeps its own.
+    """
+    match = CODE_BLOCK.search(reply)
+    if match is None:
+        return None
+    code = textwrap.dedent(match.group(1)).strip("\n")
+    if not keep_decorators:
+        code = re.sub(r"\A(?:@[^\n]*\n)+", "", code)
+    first = original.splitlines()[0] if original.strip() else ""
+    indent = first[: len(first) - len(first.lstrip())]
+    written = textwrap.indent(code, indent, lambda line: bool(line.strip())) + "\n"
+    return None if written.strip() == original.strip() else written
+
+
+def _problem(path: str, changed: str, name: str) -> str | None:
+    """What makes the file with the new version unusable, or None."""
+    if parses_cleanly(path, changed) is False:
+        return "the file would not parse with it"
+    escaped = re.escape(name)
+    defines = (
+        rf"\b(?:def|function|fn|func)\s+(?:\([^)]*\)\s*)?{escaped}\b"  # def, function, fn, Go's func (r T)
+        rf"|\b{escaped}\s*[:=]\s*(?:async\s+)?(?:function\b|\()"  # JavaScript's name = function / (...) =>
+    )
+    if language_of(path) is not None and not re.search(defines, changed):
+        return f"it does not define `{name}` any more"
+    return None
+
+
+def _prose(reply: str) -> str:
+    """The model's words outside its code block, on one line."""
+    prose = CODE_BLOCK.sub("", reply)
+    return " ".join(line.strip() for line in prose.splitlines() if line.strip())[:300]
+
+
+# A request that takes the function away, or moves it, is no new version of it.
+_TAKES_AWAY = re.compile(r"(?:^|[.!?]\s+)(?:please\s+)?(?:remove|delete|drop|inline|move|rename)\b", re.I)
+
+
+def rewrite_target(intent: Intent, prompt: str, work: Workspace) -> Definition | None:
+    """The function a change request names, when the request may change its file."""
+    if _TAKES_AWAY.search(prompt):
+        return None
+    definition = named_function(intent, code_index(work.reader))
+    if definition is None or not work.scope.allows(definition.path, exists=True):
+        return None
+    return definition
