@@ -606,6 +606,28 @@ async def test_tests_asked_for_of_existing_code_go_where_its_tests_are_and_the_c
     assert "Your test module failed" in retry and "assert 1 == 2" in retry
 
 
+async def test_a_module_level_helper_written_for_a_method_goes_above_its_class(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _counter_project(tmp_path / "project", monkeypatch)
+    # As a model writes it: the helper at the margin, the method indented as in its class.
+    written = (
+        "```python\ndef _increment(count, n):\n    return count + n\n\n\n"
+        "    def add(self, n=1):\n        self.count = _increment(self.count, n)\n```"
+    )
+    model = ScriptedModel([reply(written)])
+
+    result = await _coder(Harness(root), model, root).run(
+        "Extract the increment in Counter.add into a module-level function _increment(count, n)."
+    )
+
+    assert (root / "counter.py").read_text() == (
+        "def _increment(count, n):\n    return count + n\n\n\n"
+        + COUNTER.replace("        self.count += n\n", "        self.count = _increment(self.count, n)\n")
+    )
+    assert result.text.startswith("Changed counter.py.\nRewrote `Counter.add`"), result.text
+
+
 async def test_a_new_test_failing_inside_the_new_method_has_the_method_written_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -14,11 +14,10 @@ test is never changed for it.
 from __future__ import annotations
 
 import re
-from collections import Counter
 
 from nestor.runtime.features.small.acting import prompts
 from nestor.runtime.features.small.acting.appending import added_text, append_text
-from nestor.runtime.features.small.gathering.code_index import CodeIndex, Definition
+from nestor.runtime.features.small.gathering.code_index import CodeIndex, Definition, owned_by
 from nestor.runtime.features.small.gathering.project import is_test_path
 from nestor.runtime.features.small.understanding.intent import Intent
 from nestor.runtime.features.small.workspace import EDIT_ATTEMPTS, EDIT_MAX_TOKENS, Workspace, trim_lines
@@ -37,18 +36,18 @@ def tested_definition(intent: Intent, index: CodeIndex) -> tuple[Definition, str
     for term in intent.terms:
         if not term.exact or term.is_file:
             continue
-        found = [
-            definition
-            for definition in index.defined(term.text)
-            if not is_test_path(definition.path)
-            and definition.kind in ("function", "method")
-            and (term.owner is None or definition.owner in (None, term.owner))
-        ]
+        found = owned_by(
+            [
+                definition
+                for definition in index.defined(term.text)
+                if not is_test_path(definition.path) and definition.kind in ("function", "method")
+            ],
+            term.owner,
+        )
         if len(found) != 1:
             continue
-        calling = Counter(test.path for test in index.tests if term.text in test.calls)
-        if calling:
-            return found[0], calling.most_common(1)[0][0]
+        if (test_file := index.test_file_calling(term.text, found[0].owner)) is not None:
+            return found[0], test_file
     return None
 
 

@@ -14,7 +14,7 @@ from pathlib import PurePosixPath
 from nestor.runtime.features.small.acting import prompts
 from nestor.runtime.features.small.acting.fixes import fix_by_infilling
 from nestor.runtime.features.small.acting.members import write_member
-from nestor.runtime.features.small.gathering.code_index import code_index
+from nestor.runtime.features.small.gathering.code_index import code_index, owned_by
 from nestor.runtime.features.small.gathering.functions import functions_named, parsed, without_function
 from nestor.runtime.features.small.gathering.project import is_test_path, project_files
 from nestor.runtime.features.small.gathering.reader import ProjectReader
@@ -64,7 +64,7 @@ async def add_tests(
     # A test module the request names is where the tests go: its fixtures and helpers with them.
     existing_path = _named_test_module(reader, prompt)
     if existing_path is None and not fix_code:
-        existing_path = _test_module_calling(reader, addition.name)
+        existing_path = _test_module_calling(reader, addition.name, addition.owner)
     existing = reader.read_text(existing_path) if existing_path else None
     if existing_path is not None and existing is not None:
         example, target = existing_path, existing_path
@@ -150,14 +150,16 @@ def tested_code(
     for term in intent.terms:
         if not term.exact or term.is_file:
             continue
-        found = [
-            symbol
-            for symbol in symbols.definitions(term.text)
-            if symbol.kind in ("function", "method", "class")
-            and symbol.path.endswith(".py")
-            and not is_test_path(symbol.path)
-            and (term.owner is None or symbol.owner in (None, term.owner))
-        ]
+        found = owned_by(
+            [
+                symbol
+                for symbol in symbols.definitions(term.text)
+                if symbol.kind in ("function", "method", "class")
+                and symbol.path.endswith(".py")
+                and not is_test_path(symbol.path)
+            ],
+            term.owner,
+        )
         if len(found) != 1:
             continue
         symbol = found[0]
@@ -168,14 +170,10 @@ def tested_code(
     return None
 
 
-def _test_module_calling(reader: ProjectReader, name: str) -> str | None:
-    """The Python test module whose tests call ``name`` most (the first of a tie), if any does."""
+def _test_module_calling(reader: ProjectReader, name: str, owner: str | None) -> str | None:
+    """The Python test module whose tests call ``name`` (of ``owner``) most, if any does."""
     tests = [path for path in project_files(reader.root) if path.endswith(".py") and is_test_path(path)]
-    counts: dict[str, int] = {}
-    for test in code_index(reader, tests).tests:
-        if name in test.calls:
-            counts[test.path] = counts.get(test.path, 0) + 1
-    return max(counts, key=lambda path: counts[path]) if counts else None
+    return code_index(reader, tests).test_file_calling(name, owner)
 
 
 def _named_test_module(reader: ProjectReader, prompt: str) -> str | None:

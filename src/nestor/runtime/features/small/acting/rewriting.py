@@ -17,7 +17,7 @@ import textwrap
 from nestor.runtime.features.small.acting import prompts
 from nestor.runtime.features.small.acting.edit_blocks import parse_edit_blocks
 from nestor.runtime.features.small.acting.edits import apply_blocks
-from nestor.runtime.features.small.gathering.code_index import CodeIndex, Definition, code_index
+from nestor.runtime.features.small.gathering.code_index import CodeIndex, Definition, code_index, owned_by
 from nestor.runtime.features.small.gathering.functions import CODE_BLOCK
 from nestor.runtime.features.small.gathering.languages import language_of, parses_cleanly
 from nestor.runtime.features.small.gathering.project import is_test_path
@@ -46,13 +46,14 @@ def named_function(intent: Intent, index: CodeIndex) -> Definition | None:
     for term in intent.terms:
         if not term.exact or term.is_file:
             continue
-        definitions = [
-            definition
-            for definition in index.defined(term.text)
-            if definition.kind in ("function", "method")
-            and not is_test_path(definition.path)
-            and (term.owner is None or definition.owner in (None, term.owner))
-        ]
+        definitions = owned_by(
+            [
+                definition
+                for definition in index.defined(term.text)
+                if definition.kind in ("function", "method") and not is_test_path(definition.path)
+            ],
+            term.owner,
+        )
         if len(definitions) == 1:
             found[definitions[0].qualified] = definitions[0]
     if len(found) != 1:
@@ -83,7 +84,10 @@ async def rewrite_function(
         )
         if reply is None:
             return None
-        written = _written(reply, original, keep_decorators=not decorated)
+        code = _code(reply, keep_decorators=not decorated)
+        written = _placed(code, lines, definition, _class_line(work, definition)) if code else None
+        if written is not None and written[1].strip() == written[0].strip():
+            written = None
         if written is None and (blocks := parse_edit_blocks(reply)):
             # Edit blocks instead of the function: applied as the edit step applies them.
             applied, notes = await apply_blocks(work, blocks, [path])
@@ -98,20 +102,20 @@ async def rewrite_function(
         if written is None:
             notes = [f"Your reply had no code block with a new version of `{name}`."]
             continue
-        changed = "".join(lines[: definition.line - 1]) + written + "".join(lines[definition.end :])
-        problem = _problem(path, changed, name)
+        old, new = written
+        problem = _problem(path, source.replace(old, new, 1), name)
         if problem is not None:
             notes = [f"Your version was not used: {problem}."]
             continue
         problems: list[str] = []
-        if not await work.run_edits([PlannedEdit(path, original, written)], problems):
+        if not await work.run_edits([PlannedEdit(path, old, new)], problems):
             notes = problems
             continue
         said = _prose(reply)
         failure = await work.run_tests(command) if command else None
         if failure is None:
             return change_report([path], f"Rewrote `{definition.qualified}` ({path}). {said}", command, True)
-        await work.run_edits([PlannedEdit(path, written, original)], [])
+        await work.run_edits([PlannedEdit(path, new, old)], [])
         tail = trim_lines(failure, 15)
         notes = [f"Your version of `{name}` made the tests fail, so it was undone:\n{tail}"]
     return change_report([], said, command, passed=False if command else None)
@@ -123,8 +127,8 @@ def _request(path: str, original: str, prompt: str, notes: list[str]) -> str:
     return "\n\n".join(parts)
 
 
-def _written(reply: str, original: str, *, keep_decorators: bool) -> str | None:
-    """The model's code at the original's indentation; None when it has none or changes nothing.
+def _code(reply: str, *, keep_decorators: bool) -> str | None:
+    """The code of the model's reply (its first code block), dedented; None when it has none.
 
     Without ``keep_decorators``, decorators the model repeats are dropped: the file keeps its own.
     """
@@ -134,10 +138,51 @@ def _written(reply: str, original: str, *, keep_decorators: bool) -> str | None:
     code = textwrap.dedent(match.group(1)).strip("\n")
     if not keep_decorators:
         code = re.sub(r"\A(?:@[^\n]*\n)+", "", code)
-    first = original.splitlines()[0] if original.strip() else ""
+    return code or None
+
+
+def _placed(code: str, lines: list[str], definition: Definition, class_line: int | None) -> tuple[str, str]:
+    """``(old, new)``: the file's text the model's code replaces, and what replaces it.
+
+    The code goes where the function was, at its indentation. For a method, helpers the model
+    wrote at the margin, above a method it indented, are module-level functions: they go above
+    the class, and the method in its place.
+    """
+    original = "".join(lines[definition.line - 1 : definition.end])
+    first = lines[definition.line - 1]
     indent = first[: len(first) - len(first.lstrip())]
-    written = textwrap.indent(code, indent, lambda line: bool(line.strip())) + "\n"
-    return None if written.strip() == original.strip() else written
+    code_lines = code.splitlines()
+    defining = re.compile(rf"\s*(?:async\s+)?(?:def|function|fn|func)\b.*\b{re.escape(definition.name)}\b")
+    start = next((i for i, line in enumerate(code_lines) if defining.match(line)), None)
+    target_indent = len(code_lines[start]) - len(code_lines[start].lstrip()) if start is not None else 0
+    if class_line is not None and start is not None and target_indent > 0 and start > 0:
+        helpers = textwrap.dedent("\n".join(code_lines[:start])).strip("\n")
+        method = textwrap.dedent("\n".join(code_lines[start:]))
+        above = "".join(lines[class_line - 1 : definition.line - 1])
+        return above + original, helpers + "\n\n\n" + above + _indented(method, indent)
+    return original, _indented(code, indent)
+
+
+def _indented(code: str, indent: str) -> str:
+    return textwrap.indent(code, indent, lambda line: bool(line.strip())) + "\n"
+
+
+def _class_line(work: Workspace, definition: Definition) -> int | None:
+    """The first line of the class a method is in (None for a function)."""
+    if definition.owner is None:
+        return None
+    classes = [
+        candidate
+        for candidate in code_index(work.reader, [definition.path]).defined(definition.owner)
+        if candidate.line <= definition.line <= candidate.end
+    ]
+    if not classes:
+        return None
+    lines = (work.reader.read_text(definition.path) or "").splitlines()
+    line = classes[-1].line
+    while line > 1 and lines[line - 2].lstrip().startswith("@"):  # the class's decorators stay on it
+        line -= 1
+    return line
 
 
 def _problem(path: str, changed: str, name: str) -> str | None:

@@ -20,7 +20,7 @@ import itertools
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Protocol, TypeVar
 
 from nestor.runtime.features.small.gathering.languages import language_of, parse
 from nestor.runtime.features.small.gathering.project import is_test_path, project_files
@@ -145,6 +145,19 @@ class CodeIndex:
     def members(self, owner: str) -> list[Definition]:
         """What belongs to ``owner`` (a class's methods, an enum's variants), in file order."""
         return [definition for definition in self.definitions if definition.owner == owner]
+
+    def test_file_calling(self, name: str, owner: str | None = None) -> str | None:
+        """The test file whose tests call ``name`` most (the first of a tie); None when none does.
+
+        For a method, a test that calls it and uses its class (``Counter``) counts most: another
+        class's ``add`` is not it.
+        """
+        counts: dict[str, int] = {}
+        for test in self.tests:
+            if name in test.calls:
+                weight = 3 if owner is not None and owner in test.names else 1
+                counts[test.path] = counts.get(test.path, 0) + weight
+        return max(counts, key=lambda path: counts[path]) if counts else None
 
     def enclosing(self, path: str, line: int) -> Definition | None:
         """The innermost function or method of ``path`` around ``line``."""
@@ -278,6 +291,25 @@ class _File:
                 names.add(_text(child))
         line = definition.line if definition else node.start_point[0] + 1
         return TestCase(title, self.path, line, node.end_point[0] + 1, frozenset(calls), frozenset(names))
+
+
+class _Owned(Protocol):
+    @property
+    def owner(self) -> str | None: ...
+
+
+_OwnedT = TypeVar("_OwnedT", bound=_Owned)
+
+
+def owned_by(found: list[_OwnedT], owner: str | None) -> list[_OwnedT]:
+    """Of the definitions of a name, those the user meant by writing it with ``owner``.
+
+    ``Store.get``: the ones of ``Store``; when none is (``semver.parse``, a module's function),
+    the ones of no class. Without an owner, all of them.
+    """
+    if owner is None:
+        return found
+    return [item for item in found if item.owner == owner] or [item for item in found if item.owner is None]
 
 
 def words_of(name: str) -> list[str]:
