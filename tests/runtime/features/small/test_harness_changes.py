@@ -201,6 +201,29 @@ async def test_a_change_to_one_named_function_is_the_function_written_again_with
     assert "made the tests fail, so it was undone" in retry and "NameError" in retry
 
 
+@needs_node
+async def test_a_javascript_function_written_again_must_still_define_itself(tmp_path: Path) -> None:
+    root = good_js_project(tmp_path / "project")
+    helper_only = "```js\nfunction fill(text) {\n  return text;\n}\n```"
+    rewritten = (
+        "```js\nfunction pad(text, width, fill = ' ') {\n  return text.padStart(width, fill);\n}\n```\n"
+        "pad takes the fill character."
+    )
+    model = ScriptedModel([reply(helper_only), reply(rewritten)])
+
+    result = await agent_run(root, model, "Give pad an optional `fill` character parameter (default ' ').")
+
+    assert (root / "index.js").read_text() == GOOD_INDEX_JS.replace(
+        "function pad(text, width) {\n  return text.padStart(width);",
+        "function pad(text, width, fill = ' ') {\n  return text.padStart(width, fill);",
+    )
+    assert result.startswith("Changed index.js.\nRewrote `pad` (index.js). pad takes the fill character."), (
+        result
+    )
+    retry = _prompt_of(model.requests[1].messages)
+    assert "Your version was not used: it does not define `pad` any more." in retry
+
+
 async def test_a_change_the_tests_fail_is_undone_whole_new_files_included(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -103,7 +103,7 @@ async def rewrite_function(
             notes = [f"Your reply had no code block with a new version of `{name}`."]
             continue
         old, new = written
-        problem = _problem(path, source.replace(old, new, 1), name)
+        problem = _problem(path, source.replace(old, new, 1), new, name)
         if problem is not None:
             notes = [f"Your version was not used: {problem}."]
             continue
@@ -185,16 +185,13 @@ def _class_line(work: Workspace, definition: Definition) -> int | None:
     return line
 
 
-def _problem(path: str, changed: str, name: str) -> str | None:
-    """What makes the file with the new version unusable, or None."""
+def _problem(path: str, changed: str, written: str, name: str) -> str | None:
+    """What makes the file with the new version (``written``, in ``changed``) unusable, or None."""
     if parses_cleanly(path, changed) is False:
         return "the file would not parse with it"
-    escaped = re.escape(name)
-    defines = (
-        rf"\b(?:def|function|fn|func)\s+(?:\([^)]*\)\s*)?{escaped}\b"  # def, function, fn, Go's func (r T)
-        rf"|\b{escaped}\s*[:=]\s*(?:async\s+)?(?:function\b|\()"  # JavaScript's name = function / (...) =>
-    )
-    if language_of(path) is not None and not re.search(defines, changed):
+    # `def add(`, `fn add<T>(`, `func (v T) Add(`, a method's `format(value) {`, `pad = (...) =>`,
+    # `pad: function`: the name still followed by what defines it in some language.
+    if language_of(path) is not None and not re.search(rf"\b{re.escape(name)}\s*(?:\(|<|[:=])", written):
         return f"it does not define `{name}` any more"
     return None
 
