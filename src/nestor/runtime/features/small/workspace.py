@@ -184,9 +184,8 @@ def runner_missing(outcome: ToolOutcome) -> str | None:
     lines = [line.strip() for line in outcome.content.splitlines()]
     said = [line for line in lines if line and not line.startswith(("... (the last lines", "Exit code:"))]
     if outcome.metadata.get("exit_code") in (126, 127):
-        return next((line for line in said if "not found" in line or "ermission denied" in line), None) or (
-            said[-1][:200] if said else "the command was not found"
-        )
+        why = (line for line in said if "not found" in line.lower() or "permission denied" in line.lower())
+        return next(why, None) or (said[-1][:200] if said else "the command was not found")
     found = _RUNNER_MISSING.search(outcome.content)
     return found.group().strip()[:200] if found else None
 
