@@ -4,10 +4,9 @@ Most questions are answered from evidence by the model (:mod:`..acting.questions
 answer nestor can read off the code itself, exactly, where a 1.5B model lists X among X's own
 callers: who calls a function, which tests cover it, every place that does something, the
 members of an enum or class, what the git history or the current diff says, whether the tests
-pass (by running them). And some requests
-must not be carried out at all: acting outside the project (publishing, pushing, sending),
-reading secrets, destroying the project's work or its tests. Read here from the words, without a
-model, like the rest of :mod:`.intent`.
+pass (by running them). And some requests must not be carried out at all: acting outside the
+project (publishing, pushing, sending), reading secrets, destroying the project's work or its
+tests. Read here from the words, without a model, like the rest of :mod:`.intent`.
 """
 
 from __future__ import annotations
