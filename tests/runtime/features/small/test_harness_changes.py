@@ -179,9 +179,11 @@ async def test_a_change_to_one_named_function_is_the_function_written_again_with
     good_calc = CALC.replace("a - b", "a + b")
     (root / "calc.py").write_text("import math\n\n\n" + good_calc + "\n\ndef other():\n    return 1\n")
     broken = "```python\ndef add(a, b):\n    return _sum(a, b)\n```"
+    # As the model wrote them on the eval: the prompt's markup echoed, the module's imports again.
     helper = (
-        '```python\ndef _sum(a, b):\n    return a + b\n\n\ndef add(a, b):\n    """Add two numbers."""\n'
-        "    return _sum(a, b)\n```\nThe sum is taken by a helper."
+        '```python\n<function file="calc.py">\nimport math\n\n\ndef _sum(a, b):\n    return a + b\n\n\n'
+        'def add(a, b):\n    """Add two numbers."""\n    return _sum(a, b)\n</function>\n```\n'
+        "The sum is taken by a helper."
     )
     model = ScriptedModel([reply(broken), reply(helper)])
 

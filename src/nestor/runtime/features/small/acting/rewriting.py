@@ -11,6 +11,7 @@ and written again, shown the failure.
 
 from __future__ import annotations
 
+import ast
 import re
 import textwrap
 
@@ -85,6 +86,8 @@ async def rewrite_function(
         if reply is None:
             return None
         code = _code(reply, keep_decorators=not decorated)
+        if code and path.endswith(".py"):
+            code = _without_context(code, source) or None
         written = _placed(code, lines, definition, _class_line(work, definition)) if code else None
         if written is not None and written[1].strip() == written[0].strip():
             written = None
@@ -135,10 +138,50 @@ def _code(reply: str, *, keep_decorators: bool) -> str | None:
     match = CODE_BLOCK.search(reply)
     if match is None:
         return None
-    code = textwrap.dedent(match.group(1)).strip("\n")
+    # Small models echo the prompt's markup (`<function file="index.js">`) inside their block.
+    code = textwrap.dedent(_ECHOED_MARKUP.sub("", match.group(1))).strip("\n")
     if not keep_decorators:
         code = re.sub(r"\A(?:@[^\n]*\n)+", "", code)
     return code or None
+
+
+_ECHOED_MARKUP = re.compile(r"^[ \t]*</?function\b[^>\n]*>[ \t]*(?:\n|$)", re.MULTILINE)
+
+
+def _without_context(code: str, source: str) -> str:
+    """The model's Python code without the module's context it wrote again.
+
+    Shown one function, a small model writes the imports and constants it imagines around it
+    (``CSV_HEADER = ["SKU", ...]``, wrong): a top-level import or assignment of a name the file
+    already has is dropped; new functions, classes, imports and names stay.
+    """
+    try:
+        tree, module = ast.parse(code), ast.parse(source)
+    except SyntaxError:
+        return code
+    defined = {name for node in module.body for name in _bound_names(node)}
+    lines = code.splitlines()
+    dropped: set[int] = set()
+    for node in tree.body:
+        names = _bound_names(node)
+        context = isinstance(node, ast.Import | ast.ImportFrom | ast.Assign | ast.AnnAssign)
+        if context and names and names <= defined:
+            dropped.update(range(node.lineno - 1, node.end_lineno or node.lineno))
+    kept = [line for number, line in enumerate(lines) if number not in dropped]
+    return re.sub(r"\n{3,}", "\n\n\n", "\n".join(kept)).strip("\n")
+
+
+def _bound_names(node: ast.stmt) -> set[str]:
+    """The names a top-level statement binds (an import's, an assignment's, a definition's)."""
+    if isinstance(node, ast.Import | ast.ImportFrom):
+        return {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+    if isinstance(node, ast.Assign):
+        return {target.id for target in node.targets if isinstance(target, ast.Name)}
+    if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+        return {node.target.id}
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return {node.name}
+    return set()
 
 
 def _placed(code: str, lines: list[str], definition: Definition, class_line: int | None) -> tuple[str, str]:
