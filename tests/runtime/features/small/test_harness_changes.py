@@ -6,6 +6,7 @@ End to end through the harness, with a scripted model, real tools and a real pro
 import asyncio
 import json
 import shutil
+import textwrap
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -201,6 +202,33 @@ async def test_a_change_to_one_named_function_is_the_function_written_again_with
     retry = _prompt_of(model.requests[1].messages)
     assert '<function file="calc.py">\ndef add(a, b):' in first and "def other" not in first
     assert "made the tests fail, so it was undone" in retry and "NameError" in retry
+
+
+@needs_node
+async def test_a_test_asked_for_goes_inside_the_suite_the_test_file_ends_with(tmp_path: Path) -> None:
+    # Found on bytes: its tests sit in a describe block that defines `mb`; a test appended after
+    # the block could not see it, and failed each time.
+    root = good_js_project(tmp_path / "project")
+    suite = (
+        "const { describe, it } = require('node:test');\nconst assert = require('node:assert');\n"
+        "const { pad } = require('../index.js');\n\ndescribe('pad', function () {\n  var width = 4;\n\n"
+        "  it('pads to the width', function () {\n"
+        "    assert.strictEqual(pad('ab', width), '  ab');\n  });\n});\n"
+    )
+    (root / "test" / "index.test.js").write_text(suite)
+    new_test = "it('pads one character', function () {\n  assert.strictEqual(pad('a', width), '   a');\n});"
+    written = f"```js\n{new_test}\n```"
+    model = ScriptedModel([reply(written)])
+
+    result = await agent_run(root, model, "Add a test that pad pads a single character to the width.")
+
+    expected = suite.replace(
+        "  });\n});\n",
+        "  });\n\n" + textwrap.indent(new_test, "  ") + "\n});\n",
+    )
+    assert (root / "test" / "index.test.js").read_text() == expected
+    assert result.startswith("Added a test at the end of test/index.test.js"), result
+    assert "inside the file's last suite" in _prompt_of(model.requests[0].messages)
 
 
 @needs_node

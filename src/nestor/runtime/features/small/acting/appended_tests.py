@@ -14,13 +14,21 @@ test is never changed for it.
 from __future__ import annotations
 
 import re
+import textwrap
 
 from nestor.runtime.features.small.acting import prompts
 from nestor.runtime.features.small.acting.appending import added_text, append_text
 from nestor.runtime.features.small.gathering.code_index import CodeIndex, Definition, owned_by
+from nestor.runtime.features.small.gathering.languages import parse
 from nestor.runtime.features.small.gathering.project import is_test_path
 from nestor.runtime.features.small.understanding.intent import Intent
-from nestor.runtime.features.small.workspace import EDIT_ATTEMPTS, EDIT_MAX_TOKENS, Workspace, trim_lines
+from nestor.runtime.features.small.workspace import (
+    EDIT_ATTEMPTS,
+    EDIT_MAX_TOKENS,
+    PlannedEdit,
+    Workspace,
+    trim_lines,
+)
 
 SHOWN_HEAD_LINES = 25
 SHOWN_END_LINES = 30
@@ -73,7 +81,13 @@ async def append_tests(
             notes = [f"Your test never called `{definition.name}`: it must call it and check the result."]
             continue
         problems: list[str] = []
-        if not await append_text(work, test_path, text, blank_line=True, problems=problems):
+        closing = _suite_end(test_path, source)
+        if closing is not None:  # inside the file's last suite, where its names are visible
+            edit = PlannedEdit(test_path, source, _inserted(source, closing, text))
+            changed = await work.run_edits([edit], problems)
+        else:
+            changed = await append_text(work, test_path, text, blank_line=True, problems=problems)
+        if not changed:
             return f"I could not add the test to {test_path}: " + "; ".join(problems)
         failure = await work.run_tests(command)
         if failure is None:
@@ -97,8 +111,44 @@ def _test_request(
     if end:
         parts.append(f'<test-file path="{test_path}" part="end">\n{end}\n</test-file>')
     parts.extend(notes)
+    where = (
+        "inside the file's last suite, before its closing line (the names that suite defines are visible)"
+        if _suite_end(test_path, source) is not None
+        else "at the end of the file, at its top level (names defined inside another block are not visible)"
+    )
     parts.append(
-        f"Request: {prompt}\n\nWrite only the new test to add at the end of {test_path}: it calls "
+        f"Request: {prompt}\n\nWrite only the new test for {test_path}. It goes {where}. It calls "
         f"`{definition.name}` and checks what the request says."
     )
     return "\n\n".join(parts)
+
+
+def _suite_end(path: str, source: str) -> int | None:
+    """The line (0-based) closing the suite the file ends with, if it ends with one.
+
+    A suite is a top-level ``describe(...)``/``suite(...)``/``context(...)`` call, or a Rust ``mod``.
+    """
+    tree = parse(path, source)
+    nodes = tree.root_node.named_children if tree is not None else []
+    if not nodes:
+        return None
+    last = nodes[-1]
+    call = last.named_children[0] if last.type == "expression_statement" and last.named_children else None
+    is_call = call is not None and call.type == "call_expression"
+    function = call.child_by_field_name("function") if call is not None and is_call else None
+    called = function.text if function is not None else None
+    suite = last.type == "mod_item" or called in (b"describe", b"suite", b"context")
+    lines = source.splitlines()
+    row = last.end_point[0]
+    if suite and row < len(lines) and re.fullmatch(r"\s*\}\)?;?\s*", lines[row]):
+        return row
+    return None
+
+
+def _inserted(source: str, closing: int, text: str) -> str:
+    """``source`` with ``text`` before its line ``closing``, indented as the suite's first line inside."""
+    lines = source.splitlines(keepends=True)
+    inner = next((line for line in lines[closing - 1 :: -1] if line.strip()), "")
+    indent = " " * (len(inner) - len(inner.lstrip())) if inner.strip() not in ("});", "})", "}") else "  "
+    block = textwrap.indent(text, indent, lambda line: bool(line.strip()))
+    return "".join(lines[:closing]).rstrip("\n") + "\n\n" + block + "\n" + "".join(lines[closing:])

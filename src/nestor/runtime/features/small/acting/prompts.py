@@ -96,8 +96,8 @@ of it, in the file's style. Change nothing the request does not ask for.
 APPEND_TEST = """\
 You are nestor, a coding assistant. Write one new test of the code shown, to go at the end of \
 the test file shown.
-- Use only what the file's first lines import or define at its top level: names defined inside \
-another test's block are not visible at its end.
+- Use only the names visible where the test goes (the request says where): what the file's first \
+lines import or define, and the names of the suite it goes in.
 - Write it the way the file's tests are written (the same test functions or blocks, the same \
 assertions), calling the code with values and checking what the request says.
 - Reply with only the new test in one code block. Nothing else."""
