@@ -606,14 +606,16 @@ async def test_tests_asked_for_of_existing_code_go_where_its_tests_are_and_the_c
     assert "Your test module failed" in retry and "assert 1 == 2" in retry
 
 
+@pytest.mark.parametrize("method_indent", ["    ", ""])
 async def test_a_module_level_helper_written_for_a_method_goes_above_its_class(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, method_indent: str
 ) -> None:
     root = _counter_project(tmp_path / "project", monkeypatch)
-    # As a model writes it: the helper at the margin, the method indented as in its class.
+    # As a model writes it: the helper at the margin, the method indented as in its class, or
+    # (found on the eval) at the margin too: a function without `self` is the module's.
     written = (
         "```python\ndef _increment(count, n):\n    return count + n\n\n\n"
-        "    def add(self, n=1):\n        self.count = _increment(self.count, n)\n```"
+        f"{method_indent}def add(self, n=1):\n{method_indent}    self.count = _increment(self.count, n)\n```"
     )
     model = ScriptedModel([reply(written)])
 

@@ -198,12 +198,41 @@ def _placed(code: str, lines: list[str], definition: Definition, class_line: int
     defining = re.compile(rf"\s*(?:async\s+)?(?:def|function|fn|func)\b.*\b{re.escape(definition.name)}\b")
     start = next((i for i, line in enumerate(code_lines) if defining.match(line)), None)
     target_indent = len(code_lines[start]) - len(code_lines[start].lstrip()) if start is not None else 0
-    if class_line is not None and start is not None and target_indent > 0 and start > 0:
-        helpers = textwrap.dedent("\n".join(code_lines[:start])).strip("\n")
-        method = textwrap.dedent("\n".join(code_lines[start:]))
-        above = "".join(lines[class_line - 1 : definition.line - 1])
-        return above + original, helpers + "\n\n\n" + above + _indented(method, indent)
+    if class_line is not None and start is not None and start > 0:
+        if target_indent > 0:
+            helpers = textwrap.dedent("\n".join(code_lines[:start])).strip("\n")
+            method = textwrap.dedent("\n".join(code_lines[start:]))
+        else:  # all at one margin: a helper without `self` or `cls` is a module's function
+            helpers, method = _module_level(code_lines, start)
+        if helpers:
+            above = "".join(lines[class_line - 1 : definition.line - 1])
+            return above + original, helpers + "\n\n\n" + above + _indented(method, indent)
     return original, _indented(code, indent)
+
+
+def _module_level(code_lines: list[str], start: int) -> tuple[str, str]:
+    """The module-level part of Python code written before a method (line ``start``), and the rest.
+
+    Module-level: its imports, and functions whose first parameter is not ``self`` or ``cls``.
+    """
+    try:
+        tree = ast.parse("\n".join(code_lines))
+    except SyntaxError:
+        return "", "\n".join(code_lines)
+    module: set[int] = set()
+    for node in tree.body:
+        if node.lineno - 1 >= start:
+            break
+        first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))]) - 1
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            module.update(range(first, node.end_lineno or node.lineno))
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            arguments = node.args.posonlyargs + node.args.args
+            if not arguments or arguments[0].arg not in ("self", "cls"):
+                module.update(range(first, node.end_lineno or node.lineno))
+    helpers = "\n".join(line for number, line in enumerate(code_lines) if number in module)
+    rest = "\n".join(line for number, line in enumerate(code_lines) if number not in module)
+    return re.sub(r"\n{3,}", "\n\n\n", helpers).strip("\n"), rest.strip("\n")
 
 
 def _indented(code: str, indent: str) -> str:
