@@ -18,9 +18,8 @@ import textwrap
 
 from nestor.runtime.features.small.acting import prompts
 from nestor.runtime.features.small.acting.appending import added_text, append_text
-from nestor.runtime.features.small.gathering.code_index import CodeIndex, Definition, owned_by
+from nestor.runtime.features.small.gathering.code_index import CodeIndex, Definition
 from nestor.runtime.features.small.gathering.languages import parse
-from nestor.runtime.features.small.gathering.project import is_test_path
 from nestor.runtime.features.small.understanding.intent import Intent
 from nestor.runtime.features.small.workspace import (
     EDIT_ATTEMPTS,
@@ -44,14 +43,7 @@ def tested_definition(intent: Intent, index: CodeIndex) -> tuple[Definition, str
     for term in intent.terms:
         if not term.exact or term.is_file:
             continue
-        found = owned_by(
-            [
-                definition
-                for definition in index.defined(term.text)
-                if not is_test_path(definition.path) and definition.kind in ("function", "method")
-            ],
-            term.owner,
-        )
+        found = index.functions_named(term.text, term.owner)
         if len(found) != 1:
             continue
         if (test_file := index.test_file_calling(term.text, found[0].owner)) is not None:

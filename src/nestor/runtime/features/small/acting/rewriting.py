@@ -18,10 +18,9 @@ import textwrap
 from nestor.runtime.features.small.acting import prompts
 from nestor.runtime.features.small.acting.edit_blocks import parse_edit_blocks
 from nestor.runtime.features.small.acting.edits import apply_blocks
-from nestor.runtime.features.small.gathering.code_index import CodeIndex, Definition, code_index, owned_by
+from nestor.runtime.features.small.gathering.code_index import CodeIndex, Definition, code_index
 from nestor.runtime.features.small.gathering.functions import CODE_BLOCK
 from nestor.runtime.features.small.gathering.languages import language_of, parses_cleanly
-from nestor.runtime.features.small.gathering.project import is_test_path
 from nestor.runtime.features.small.understanding.intent import Intent
 from nestor.runtime.features.small.workspace import (
     EDIT_ATTEMPTS,
@@ -47,14 +46,7 @@ def named_function(intent: Intent, index: CodeIndex) -> Definition | None:
     for term in intent.terms:
         if not term.exact or term.is_file:
             continue
-        definitions = owned_by(
-            [
-                definition
-                for definition in index.defined(term.text)
-                if definition.kind in ("function", "method") and not is_test_path(definition.path)
-            ],
-            term.owner,
-        )
+        definitions = index.functions_named(term.text, term.owner)
         if len(definitions) == 1:
             found[definitions[0].qualified] = definitions[0]
     if len(found) != 1:

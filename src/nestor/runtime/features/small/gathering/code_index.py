@@ -146,6 +146,15 @@ class CodeIndex:
         """What belongs to ``owner`` (a class's methods, an enum's variants), in file order."""
         return [definition for definition in self.definitions if definition.owner == owner]
 
+    def functions_named(self, name: str, owner: str | None = None) -> list[Definition]:
+        """The functions and methods called ``name`` outside the tests (of ``owner``: :func:`owned_by`)."""
+        found = [
+            definition
+            for definition in self.defined(name)
+            if definition.kind in ("function", "method") and not is_test_path(definition.path)
+        ]
+        return owned_by(found, owner)
+
     def test_file_calling(self, name: str, owner: str | None = None) -> str | None:
         """The test file whose tests call ``name`` most (the first of a tie); None when none does.
 
