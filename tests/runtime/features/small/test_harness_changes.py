@@ -165,8 +165,7 @@ async def test_a_javascript_test_asked_for_is_added_at_the_end_of_the_file_testi
     assert (root / "test" / "index.test.js").read_text() == expected
     assert result.startswith("Added a test at the end of test/index.test.js:"), result
     assert "Tests (`npm test --silent`): pass." in result
-    first = "".join(str(part.content) for part in model.requests[0].messages[-1].parts)  # type: ignore[union-attr]
-    retry = "".join(str(part.content) for part in model.requests[1].messages[-1].parts)  # type: ignore[union-attr]
+    first, retry = (_prompt_of(request.messages) for request in model.requests)
     assert "function pad(text, width) {" in first and "require('../index.js')" in first
     assert "Your test failed, so it was taken out again" in retry
 

@@ -172,6 +172,15 @@ def _git(root: Path, *args: str) -> None:
     )
 
 
+def _committed_js_project(root: Path) -> Path:
+    """The JavaScript project, a git repository with one commit of it."""
+    _js_project(root)
+    _git(root, "init", "-q", "-b", "main")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "First version")
+    return root
+
+
 def _commits(root: Path) -> int:
     log = subprocess.run(["git", "log", "--oneline"], cwd=root, capture_output=True, text=True, check=True)
     return len(log.stdout.splitlines())
@@ -180,10 +189,7 @@ def _commits(root: Path) -> int:
 async def test_a_question_about_the_history_sees_the_log_the_patches_and_the_uncommitted_diff(
     tmp_path: Path,
 ) -> None:
-    root = _js_project(tmp_path / "project")
-    _git(root, "init", "-q", "-b", "main")
-    _git(root, "add", "-A")
-    _git(root, "commit", "-qm", "First version")
+    root = _committed_js_project(tmp_path / "project")
     (root / "index.js").write_text(INDEX_JS.replace("6)", "8)"))
     _git(root, "commit", "-qam", "Widen the format to 8")
     (root / "index.js").write_text(INDEX_JS.replace("6)", "10)"))
@@ -212,10 +218,7 @@ async def test_a_commit_message_is_written_from_the_diff_and_no_file_or_commit_i
     tmp_path: Path, request_text: str
 ) -> None:
     # "Write" opened a change: the request went to the edit step, which edits project files.
-    root = _js_project(tmp_path / "project")
-    _git(root, "init", "-q", "-b", "main")
-    _git(root, "add", "-A")
-    _git(root, "commit", "-qm", "First version")
+    root = _committed_js_project(tmp_path / "project")
     (root / "index.js").write_text(INDEX_JS.replace("6)", "10)"))
     model = ScriptedModel([reply("Widen format's padding to 10\n\nNumbers now pad to ten characters.")])
 
