@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from nestor.cli.warm.place import installation_identity
+from nestor.cli.warm.server import _holds  # pyright: ignore[reportPrivateUsage]
 from nestor.testing import ScriptedOpenAIServer, ServerReply
 from tests.cli.support import nestor
 from tests.cli.warm.support import served_warm, sockets, stop_servers, warm_env, warm_server
@@ -189,19 +190,35 @@ def test_the_first_cold_run_starts_a_server_that_the_next_uses(tmp_path: Path) -
         stop_servers(env)
 
 
-def test_a_server_stopped_by_sigterm_removes_its_socket(tmp_path: Path) -> None:
+def _runtime_files(env: dict[str, str]) -> list[str]:
+    return sorted(entry.name for entry in (Path(env["XDG_RUNTIME_DIR"]) / "nestor").iterdir())
+
+
+def test_a_server_stopped_by_sigterm_removes_its_socket_and_its_lock(tmp_path: Path) -> None:
     env = warm_env(tmp_path)
     with warm_server(env) as server:
+        assert [name.endswith((".sock", ".sock.lock")) for name in _runtime_files(env)] == [True, True]
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=60)
-    assert sockets(env) == []
+    assert _runtime_files(env) == []
 
 
-def test_an_idle_server_exits_and_removes_its_socket(tmp_path: Path) -> None:
+def test_an_idle_server_exits_and_removes_its_socket_and_its_lock(tmp_path: Path) -> None:
     env = warm_env(tmp_path)
     with warm_server(env, idle_timeout_s=1) as server:
         assert server.wait(timeout=60) == 0
-    assert sockets(env) == []
+    assert _runtime_files(env) == []
+
+
+def test_a_lock_counts_only_while_its_path_names_the_file_locked(tmp_path: Path) -> None:
+    lock_path = str(tmp_path / "serve.sock.lock")
+    with open(lock_path, "a") as first, open(lock_path, "a") as second:
+        assert _holds(first, lock_path)
+        assert not _holds(second, lock_path)  # the first server holds it
+    with open(lock_path, "a") as late:
+        os.unlink(lock_path)  # a server exiting removed the file this one had opened
+        Path(lock_path).touch()  # and a new server made its own
+        assert not _holds(late, lock_path)
 
 
 def _processes_of(env: dict[str, str]) -> list[Path]:

@@ -74,10 +74,9 @@ def serve_command(args: list[str], run: Runner) -> int:
 
 def serve(path: str, identity: str, run: Runner, *, idle_timeout_s: float) -> None:
     """Listen on ``path`` until idle; each accepted command runs ``run(args)`` in a forked child."""
-    with open(path + ".lock", "a") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
+    lock_path = path + ".lock"
+    with open(lock_path, "a") as lock:
+        if not _holds(lock, lock_path):
             return  # another server of this installation holds the socket
         prepare()
         signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
@@ -104,6 +103,24 @@ def serve(path: str, identity: str, run: Runner, *, idle_timeout_s: float) -> No
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
             listener.close()
+            # Last, and while still held: a server starting from now on locks a new file.
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(lock_path)
+
+
+def _holds(lock: io.TextIOWrapper, lock_path: str) -> bool:
+    """Lock ``lock``, opened at ``lock_path``: False when another server holds it or has removed it.
+
+    A server removes its lock file as it exits; one that opened the file before that and locks it
+    after would hold a file no other server sees, so the lock counts only while the path still
+    names the very file locked.
+    """
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        held, named = os.fstat(lock.fileno()), os.stat(lock_path)
+    except OSError:
+        return False
+    return (held.st_dev, held.st_ino) == (named.st_dev, named.st_ino)
 
 
 def _exit_on_signal(signum: int, _frame: object) -> None:
