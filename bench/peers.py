@@ -15,8 +15,8 @@ A peer that cannot be installed, or spoken to on loopback, raises :class:`Skippe
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
+import os
+import platform
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -107,11 +107,17 @@ def _env(venv: Path, home: Path, **extra: str) -> dict[str, str]:
     return peer_environment(venv, home=home, extra=extra)
 
 
-def _npm_peer(cache: Path, name: str, package: str, version: str, binary: str) -> tuple[Path, Path]:
-    """Install npm ``package@version`` into ``<cache>/npm/<name>``: the folder and the binary."""
+def _npm_peer(
+    cache: Path, name: str, package: str, version: str, binary: str, env: dict[str, str] | None = None
+) -> tuple[Path, Path]:
+    """Install npm ``package@version`` into ``<cache>/npm/<name>``: the folder and the binary.
+
+    ``env``: what npm and the binary's ``--version`` check run with (this process's when None).
+    """
     folder = cache / "npm" / name
     log = cache / "logs" / f"{name}-install.log"
-    return folder, ensure_npm_package(folder, f"{package}@{version}", binary=binary, version=version, log=log)
+    spec = f"{package}@{version}"
+    return folder, ensure_npm_package(folder, spec, binary=binary, version=version, log=log, env=env)
 
 
 def _venv_peer(
@@ -263,46 +269,34 @@ def _mini(cache: Path, home: Path, servers: Servers) -> Prepared:
     )
 
 
-KIMI_CLI_VERSION = "1.51.0"  # 1.52.0, the last release, only prints a deprecation notice
+KIMI_CODE_VERSION = "2.1.0"
+"""Kimi Code CLI, the successor of the Python Kimi CLI (kimi-cli 1.52.0, archived, only points to it)."""
+KIMI_CODE_NODE_VERSION = "22.21.1"
+"""Kimi Code needs Node >= 22.19; it runs on this one, from the npm registry, whatever the machine's."""
 
 
-def _python_at_least_3_12() -> str | None:
-    """A Python >= 3.12 that runs (a pyenv shim on PATH may not), or None."""
-    candidates = [shutil.which(f"python3.{minor}") for minor in (14, 13, 12)]
-    candidates += sorted(str(p) for p in Path.home().glob(".pyenv/versions/3.1[2-9]*/bin/python3"))
-    for candidate in filter(None, candidates):
-        done = subprocess.run(
-            [candidate, "-c", "import sys; assert sys.version_info >= (3, 12)"], capture_output=True
-        )
-        if done.returncode == 0:
-            return candidate
-    return None
-
-
-def _kimi(cache: Path, home: Path, servers: Servers) -> Prepared:
-    python = _python_at_least_3_12()
-    if python is None:
-        raise Skipped("kimi-cli needs Python >= 3.12 (its Requires-Python); none found here")
-    venv = cache / "venvs" / "kimi-cli"
-    share = home / ".kimi"
-    env = _env(venv, home, KIMI_SHARE_DIR=str(share))
-    bin_dir = _venv_peer(
-        cache, "kimi-cli", ("kimi-cli", KIMI_CLI_VERSION), "import kimi_cli.cli", env, python
+def _kimi_code(cache: Path, home: Path, servers: Servers) -> Prepared:
+    arch = {"x86_64": "x64", "aarch64": "arm64"}.get(platform.machine())
+    if arch is None or not sys.platform.startswith("linux"):
+        raise Skipped(f"Kimi Code's Node {KIMI_CODE_NODE_VERSION} is installed for Linux x64 and arm64 only")
+    _, node = _npm_peer(cache, "node-for-kimi-code", f"node-linux-{arch}", KIMI_CODE_NODE_VERSION, "node")
+    path = f"{node.parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    folder = cache / "npm" / "kimi-code"
+    env = _env(
+        folder,
+        home,
+        PATH=path,
+        # Its model from the environment: an OpenAI-compatible provider at the scripted server.
+        KIMI_MODEL_PROVIDER_TYPE="openai",
+        KIMI_MODEL_BASE_URL=servers.openai,
+        KIMI_MODEL_NAME=MODEL,
+        KIMI_MODEL_API_KEY="bench",
+        KIMI_DISABLE_TELEMETRY="1",
+        KIMI_CLI_NO_AUTO_UPDATE="1",
+        KIMI_CODE_MODEL_CATALOG_REFRESH_ON_START="0",  # else it looks up a catalog's host at start
     )
-    started = subprocess.run(
-        [str(bin_dir / "python"), "-c", "import kimi_cli.app"], env=env, capture_output=True, text=True
-    )
-    if started.returncode != 0:  # 1.51.0 on Python 3.12.1 and 3.13.0: a TypeError in its slash commands
-        lines = started.stderr.strip().splitlines() or ["no output"]
-        raise Skipped(f"kimi-cli {KIMI_CLI_VERSION} fails at start in {venv}: {lines[-1]}")
-    share.mkdir(parents=True, exist_ok=True)
-    (share / "config.toml").write_text(
-        f'default_model = "bench"\ntelemetry = false\n[providers.bench]\ntype = "openai_legacy"\n'
-        f'base_url = "{servers.openai}"\napi_key = "bench"\n'
-        f'[models.bench]\nprovider = "bench"\nmodel = "{MODEL}"\nmax_context_size = 128000\n',
-        encoding="utf-8",
-    )
-    return Prepared([str(bin_dir / "kimi")], ["--print", "--yolo"], env)
+    _, kimi = _npm_peer(cache, "kimi-code", "@moonshot-ai/kimi-code", KIMI_CODE_VERSION, "kimi", env)
+    return Prepared([str(kimi)], [], env)
 
 
 GEMINI_SETTINGS = {
@@ -335,7 +329,7 @@ def all_peers() -> list[Peer]:
         Peer("Codex CLI", "openai", _codex, ["exec", "--skip-git-repo-check", PROMPT]),
         Peer("OpenCode", "openai", _opencode, ["run", "-m", f"llama/{MODEL}", PROMPT]),
         Peer("Gemini CLI", "gemini", _gemini, ["-p", PROMPT]),
-        Peer("Kimi CLI", "openai", _kimi, ["--prompt", PROMPT]),
+        Peer("Kimi Code", "openai", _kimi_code, ["-p", PROMPT]),
         Peer("aider", "openai", _aider, ["--message", PROMPT]),
         Peer("mini-swe-agent", "openai", _mini, ["--yolo", "--exit-immediately", "--task", PROMPT]),
     ]

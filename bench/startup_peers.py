@@ -1,6 +1,6 @@
 """Start-up and the first request's size, nestor beside its peers, each against nestor's scripted servers.
 
-Every tool (nestor on each API; Claude Code, Codex CLI, OpenCode, Gemini CLI, aider,
+Every tool (nestor on each API; Claude Code, Codex CLI, OpenCode, Gemini CLI, Kimi Code, aider,
 mini-swe-agent; see ``peers.py``) runs a one-word headless prompt against a scripted server on
 127.0.0.1 (OpenAI's, Anthropic's or Gemini's API) that answers "ok" at once (a request for JSON of a
 schema, such as Gemini CLI's model router, gets an object of that schema), after one warm-up, in

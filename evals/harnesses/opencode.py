@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -164,8 +165,13 @@ def extract_opencode_answer(stdout: str) -> str:
     return "".join(said[-1]).strip() if said else ""
 
 
-def ensure_npm_package(folder: Path, spec: str, *, binary: str, version: str, log: Path) -> Path:
+def ensure_npm_package(
+    folder: Path, spec: str, *, binary: str, version: str, log: Path, env: Mapping[str, str] | None = None
+) -> Path:
     """Make ``folder`` hold the npm package ``spec`` (``npm install --prefix``), reusing it when it does.
+
+    ``env`` is what npm and the binary's ``--version`` run with (this process's when None): a package
+    needing a newer Node than the machine's is checked with the Node it will run on.
 
     Returns:
         The package's ``binary`` in ``folder/node_modules/.bin``.
@@ -175,7 +181,7 @@ def ensure_npm_package(folder: Path, spec: str, *, binary: str, version: str, lo
 
     """
     path = folder / "node_modules" / ".bin" / binary
-    if _reports(path, version):
+    if _reports(path, version, env):
         return path
     folder.mkdir(parents=True, exist_ok=True)
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -184,19 +190,24 @@ def ensure_npm_package(folder: Path, spec: str, *, binary: str, version: str, lo
         out.write(f"\n$ {' '.join(command)}\n".encode())
         out.flush()
         done = subprocess.run(
-            command, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, check=False
+            command, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, check=False, env=env
         )
-    if done.returncode != 0 or not _reports(path, version):
+    if done.returncode != 0 or not _reports(path, version, env):
         raise RuntimeError(f"installing {spec} with npm failed (exit {done.returncode}); see {log}")
     return path
 
 
-def _reports(path: Path, version: str) -> bool:
+def _reports(path: Path, version: str, env: Mapping[str, str] | None = None) -> bool:
     if not path.exists():
         return False
     try:
         done = subprocess.run(
-            [str(path), "--version"], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60
+            [str(path), "--version"],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
         )
     except (OSError, subprocess.SubprocessError):
         return False
